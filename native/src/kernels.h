@@ -1,0 +1,89 @@
+// Compute kernels behind one runtime dispatch: avx512bf16 / avx512 / avx2 (+FMA) / scalar.
+// Weights are BF16 (raw uint16_t bit patterns, as stored in safetensors); activations and
+// accumulation are F32. Every kernel here is single-threaded over the range it is given; the
+// threaded drivers (ops.h) split work across the ThreadPool.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace scriptorium {
+
+using bf16_t = uint16_t;
+
+inline float bf16_to_f32(bf16_t v) {
+  uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Round-to-nearest-even F32 -> BF16 (NaN kept quiet).
+inline bf16_t f32_to_bf16(float f) {
+  uint32_t bits;
+  __builtin_memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<bf16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<bf16_t>(bits >> 16);
+}
+
+struct KernelSet {
+  const char* name;  // "avx512bf16", "avx512", "avx2", "scalar"
+
+  // Y[m, n] = X[m, :] . W[n, :] for m in [0, M), n in [n0, n1):
+  //   X[M, K] f32 (row stride ldx), W[N, K] bf16 (row stride K), Y[M, N] f32 (row stride ldy).
+  // Overwrites Y (no accumulation). K may be any size >= 1 (odd sizes included). Each Y[m, n] is
+  // bitwise the same whatever M, n0 and n1 are: a batched row equals a one-row call.
+  void (*gemm_bf16)(const float* X, int64_t ldx, const bf16_t* W, float* Y, int64_t ldy,
+                    int64_t M, int64_t n0, int64_t n1, int64_t K);
+
+  // Y[m, n] = X[m, :] . W[n, :] with W[N, K] f32 (row stride ldw): used for the F32 router and
+  // attention score blocks. Same range semantics as gemm_bf16.
+  void (*gemm_f32)(const float* X, int64_t ldx, const float* W, int64_t ldw, float* Y, int64_t ldy,
+                   int64_t M, int64_t n0, int64_t n1, int64_t K);
+
+  // y[i] = x[i] * rsqrt(mean(x^2) + eps) * w[i]; x[n] f32, w[n] bf16, y[n] f32 (y may alias x).
+  void (*rmsnorm)(const float* x, const bf16_t* w, float* y, int64_t n, float eps);
+
+  // out[i] = silu(gate[i]) * up[i], n elements (out may alias gate).
+  void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
+
+  // In-place softmax over x[n], n >= 1. -inf entries get 0. When every entry is -inf the result
+  // is uniform (1/n, the limit for n equal logits); +inf entries share all the mass equally.
+  // A NaN entry makes the output NaN.
+  void (*softmax)(float* x, int64_t n);
+
+  // One attention head for one query with online softmax (no score matrix materialised):
+  //   q[d]; keys/values: n rows of d floats, row r at K + r*ld / V + r*ld;
+  //   out[d] = sum_r softmax_r(scale * q.K_r) V_r.
+  // out must not alias q, K or V; n == 0 gives zeros.
+  void (*attention_head)(const float* q, const float* K, const float* V, int64_t ld, int64_t n,
+                         int64_t d, float scale, float* out);
+
+  // y[i] += a * x[i]
+  void (*axpy)(float* y, float a, const float* x, int64_t n);
+
+  // Index of the largest element (first one on ties); x[n], n >= 1. -inf entries are ordinary
+  // values (all -inf gives 0); with NaN entries the index is unspecified.
+  int64_t (*argmax)(const float* x, int64_t n);
+};
+
+// Individual sets, one per kernels_<isa>.cc. Calling into a set the CPU lacks is undefined
+// behaviour: outside the dispatcher, reach them through kernels_by_name.
+const KernelSet& kernels_scalar();
+const KernelSet& kernels_avx2();
+const KernelSet& kernels_avx512();
+const KernelSet& kernels_avx512bf16();
+
+// The best kernel set this CPU supports, or the one named by SCRIPTORIUM_KERNELS
+// (scalar|avx2|avx512|avx512bf16) when set; an unsupported name falls back to the best.
+const KernelSet& active_kernels();
+
+// A named kernel set, or nullptr when the CPU cannot run it or the name is unknown.
+const KernelSet* kernels_by_name(const char* name);
+
+// Rotate-half RoPE (Llama/NEOX) in place for `heads` heads of head_dim d laid out head-major in x:
+//   for i < d/2: angle = pos * theta^(-2i/d); x'[i] = x[i] cos - x[i+d/2] sin;
+//   x'[i+d/2] = x[i+d/2] cos + x[i] sin.   cos/sin computed in F32.
+void rope_rotate_half(float* x, int64_t heads, int64_t d, int64_t pos, float theta);
+
+}  // namespace scriptorium

@@ -1,0 +1,325 @@
+// AVX-512 (F/BW/VL/DQ) kernel set: 16-lane F32 FMA; bf16 weights widened with a 16-bit shift.
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma; only kernels_avx512() is
+// exported, so nothing here can leak into code that runs on smaller CPUs.
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_* (GCC PR 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include "kernels.h"
+
+namespace scriptorium {
+
+namespace {
+
+// No std:: inline functions or templates here, only builtins: at -O0 those are emitted as weak
+// symbols, and the linker could hand this file's ISA-specific copy to code that runs on any CPU.
+constexpr float kInf = __builtin_inff();
+inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+constexpr int64_t kL2Block = 192 << 10;  // bytes of X rows, and of W rows, kept in L2 per block
+
+inline __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+inline __m512 widen(__m256i b) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+}
+inline __m512 load_w(const bf16_t* p) {
+  return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+inline __m512 load_w(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load_w(const bf16_t* p, __mmask16 m) { return widen(_mm256_maskz_loadu_epi16(m, p)); }
+inline __m512 load_w(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+
+/* exp(x[16]), ~2 ulp; exp(x) = 0 for x < -87.3 (incl. -inf), inf above ln(FLT_MAX) */
+inline __m512 exp16(__m512 x) {
+  const __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
+  x = _mm512_max_ps(_mm512_set1_ps(-87.3f), x);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), _mm512_scalef_ps(p, n));
+}
+
+// Rows of the next W block that a tile prefetches in step with its k loop: row, row + stride, ...
+template <typename WT>
+struct Ahead {
+  const WT* row;
+  int64_t count;
+  int64_t stride;
+};
+
+template <int MR, int NR, bool kTail>
+inline void fma_step(__m512 (&acc)[MR][NR], const __m512 (&w)[NR], const float* X, int64_t ldx,
+                     int64_t k, __mmask16 m) {
+  #pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    const float* xi = X + i * ldx + k;
+    const __m512 x = kTail ? _mm512_maskz_loadu_ps(m, xi) : _mm512_loadu_ps(xi);
+    #pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(x, w[j], acc[i][j]);
+  }
+}
+
+/* Y[MR, NR] = X[MR,K] @ W[NR,K]^T: each W vector is widened once and reused for MR rows */
+template <int MR, int NR, typename WT>
+void tile(const float* X, int64_t ldx, const WT* W, int64_t ldw, float* Y, int64_t ldy, int64_t K,
+          Ahead<WT> ahead) {
+  __m512 acc[MR][NR];
+  #pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+    #pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    if (k * int64_t(sizeof(WT)) % 64 == 0)  // one prefetch per 64-byte line
+      for (int64_t r = 0; r < ahead.count; ++r)
+        _mm_prefetch(reinterpret_cast<const char*>(ahead.row + r * ahead.stride + k), _MM_HINT_T0);
+    __m512 w[NR];
+    #pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) w[j] = load_w(W + j * ldw + k);
+    fma_step<MR, NR, false>(acc, w, X, ldx, k, 0);
+  }
+  if (k < K) {
+    const __mmask16 m = tail_mask(K - k);
+    __m512 w[NR];
+    #pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) w[j] = load_w(W + j * ldw + k, m);
+    fma_step<MR, NR, true>(acc, w, X, ldx, k, m);
+  }
+  #pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+    #pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) Y[i * ldy + j] = _mm512_reduce_add_ps(acc[i][j]);
+}
+
+template <typename WT>
+using TileFn = void (*)(const float*, int64_t, const WT*, int64_t, float*, int64_t, int64_t,
+                        Ahead<WT>);
+
+// kTiles<WT>[MR - 1][NR - 1]. NR > 4 only for MR <= 2, where 4 columns give too few FMA chains.
+template <typename WT>
+constexpr TileFn<WT> kTiles[4][8] = {
+    {tile<1, 1, WT>, tile<1, 2, WT>, tile<1, 3, WT>, tile<1, 4, WT>, tile<1, 5, WT>, tile<1, 6, WT>,
+     tile<1, 7, WT>, tile<1, 8, WT>},
+    {tile<2, 1, WT>, tile<2, 2, WT>, tile<2, 3, WT>, tile<2, 4, WT>, tile<2, 5, WT>, tile<2, 6, WT>,
+     tile<2, 7, WT>, tile<2, 8, WT>},
+    {tile<3, 1, WT>, tile<3, 2, WT>, tile<3, 3, WT>, tile<3, 4, WT>},
+    {tile<4, 1, WT>, tile<4, 2, WT>, tile<4, 3, WT>, tile<4, 4, WT>},
+};
+
+/* Y[M, n0:n1] = X[M,K] @ W[n0:n1,K]^T. W is walked in blocks of nb rows, each reused from L1 by
+   every 4-row tile of the X block while those tiles prefetch the next W block; X blocks (mc rows)
+   and W panels (nc rows) are sized to stay in L2. */
+template <typename WT>
+void gemm(const float* X, int64_t ldx, const WT* W, int64_t ldw, float* Y, int64_t ldy, int64_t M,
+          int64_t n0, int64_t n1, int64_t K) {
+  const int64_t nb = M <= 2 ? 8 : 4;
+  const int64_t mc = max64(4, kL2Block / (K * 4) / 4 * 4);
+  const int64_t nc = max64(nb, kL2Block / (K * int64_t(sizeof(WT))) / nb * nb);
+  for (int64_t pb = n0; pb < n1; pb += nc) {
+    const int64_t pe = min64(n1, pb + nc);
+    for (int64_t mb = 0; mb < M; mb += mc) {
+      const int64_t me = min64(M, mb + mc);
+      const int64_t tiles = (me - mb + 3) / 4;
+      for (int64_t n = pb; n < pe; n += nb) {
+        const int64_t nr = min64(nb, pe - n);
+        const int64_t next = min64(nb, max64(0, pe - n - nb));
+        for (int64_t m = mb, t = 0; m < me; m += 4, ++t) {
+          const int64_t mr = min64(4, me - m);
+          Ahead<WT> ahead{nullptr, 0, 0};
+          if (t < next) {
+            ahead = {W + (n + nb + t) * ldw, (next - t + tiles - 1) / tiles, tiles * ldw};
+          }
+          kTiles<WT>[mr - 1][nr - 1](X + m * ldx, ldx, W + n * ldw, ldw, Y + m * ldy + n, ldy, K,
+                                     ahead);
+        }
+      }
+    }
+  }
+}
+
+void gemm_bf16(const float* X, int64_t ldx, const bf16_t* W, float* Y, int64_t ldy, int64_t M,
+               int64_t n0, int64_t n1, int64_t K) {
+  gemm(X, ldx, W, K, Y, ldy, M, n0, n1, K);
+}
+
+void gemm_f32(const float* X, int64_t ldx, const float* W, int64_t ldw, float* Y, int64_t ldy,
+              int64_t M, int64_t n0, int64_t n1, int64_t K) {
+  gemm(X, ldx, W, ldw, Y, ldy, M, n0, n1, K);
+}
+
+/* a[n] . b[n] */
+inline float dot(const float* a, const float* b, int64_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+/* y[n] = x[n] * rsqrt(mean(x^2) + eps) * w[n] */
+void rmsnorm(const float* x, const bf16_t* w, float* y, int64_t n, float eps) {
+  const float r = 1.0f / __builtin_sqrtf(dot(x, x, n) / static_cast<float>(n) + eps);
+  const __m512 vr = _mm512_set1_ps(r);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vr);
+    _mm512_storeu_ps(y + i, _mm512_mul_ps(v, load_w(w + i)));
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vr);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, load_w(w + i, m)));
+  }
+}
+
+inline __m512 silu_mul(__m512 g, __m512 u) {
+  const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
+  return _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), u);
+}
+
+/* out[n] = gate[n] / (1 + exp(-gate[n])) * up[n] */
+void swiglu(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(out + i, silu_mul(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    _mm512_mask_storeu_ps(out + i, m, silu_mul(g, _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
+/* max(x[n]), -inf for n == 0; NaN entries are skipped */
+inline float max_of(const float* x, int64_t n) {
+  const __m512 ninf = _mm512_set1_ps(-kInf);
+  __m512 mx = ninf;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) mx = _mm512_max_ps(_mm512_loadu_ps(x + i), mx);
+  if (i < n) mx = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i), mx);
+  return _mm512_reduce_max_ps(mx);
+}
+
+/* x[n] <- exp(x[n] - mx); returns the sum */
+inline float exp_shift(float* x, int64_t n, float mx) {
+  const __m512 vm = _mm512_set1_ps(mx);
+  __m512 sum = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+    _mm512_storeu_ps(x + i, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    const __m512 e = _mm512_maskz_mov_ps(m, exp16(_mm512_sub_ps(v, vm)));
+    _mm512_mask_storeu_ps(x + i, m, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
+/* x[n] *= a */
+inline void scale(float* x, float a, int64_t n) {
+  const __m512 va = _mm512_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), va));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), va));
+  }
+}
+
+/* y[n] += a * x[n] */
+void axpy(float* y, float a, const float* x, int64_t n) {
+  const __m512 va = _mm512_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, v, _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+/* x[n] <- softmax(x[n]); non-finite maxima go to the scalar set, which defines them */
+void softmax(float* x, int64_t n) {
+  const float mx = max_of(x, n);
+  if (__builtin_isinf(mx)) {
+    kernels_scalar().softmax(x, n);
+    return;
+  }
+  scale(x, 1.0f / exp_shift(x, n, mx), n);
+}
+
+/* out[d] = softmax_r(scale * q[d] . K[r,d]) @ V[n,d], online over blocks of kBlock keys */
+void attention_head(const float* q, const float* K, const float* V, int64_t ld, int64_t n,
+                    int64_t d, float sc, float* out) {
+  constexpr int64_t kBlock = 64;
+  alignas(64) float s[kBlock];
+  float mx = -kInf;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < d; ++i) out[i] = 0.0f;
+  for (int64_t r0 = 0; r0 < n; r0 += kBlock) {
+    const int64_t nb = min64(kBlock, n - r0);
+    for (int64_t j = 0; j < nb; ++j) s[j] = sc * dot(q, K + (r0 + j) * ld, d);
+    const float bmx = max_of(s, nb);
+    if (bmx > mx) {
+      const float c = __builtin_expf(mx - bmx);
+      sum *= c;
+      scale(out, c, d);
+      mx = bmx;
+    }
+    if (mx == -kInf) continue;  // every score so far is -inf
+    sum += exp_shift(s, nb, mx);
+    for (int64_t j = 0; j < nb; ++j) axpy(out, s[j], V + (r0 + j) * ld, d);
+  }
+  if (sum > 0.0f) scale(out, 1.0f / sum, d);
+}
+
+/* first argmax of x[n]: one pass for the max, one for its first position */
+int64_t argmax(const float* x, int64_t n) {
+  const float mx = max_of(x, n);
+  const __m512 vm = _mm512_set1_ps(mx);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), vm, _CMP_EQ_OQ);
+    if (hit) return i + __builtin_ctz(hit);
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    const __mmask16 hit = _mm512_mask_cmp_ps_mask(m, v, vm, _CMP_EQ_OQ);
+    if (hit) return i + __builtin_ctz(hit);
+  }
+  return 0;
+}
+
+}  // namespace
+
+const KernelSet& kernels_avx512() {
+  static const KernelSet set = {"avx512", gemm_bf16, gemm_f32, rmsnorm,
+                                swiglu,   softmax,   attention_head, axpy, argmax};
+  return set;
+}
+
+}  // namespace scriptorium

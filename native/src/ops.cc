@@ -1,0 +1,53 @@
+// Threaded matmul drivers: N is split across the pool; every chunk covers all M rows, so each
+// thread streams its own columns of W once (the kernels block over M and N for cache reuse).
+#include "ops.h"
+
+namespace scriptorium {
+
+namespace {
+
+constexpr int64_t kColumnGrain = 16;  // columns: whole 4- and 8-column kernel tiles
+constexpr int64_t kSmallM = 16;       // up to here matmul is W-bandwidth bound (decode)
+
+// The chunk lambda captures one pointer and one function pointer, which std::function stores
+// in place: a dispatch allocates nothing.
+template <typename WT>
+struct Args {
+  const float* X;
+  const WT* W;
+  float* Y;
+  int64_t M, N, K;
+};
+
+// Small M: the finest grain, so the pool balances W streaming evenly across threads.
+// Large M: about two chunks per thread, so each chunk amortises its pass over X.
+int64_t column_grain(const ThreadPool& pool, int64_t M, int64_t N) {
+  if (M <= kSmallM) return kColumnGrain;
+  const int64_t chunks = 2 * static_cast<int64_t>(pool.size());
+  const int64_t per_chunk = (N + chunks - 1) / chunks;
+  return (per_chunk + kColumnGrain - 1) / kColumnGrain * kColumnGrain;
+}
+
+}  // namespace
+
+/* Y[M,N] = X[M,K] @ W[N,K]^T, W bf16 */
+void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, int64_t M, int64_t N,
+                 int64_t K) {
+  const Args<bf16_t> a{X, W, Y, M, N, K};
+  const auto gemm = active_kernels().gemm_bf16;
+  pool.parallel_for(N, column_grain(pool, M, N), [&a, gemm](int64_t n0, int64_t n1) {
+    gemm(a.X, a.K, a.W, a.Y, a.N, a.M, n0, n1, a.K);
+  });
+}
+
+/* Y[M,N] = X[M,K] @ W[N,K]^T, W f32 */
+void matmul_f32(ThreadPool& pool, const float* X, const float* W, float* Y, int64_t M, int64_t N,
+                int64_t K) {
+  const Args<float> a{X, W, Y, M, N, K};
+  const auto gemm = active_kernels().gemm_f32;
+  pool.parallel_for(N, column_grain(pool, M, N), [&a, gemm](int64_t n0, int64_t n1) {
+    gemm(a.X, a.K, a.W, a.K, a.Y, a.N, a.M, n0, n1, a.K);
+  });
+}
+
+}  // namespace scriptorium

@@ -1,0 +1,549 @@
+// Kernel sets, dispatch, ThreadPool and the threaded matmul drivers, against float64 references.
+// Prints one line per test and a closing "N passed, M failed"; exits non-zero on any failure.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../src/kernels.h"
+#include "../src/ops.h"
+#include "../src/thread_pool.h"
+
+using namespace scriptorium;
+
+namespace {
+
+// Tolerances. Dot products: |y - ref| <= tol * sum_k |x_k w_k|.
+constexpr double kDotTolF32 = 2e-6;     // scalar, avx2, avx512 (F32 FMA on exact bf16 weights)
+constexpr double kDotTolSplit = 2e-5;   // avx512bf16 (x split into two bf16 terms, ~16 bits)
+constexpr double kElemTol = 4e-6;       // rmsnorm / swiglu / softmax, relative to |ref|
+constexpr double kAttnTol = 2e-5;       // attention, relative to sum_r p_r |V_r| (+ score size)
+
+const float kInf = std::numeric_limits<float>::infinity();
+const char* const kSetNames[] = {"scalar", "avx2", "avx512", "avx512bf16"};
+
+int g_passed = 0;
+int g_failed = 0;
+
+// Runs one test: fn returns "" on success or a failure description; note is printed on success.
+void run(const std::string& name, const std::function<std::string(std::string&)>& fn) {
+  std::string note;
+  const std::string err = fn(note);
+  if (err.empty()) {
+    ++g_passed;
+    std::printf("ok    %s%s%s\n", name.c_str(), note.empty() ? "" : "  ", note.c_str());
+  } else {
+    ++g_failed;
+    std::printf("FAIL  %s: %s\n", name.c_str(), err.c_str());
+  }
+  std::fflush(stdout);
+}
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0, double e = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, f, a, b, c, d, e);
+  return buf;
+}
+
+std::mt19937 g_rng(12345);
+float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(g_rng); }
+std::vector<float> randoms(size_t n, float lo, float hi) {
+  std::vector<float> v(n);
+  for (float& x : v) x = uniform(lo, hi);
+  return v;
+}
+
+// ---------------------------------------------------------------- gemm
+
+const int64_t kMs[] = {1, 2, 3, 5, 8, 16, 17, 33};
+const int64_t kNs[] = {1, 7, 16, 31, 64, 257};
+const int64_t kKs[] = {1, 3, 15, 16, 17, 31, 64, 100, 255, 1280};
+// Beyond the grid: enough rows x K that every set splits X into several cache blocks.
+const int64_t kBigShapes[][3] = {{100, 33, 4100}, {90, 20, 1500}};
+
+struct GemmCase {
+  int64_t M, N, K, ldx, ldw;
+  std::vector<float> X, Wf;    // X[M, ldx]; Wf[N, ldw] f32 weights (bf16-representable)
+  std::vector<bf16_t> Wb;      // Wb[N, K]
+  std::vector<double> ref, mag;  // ref[M, N] and sum |x w| (identical for Wf and Wb)
+};
+
+// X spans magnitudes 2^-8..2^8 so the bf16 split is exercised across exponents.
+GemmCase make_case(int64_t M, int64_t N, int64_t K) {
+  GemmCase c{M, N, K, K + 3, K + 1, {}, {}, {}, {}, {}};
+  c.X.resize(M * c.ldx);
+  for (float& x : c.X) x = std::ldexp(uniform(-1, 1), static_cast<int>(uniform(-8, 8)));
+  c.Wb.resize(N * K);
+  c.Wf.assign(N * c.ldw, 0.0f);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      c.Wb[n * K + k] = f32_to_bf16(uniform(-1, 1));
+      c.Wf[n * c.ldw + k] = bf16_to_f32(c.Wb[n * K + k]);
+    }
+  c.ref.resize(M * N);
+  c.mag.resize(M * N);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double s = 0, a = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double p = double(c.X[m * c.ldx + k]) * c.Wf[n * c.ldw + k];
+        s += p;
+        a += std::fabs(p);
+      }
+      c.ref[m * N + n] = s;
+      c.mag[m * N + n] = a;
+    }
+  return c;
+}
+
+const std::vector<GemmCase>& gemm_cases() {
+  static const std::vector<GemmCase> cases = [] {
+    std::vector<GemmCase> v;
+    for (int64_t M : kMs)
+      for (int64_t N : kNs)
+        for (int64_t K : kKs) v.push_back(make_case(M, N, K));
+    for (const auto& mnk : kBigShapes) v.push_back(make_case(mnk[0], mnk[1], mnk[2]));
+    return v;
+  }();
+  return cases;
+}
+
+// Runs gemm over [0, s) and [s, N) into Y with row stride N + 5; checks values and the padding.
+template <typename Call>
+std::string check_gemm(const char* what, double tol, std::string& note, Call call) {
+  double worst = 0;
+  for (const GemmCase& c : gemm_cases()) {
+    const int64_t ldy = c.N + 5;
+    std::vector<float> Y(c.M * ldy, -7.0f);
+    const int64_t s = c.N / 3;
+    call(c, Y.data(), ldy, 0, s);
+    call(c, Y.data(), ldy, s, c.N);
+    for (int64_t m = 0; m < c.M; ++m) {
+      for (int64_t n = c.N; n < ldy; ++n)
+        if (Y[m * ldy + n] != -7.0f)
+          return std::string(what) + fmt(" wrote padding at M=%g N=%g K=%g", c.M, c.N, c.K);
+      for (int64_t n = 0; n < c.N; ++n) {
+        const int64_t i = m * c.N + n;
+        const double err = std::fabs(Y[m * ldy + n] - c.ref[i]) / (c.mag[i] + 1e-300);
+        worst = std::max(worst, err);
+        if (!(err <= tol))
+          return fmt("M=%g N=%g K=%g m=%g: rel err %.3g", c.M, c.N, c.K, m, err) + " in " + what;
+      }
+    }
+  }
+  note = std::to_string(gemm_cases().size()) +
+         fmt(" shapes, max rel err %.2e (tol %.0e)", worst, tol);
+  return "";
+}
+
+void test_gemm(const KernelSet& ks) {
+  const double tol = std::strcmp(ks.name, "avx512bf16") == 0 ? kDotTolSplit : kDotTolF32;
+  run(std::string(ks.name) + "/gemm_bf16", [&](std::string& note) {
+    return check_gemm("gemm_bf16", tol, note,
+                      [&](const GemmCase& c, float* Y, int64_t ldy, int64_t n0, int64_t n1) {
+                        ks.gemm_bf16(c.X.data(), c.ldx, c.Wb.data(), Y, ldy, c.M, n0, n1, c.K);
+                      });
+  });
+  run(std::string(ks.name) + "/gemm_f32", [&](std::string& note) {
+    return check_gemm("gemm_f32", kDotTolF32, note,
+                      [&](const GemmCase& c, float* Y, int64_t ldy, int64_t n0, int64_t n1) {
+                        const float* W = c.Wf.data();
+                        ks.gemm_f32(c.X.data(), c.ldx, W, c.ldw, Y, ldy, c.M, n0, n1, c.K);
+                      });
+  });
+}
+
+// Row m of a batched call must be bitwise equal to a one-row call: decode and prefill agree.
+void test_row_invariance(const KernelSet& ks) {
+  run(std::string(ks.name) + "/gemm_row_invariance", [&](std::string& note) -> std::string {
+    for (const auto& mnk : kBigShapes) {
+      const auto& cases = gemm_cases();
+      const GemmCase& c = *std::find_if(cases.begin(), cases.end(), [&](const GemmCase& g) {
+        return g.M == mnk[0] && g.N == mnk[1] && g.K == mnk[2];
+      });
+      std::vector<float> all(c.M * c.N), one(c.N), all_f(c.M * c.N), one_f(c.N);
+      ks.gemm_bf16(c.X.data(), c.ldx, c.Wb.data(), all.data(), c.N, c.M, 0, c.N, c.K);
+      ks.gemm_f32(c.X.data(), c.ldx, c.Wf.data(), c.ldw, all_f.data(), c.N, c.M, 0, c.N, c.K);
+      for (int64_t m = 0; m < c.M; ++m) {
+        const float* x = c.X.data() + m * c.ldx;
+        ks.gemm_bf16(x, c.ldx, c.Wb.data(), one.data(), c.N, 1, 0, c.N, c.K);
+        ks.gemm_f32(x, c.ldx, c.Wf.data(), c.ldw, one_f.data(), c.N, 1, 0, c.N, c.K);
+        if (!std::equal(one.begin(), one.end(), all.begin() + m * c.N) ||
+            !std::equal(one_f.begin(), one_f.end(), all_f.begin() + m * c.N))
+          return fmt("M=%g K=%g: row %g differs from a one-row call", c.M, c.K, m);
+      }
+    }
+    note = "gemm_bf16 and gemm_f32, bitwise";
+    return "";
+  });
+}
+
+// ---------------------------------------------------------------- elementwise kernels
+
+const int64_t kLens[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 64, 100, 1280, 1281};
+
+// max over i of |got - ref| / (|ref| + abs_floor); "" when within tol.
+std::string check_elems(const std::vector<float>& got, const std::vector<double>& ref, double tol,
+                        double abs_floor, double& worst) {
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double err = std::fabs(got[i] - ref[i]) / (std::fabs(ref[i]) + abs_floor);
+    worst = std::max(worst, err);
+    if (!(err <= tol))
+      return fmt("n=%g i=%g got %.9g want %.9g", double(ref.size()), double(i), got[i], ref[i]);
+  }
+  return "";
+}
+
+void test_rmsnorm(const KernelSet& ks) {
+  run(std::string(ks.name) + "/rmsnorm", [&](std::string& note) -> std::string {
+    double worst = 0;
+    for (int64_t n : kLens) {
+      const std::vector<float> x = randoms(n, -3, 3);
+      std::vector<bf16_t> w(n);
+      for (auto& v : w) v = f32_to_bf16(uniform(0.5f, 1.5f));
+      double ss = 0;
+      for (float v : x) ss += double(v) * v;
+      const double r = 1.0 / std::sqrt(ss / n + 1e-6);
+      std::vector<double> ref(n);
+      for (int64_t i = 0; i < n; ++i) ref[i] = x[i] * r * bf16_to_f32(w[i]);
+      std::vector<float> y(n), alias = x;
+      ks.rmsnorm(x.data(), w.data(), y.data(), n, 1e-6f);
+      ks.rmsnorm(alias.data(), w.data(), alias.data(), n, 1e-6f);
+      std::string e = check_elems(y, ref, kElemTol, 1e-30, worst);
+      if (e.empty() && alias != y) e = fmt("in-place result differs, n=%g", n);
+      if (!e.empty()) return e;
+    }
+    note = fmt("max rel err %.2e", worst);
+    return "";
+  });
+}
+
+void test_swiglu(const KernelSet& ks) {
+  run(std::string(ks.name) + "/swiglu", [&](std::string& note) -> std::string {
+    double worst = 0;
+    for (int64_t n : kLens) {
+      std::vector<float> g = randoms(n, -20, 20);
+      const float extremes[] = {-1000.f, -100.f, -88.f, 0.f, 88.f, 100.f, 1000.f};
+      for (size_t i = 0; i < sizeof extremes / sizeof *extremes && i < size_t(n); ++i)
+        g[i * 7 % n] = extremes[i];
+      const std::vector<float> u = randoms(n, -2, 2);
+      std::vector<double> ref(n);
+      for (int64_t i = 0; i < n; ++i) ref[i] = g[i] / (1.0 + std::exp(-double(g[i]))) * u[i];
+      std::vector<float> out(n), alias = g;
+      ks.swiglu(g.data(), u.data(), out.data(), n);
+      ks.swiglu(alias.data(), u.data(), alias.data(), n);
+      std::string e = check_elems(out, ref, kElemTol, 1e-30, worst);
+      if (e.empty() && alias != out) e = fmt("in-place result differs, n=%g", n);
+      if (!e.empty()) return e;
+    }
+    note = fmt("max rel err %.2e", worst);
+    return "";
+  });
+}
+
+std::vector<double> softmax_ref(const std::vector<float>& x) {
+  double mx = -kInf, sum = 0;
+  for (float v : x) mx = std::max<double>(mx, v);
+  std::vector<double> p(x.size());
+  for (size_t i = 0; i < x.size(); ++i) sum += p[i] = std::exp(x[i] - mx);
+  for (double& v : p) v /= sum;
+  return p;
+}
+
+void test_softmax(const KernelSet& ks) {
+  run(std::string(ks.name) + "/softmax", [&](std::string& note) -> std::string {
+    double worst = 0;
+    for (int64_t n : kLens) {
+      for (int with_ninf = 0; with_ninf < 2; ++with_ninf) {
+        std::vector<float> x = randoms(n, -30, 30);
+        if (with_ninf)
+          for (int64_t i = 1; i < n; i += 3) x[i] = -kInf;
+        const std::vector<double> ref = softmax_ref(x);
+        ks.softmax(x.data(), n);
+        const std::string e = check_elems(x, ref, kElemTol, 1e-30 + 1e-7 / n, worst);
+        if (!e.empty()) return e;
+      }
+      std::vector<float> x(n, -kInf);
+      ks.softmax(x.data(), n);
+      for (float v : x)
+        if (v != 1.0f / n) return fmt("all -inf: got %g, want uniform 1/%g", v, n);
+      x.assign(n, 1.0f);
+      x[n / 2] = kInf;
+      if (n > 2) x[n - 1] = kInf;
+      ks.softmax(x.data(), n);
+      const float share = n > 2 ? 0.5f : 1.0f;
+      for (int64_t i = 0; i < n; ++i) {
+        const float want = (i == n / 2 || (n > 2 && i == n - 1)) ? share : 0.0f;
+        if (x[i] != want) return fmt("+inf entries: n=%g i=%g got %g want %g", n, i, x[i], want);
+      }
+    }
+    note = fmt("max rel err %.2e; -inf, all -inf, +inf cases", worst);
+    return "";
+  });
+}
+
+void test_axpy(const KernelSet& ks) {
+  run(std::string(ks.name) + "/axpy", [&](std::string& note) -> std::string {
+    for (int64_t n : kLens) {
+      std::vector<float> y = randoms(n + 1, -1, 1);
+      const std::vector<float> x = randoms(n, -1, 1), y0 = y;
+      ks.axpy(y.data(), 0.37f, x.data(), n);
+      if (y[n] != y0[n]) return fmt("wrote past n=%g", n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double ref = y0[i] + 0.37 * x[i];
+        if (std::fabs(y[i] - ref) > 1.2e-7 * (std::fabs(y0[i]) + std::fabs(0.37 * x[i])))
+          return fmt("n=%g i=%g got %.9g want %.9g", n, i, y[i], ref);
+      }
+    }
+    note = "within 1 ulp of |y| + |a x|";
+    return "";
+  });
+}
+
+void test_argmax(const KernelSet& ks) {
+  run(std::string(ks.name) + "/argmax", [&](std::string&) -> std::string {
+    for (int64_t n : kLens) {
+      for (int trial = 0; trial < 6; ++trial) {
+        std::vector<float> x = randoms(n, -5, 5);
+        if (trial == 1)
+          for (int64_t i = 0; i < n; i += 2) x[i] = -kInf;
+        if (trial == 2) x.assign(n, -kInf);
+        if (trial == 3) x.assign(n, 2.5f);
+        if (trial == 4) x[n - 1] = 9.0f;
+        if (trial == 5) {  // ties: the maximum repeated, first copy past the first vector
+          for (int64_t i = n / 2; i < n; i += 5) x[i] = 7.0f;
+        }
+        const int64_t want = std::max_element(x.begin(), x.end()) - x.begin();
+        const int64_t got = ks.argmax(x.data(), n);
+        if (got != want) return fmt("n=%g trial=%g got %g want %g", n, trial, got, want);
+      }
+    }
+    return "";
+  });
+}
+
+// ---------------------------------------------------------------- attention
+
+std::string check_attention(const KernelSet& ks, int64_t n, int64_t d, float key_scale,
+                            double& worst) {
+  const int64_t ld = d + 3;
+  const std::vector<float> q = randoms(d, -1, 1);
+  std::vector<float> K = randoms(n * ld, -1, 1), V = randoms(n * ld, -1, 1);
+  for (float& k : K) k *= key_scale;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  std::vector<double> s(n);
+  double mx = -kInf, smax = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    double dot = 0;
+    for (int64_t i = 0; i < d; ++i) dot += double(q[i]) * K[r * ld + i];
+    s[r] = scale * dot;
+    mx = std::max(mx, s[r]);
+    smax = std::max(smax, std::fabs(s[r]));
+  }
+  double sum = 0;
+  for (double& v : s) sum += v = std::exp(v - mx);
+  std::vector<float> out(d, 123.0f);
+  ks.attention_head(q.data(), K.data(), V.data(), ld, n, d, scale, out.data());
+  // A score computed in F32 is off by ~eps * |score|, which moves the weights by that much.
+  const double tol = kAttnTol + 1e-6 * smax;
+  for (int64_t i = 0; i < d; ++i) {
+    double ref = 0, mag = 0;
+    for (int64_t r = 0; r < n; ++r) {
+      ref += s[r] / sum * V[r * ld + i];
+      mag += s[r] / sum * std::fabs(V[r * ld + i]);
+    }
+    const double err = std::fabs(out[i] - ref) / (mag + 1e-30);
+    worst = std::max(worst, err / tol * kAttnTol);
+    if (!(err <= tol))
+      return fmt("n=%g d=%g key_scale=%g i=%g: rel err %.3g", n, d, key_scale, i, err);
+  }
+  return "";
+}
+
+void test_attention(const KernelSet& ks) {
+  run(std::string(ks.name) + "/attention_head", [&](std::string& note) -> std::string {
+    double worst = 0;
+    for (int64_t d : {1, 7, 16, 64, 80, 128})
+      for (int64_t n : {1, 2, 63, 64, 65, 200, 3000})
+        for (float key_scale : {1.0f, 300.0f}) {
+          const std::string e = check_attention(ks, n, d, key_scale, worst);
+          if (!e.empty()) return e;
+        }
+    std::vector<float> out(8, 5.0f);
+    const float q[8] = {};
+    ks.attention_head(q, q, q, 8, 0, 8, 1.0f, out.data());
+    for (float v : out)
+      if (v != 0.0f) return std::string("n=0 did not give zeros");
+    note = fmt("max rel err %.2e (normalised to the plain tolerance); n=0 gives zeros", worst);
+    return "";
+  });
+}
+
+// ---------------------------------------------------------------- shared / threaded
+
+void test_rope() {
+  run("rope_rotate_half", [](std::string& note) -> std::string {
+    double worst = 0;
+    for (int64_t d : {2, 6, 64, 128})
+      for (int64_t pos : {0, 1, 17, 1000, 4095})
+        for (float theta : {10000.0f, 1000000.0f}) {
+          const int64_t heads = 3;
+          const std::vector<float> x0 = randoms(heads * d, -2, 2);
+          std::vector<float> x = x0;
+          rope_rotate_half(x.data(), heads, d, pos, theta);
+          for (int64_t h = 0; h < heads; ++h)
+            for (int64_t i = 0; i < d / 2; ++i) {
+              const double angle = pos * std::pow(double(theta), -2.0 * i / d);
+              const double a = x0[h * d + i], b = x0[h * d + i + d / 2];
+              const double want[2] = {a * std::cos(angle) - b * std::sin(angle),
+                                      b * std::cos(angle) + a * std::sin(angle)};
+              const float got[2] = {x[h * d + i], x[h * d + i + d / 2]};
+              // F32 angle (powf, product) and F32 cos/sin: ~2.4e-7 relative in the angle.
+              const double tol = (std::fabs(a) + std::fabs(b)) * (3e-7 + 3e-7 * angle);
+              for (int j = 0; j < 2; ++j) {
+                const double err = std::fabs(got[j] - want[j]);
+                worst = std::max(worst, err / (std::fabs(a) + std::fabs(b)));
+                if (!(err <= tol))
+                  return fmt("d=%g pos=%g theta=%g i=%g err %.3g", d, pos, theta, i, err);
+              }
+            }
+        }
+    note = fmt("max abs err / (|a|+|b|) %.2e", worst);
+    return "";
+  });
+}
+
+void test_thread_pool() {
+  run("thread_pool/coverage", [](std::string& note) -> std::string {
+    int combos = 0;
+    for (int threads : {1, 2, 3, 4}) {
+      ThreadPool pool(threads);
+      for (int64_t n : {0, 1, 2, 5, 15, 16, 17, 100, 1000, 12345})
+        for (int64_t grain : {1, 3, 16, 64, 1000, 100000}) {
+          std::vector<std::atomic<int>> hits(n);
+          std::atomic<bool> bad_chunk{false};
+          pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
+            if (b >= e || b % grain != 0 || (e != n && (e - b) % grain != 0)) bad_chunk = true;
+            for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+          });
+          if (bad_chunk)
+            return fmt("threads=%g n=%g grain=%g: bad chunk bounds", threads, n, grain);
+          for (int64_t i = 0; i < n; ++i)
+            if (hits[i] != 1)
+              return fmt("threads=%g n=%g grain=%g: index %g hit %g times", threads, n, grain, i,
+                         hits[i]);
+          ++combos;
+        }
+    }
+    note = std::to_string(combos) + " (threads, n, grain) combinations";
+    return "";
+  });
+  run("thread_pool/back_to_back_and_wakeup", [](std::string& note) -> std::string {
+    ThreadPool pool(3);
+    std::atomic<int64_t> total{0};
+    for (int round = 0; round < 3000; ++round)
+      pool.parallel_for(64, 1, [&](int64_t b, int64_t e) { total += e - b; });
+    for (int round = 0; round < 5; ++round) {  // let the workers fall asleep, then wake them
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      pool.parallel_for(64, 1, [&](int64_t b, int64_t e) { total += e - b; });
+    }
+    if (total != 64 * 3005) return fmt("covered %g indices, want %g", double(total), 64.0 * 3005);
+    note = "3000 back-to-back dispatches + 5 after sleeping";
+    return "";
+  });
+}
+
+void test_matmul() {
+  const std::string name = std::string("matmul/") + active_kernels().name + "_threads_1_2_3";
+  run(name, [](std::string& note) -> std::string {
+    const KernelSet& ks = active_kernels();
+    ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+    int shapes = 0;
+    for (int64_t M : {1, 5, 16, 17, 64})
+      for (int64_t N : {1, 16, 100, 1280})
+        for (int64_t K : {17, 1280}) {
+          const std::vector<float> X = randoms(M * K, -1, 1), Wf = randoms(N * K, -1, 1);
+          std::vector<bf16_t> Wb(N * K);
+          for (int64_t i = 0; i < N * K; ++i) Wb[i] = f32_to_bf16(Wf[i]);
+          std::vector<float> want_b(M * N), want_f(M * N);
+          ks.gemm_bf16(X.data(), K, Wb.data(), want_b.data(), N, M, 0, N, K);
+          ks.gemm_f32(X.data(), K, Wf.data(), K, want_f.data(), N, M, 0, N, K);
+          for (ThreadPool& pool : pools) {
+            std::vector<float> got_b(M * N, NAN), got_f(M * N, NAN);
+            matmul_bf16(pool, X.data(), Wb.data(), got_b.data(), M, N, K);
+            matmul_f32(pool, X.data(), Wf.data(), got_f.data(), M, N, K);
+            if (got_b != want_b || got_f != want_f)
+              return fmt("threads=%g M=%g N=%g K=%g differs from the single call", pool.size(), M,
+                         N, K);
+          }
+          ++shapes;
+        }
+    note = std::to_string(shapes) + " shapes, bitwise equal to one unthreaded kernel call";
+    return "";
+  });
+}
+
+// Runs in a child process (the choice is read once per process) before any thread exists.
+void test_dispatch() {
+  run("dispatch/env_override", [](std::string& note) -> std::string {
+    const KernelSet* best = nullptr;
+    for (const char* name : {"avx512bf16", "avx512", "avx2", "scalar"})
+      if (!best) best = kernels_by_name(name);
+    for (const char* name : {"avx512bf16", "avx512", "avx2", "scalar", "bogus", ""}) {
+      const KernelSet* named = kernels_by_name(name);
+      const char* want = named ? named->name : best->name;
+      const pid_t pid = fork();
+      if (pid == 0) {
+        setenv("SCRIPTORIUM_KERNELS", name, 1);
+        const char* got = active_kernels().name;
+        _exit(std::strcmp(got, want) != 0);
+      }
+      int status = 0;
+      waitpid(pid, &status, 0);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return std::string("SCRIPTORIUM_KERNELS=") + name + " picked the wrong set";
+    }
+    if (kernels_by_name("bogus") || kernels_by_name(nullptr) || !kernels_by_name("scalar"))
+      return std::string("kernels_by_name: unknown names must give nullptr, scalar always exists");
+    note = std::string("active without override: ") + active_kernels().name;
+    return "";
+  });
+}
+
+}  // namespace
+
+int main() {
+  test_dispatch();
+  for (const char* name : kSetNames) {
+    const KernelSet* ks = kernels_by_name(name);
+    if (!ks) {
+      std::printf("skip  %s (the CPU lacks it)\n", name);
+      continue;
+    }
+    test_gemm(*ks);
+    test_row_invariance(*ks);
+    test_rmsnorm(*ks);
+    test_swiglu(*ks);
+    test_softmax(*ks);
+    test_attention(*ks);
+    test_axpy(*ks);
+    test_argmax(*ks);
+  }
+  test_rope();
+  test_thread_pool();
+  test_matmul();
+  std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}
