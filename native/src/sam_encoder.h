@@ -1,0 +1,62 @@
+// SAM ViT-B image encoder (MODELS.md §3.2, §5.1), shared by all variants: 16-px patch conv,
+// absolute position embedding (resized when the grid differs from the stored one), pre-norm
+// blocks with windowed or global attention and decomposed relative-position bias, then the neck
+// and two stride-2 convolutions (net_2, net_3). Feature maps are held channels-last.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "safetensors.h"
+#include "thread_pool.h"
+#include "vision_ops.h"
+
+namespace scriptorium {
+
+struct SamDims {
+  int64_t width = 0, layers = 0, heads = 0;
+  int64_t patch = 0;     // patch conv kernel and stride (16)
+  int64_t window = 0;    // window side of the windowed blocks (14)
+  int64_t mlp = 0;       // MLP hidden width (3072)
+  int64_t pos_grid = 0;  // side of the stored pos_embed grid (64)
+  std::vector<int64_t> global_blocks;  // blocks attending over the whole grid ({2, 5, 8, 11})
+  int64_t neck = 0, net2 = 0, net3 = 0;  // output channels of the neck, net_2 and net_3
+  float eps = 1e-6f;     // LayerNorm and LayerNorm2d
+
+  void validate() const;  // throws std::invalid_argument naming the bad dimension
+};
+
+class SamEncoder {
+ public:
+  SamEncoder(const Checkpoint& checkpoint, const SamDims& dims, ThreadPool& pool);
+
+  const SamDims& dims() const { return dims_; }
+  // Side of the output grid for views of `side` pixels: side / patch, then halved twice (rounding up).
+  int64_t output_grid(int64_t side) const;
+
+  /* features[n, h, w, net3] (channels last, h = w = output_grid(side)) = SAM(pixels[n, 3, side, side]) */
+  void encode(const float* pixels, int64_t n, int64_t side, std::vector<float>& features) const;
+
+ private:
+  struct Block {
+    LayerNorm norm1, norm2;
+    Linear qkv, proj, lin1, lin2;
+    std::vector<float> rel_h, rel_w;  // [rel_rows, head_dim]
+    int64_t rel_rows = 0;
+    bool global = false;
+  };
+
+  /* x[n, g, g, width] = x + Attn(LN1(x)); x = x + MLP(LN2(x)) */
+  void run_block(const Block& block, std::vector<float>& x, int64_t n, int64_t g) const;
+  /* out[seqs*S*S, width] = attention over seqs sequences of S x S tokens, in[seqs*S*S, width] */
+  void attend(const Block& block, const float* in, int64_t seqs, int64_t S, float* out) const;
+
+  SamDims dims_;
+  ThreadPool& pool_;
+  Conv2d patch_embed_;
+  std::vector<float> pos_embed_;  // [pos_grid, pos_grid, width]
+  std::vector<Block> blocks_;
+  Conv2d neck0_, neck2_, net2_, net3_;
+  LayerNorm neck1_, neck3_;
+};
+
+}  // namespace scriptorium

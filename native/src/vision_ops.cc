@@ -1,0 +1,301 @@
+#include "vision_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "ops.h"
+
+namespace scriptorium {
+
+namespace {
+
+constexpr int64_t kRowsPerTask = 8;        // attention query rows scored together (one K pass)
+constexpr int64_t kIm2colFloats = 1 << 22;  // im2col chunk: 16 MiB of F32
+
+/* Rows of `width` floats per parallel_for grain: about 16K floats of work per chunk */
+int64_t row_grain(int64_t width) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(width, 1)); }
+
+/* Y[M,N] += b[N] */
+void add_bias(ThreadPool& pool, const std::vector<float>& bias, float* Y, int64_t M) {
+  if (bias.empty()) return;
+  const int64_t N = static_cast<int64_t>(bias.size());
+  pool.parallel_for(M, row_grain(N), [&](int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1; ++m)
+      for (int64_t n = 0; n < N; ++n) Y[m * N + n] += bias[n];
+  });
+}
+
+// Keys' cubic convolution kernel with a = -0.5, the one PyTorch's antialiased bicubic uses.
+double cubic_aa(double x) {
+  constexpr double a = -0.5;
+  x = std::abs(x);
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+  if (x < 2.0) return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a;
+  return 0.0;
+}
+
+// Taps of one output position: inputs [first, first + weights.size()).
+struct Taps {
+  int64_t first = 0;
+  std::vector<double> weights;
+};
+
+// Source taps of the antialiased bicubic resize of one axis, following PyTorch
+// (pytorch/pytorch aten/src/ATen/native/cpu/UpSampleKernel.cpp @ bb7240c3,
+// HelperInterpBase::_compute_indices_min_size_weights_aa and HelperInterpCubic::aa_filter):
+//   scale = in / out (align_corners=False, no scale_factor); support = 2 * scale when
+//   downsampling (scale >= 1), else 2; filter argument scaled by 1/scale when downsampling;
+//   centre = scale * (i + 0.5); taps [trunc(centre - support + 0.5), trunc(centre + support + 0.5))
+//   clipped to the input; weights normalised to sum 1. The kernel constant is a = -0.5 ("-0.5 for
+//   bicubic, antialiasing=true (compatibility with PIL) and -0.75 for antialiasing=false").
+std::vector<Taps> bicubic_aa_taps(int64_t in, int64_t out) {
+  const double scale = static_cast<double>(in) / static_cast<double>(out);
+  const double support = scale >= 1.0 ? 2.0 * scale : 2.0;
+  const double inv_scale = scale >= 1.0 ? 1.0 / scale : 1.0;
+  std::vector<Taps> taps(out);
+  for (int64_t i = 0; i < out; ++i) {
+    const double center = scale * (static_cast<double>(i) + 0.5);
+    const int64_t lo = std::max<int64_t>(static_cast<int64_t>(center - support + 0.5), 0);
+    const int64_t hi = std::min<int64_t>(static_cast<int64_t>(center + support + 0.5), in);
+    Taps& t = taps[i];
+    t.first = lo;
+    double total = 0.0;
+    for (int64_t j = lo; j < hi; ++j) {
+      t.weights.push_back(cubic_aa((static_cast<double>(j) - center + 0.5) * inv_scale));
+      total += t.weights.back();
+    }
+    if (total != 0.0)
+      for (double& w : t.weights) w /= total;
+  }
+  return taps;
+}
+
+/* Y[outer, out, C] = resample of X[outer, in, C] along the middle axis with `taps` */
+void resample_axis(ThreadPool& pool, const std::vector<Taps>& taps, const float* X, int64_t outer, int64_t in,
+                   int64_t C, float* Y) {
+  const int64_t out = static_cast<int64_t>(taps.size());
+  pool.parallel_for(outer * out, row_grain(C * 4), [&](int64_t r0, int64_t r1) {
+    std::vector<double> acc(C);
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t o = r / out, i = r % out;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      const Taps& t = taps[i];
+      for (size_t j = 0; j < t.weights.size(); ++j) {
+        const float* x = X + (o * in + t.first + static_cast<int64_t>(j)) * C;
+        const double w = t.weights[j];
+        for (int64_t c = 0; c < C; ++c) acc[c] += w * x[c];
+      }
+      float* y = Y + r * C;
+      for (int64_t c = 0; c < C; ++c) y[c] = static_cast<float>(acc[c]);
+    }
+  });
+}
+
+}  // namespace
+
+std::vector<float> load_f32(const Checkpoint& checkpoint, const std::string& name, const std::vector<int64_t>& shape) {
+  const TensorView& t = checkpoint.get(name, shape);
+  const bf16_t* src = reinterpret_cast<const bf16_t*>(t.data);
+  std::vector<float> out(t.numel());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_f32(src[i]);
+  return out;
+}
+
+Linear load_linear(const Checkpoint& checkpoint, const std::string& prefix, int64_t out, int64_t in, bool with_bias) {
+  Linear layer;
+  layer.weight = reinterpret_cast<const bf16_t*>(checkpoint.get(prefix + ".weight", {out, in}).data);
+  if (with_bias) layer.bias = load_f32(checkpoint, prefix + ".bias", {out});
+  layer.out = out;
+  layer.in = in;
+  return layer;
+}
+
+/* Y[M,out] = X[M,in] @ W[out,in]^T + b[out] */
+void linear(ThreadPool& pool, const Linear& layer, const float* X, float* Y, int64_t M) {
+  matmul_bf16(pool, X, layer.weight, Y, M, layer.out, layer.in);
+  add_bias(pool, layer.bias, Y, M);
+}
+
+LayerNorm load_layer_norm(const Checkpoint& checkpoint, const std::string& prefix, int64_t n, float eps) {
+  return LayerNorm{load_f32(checkpoint, prefix + ".weight", {n}), load_f32(checkpoint, prefix + ".bias", {n}), eps};
+}
+
+/* Y[M,C] = (X - mean) / sqrt(var + eps) * w + b per row */
+void layer_norm(ThreadPool& pool, const LayerNorm& norm, const float* X, float* Y, int64_t M) {
+  const int64_t C = static_cast<int64_t>(norm.weight.size());
+  pool.parallel_for(M, row_grain(C), [&](int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1; ++m) {
+      const float* x = X + m * C;
+      double sum = 0.0;
+      for (int64_t c = 0; c < C; ++c) sum += x[c];
+      const double mean = sum / static_cast<double>(C);
+      double var = 0.0;
+      for (int64_t c = 0; c < C; ++c) var += (x[c] - mean) * (x[c] - mean);
+      const double r = 1.0 / std::sqrt(var / static_cast<double>(C) + norm.eps);
+      float* y = Y + m * C;
+      for (int64_t c = 0; c < C; ++c)
+        y[c] = static_cast<float>((x[c] - mean) * r) * norm.weight[c] + norm.bias[c];
+    }
+  });
+}
+
+Conv2d load_conv2d(const Checkpoint& checkpoint, const std::string& prefix, int64_t out, int64_t in, int64_t kernel,
+                   int64_t stride, int64_t pad, bool with_bias) {
+  Conv2d conv;
+  conv.weight = reinterpret_cast<const bf16_t*>(checkpoint.get(prefix + ".weight", {out, in, kernel, kernel}).data);
+  if (with_bias) conv.bias = load_f32(checkpoint, prefix + ".bias", {out});
+  conv.out = out;
+  conv.in = in;
+  conv.kernel = kernel;
+  conv.stride = stride;
+  conv.pad = pad;
+  return conv;
+}
+
+/* Y[B,Ho,Wo,out] = conv(X[B,in,H,W] at `strides`) */
+void conv2d(ThreadPool& pool, const Conv2d& conv, const float* X, const ImageStrides& s, int64_t B, int64_t H,
+            int64_t W, float* Y) {
+  const int64_t Ho = conv.output_size(H), Wo = conv.output_size(W), k = conv.kernel;
+  if (Ho <= 0 || Wo <= 0) throw std::invalid_argument("conv2d: the kernel is larger than the padded input");
+  const int64_t rows = B * Ho * Wo, cols = conv.in * k * k;
+  const ImageStrides channels_last = ImageStrides::nhwc(conv.in, H, W);
+  if (k == 1 && conv.stride == 1 && conv.pad == 0 && s.batch == channels_last.batch && s.channel == 1 &&
+      s.row == channels_last.row && s.col == channels_last.col) {
+    matmul_bf16(pool, X, conv.weight, Y, rows, conv.out, cols);  // a 1x1 conv on NHWC is a matmul
+  } else {
+    const int64_t chunk = std::max<int64_t>(1, kIm2colFloats / cols);
+    std::vector<float> patches(std::min(rows, chunk) * cols);
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      const int64_t n = std::min(chunk, rows - r0);
+      pool.parallel_for(n, row_grain(cols), [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const int64_t r = r0 + i, b = r / (Ho * Wo), oy = r / Wo % Ho, ox = r % Wo;
+          float* p = patches.data() + i * cols;
+          for (int64_t c = 0; c < conv.in; ++c)
+            for (int64_t ky = 0; ky < k; ++ky) {
+              const int64_t y = oy * conv.stride - conv.pad + ky;
+              for (int64_t kx = 0; kx < k; ++kx) {
+                const int64_t x = ox * conv.stride - conv.pad + kx;
+                const bool inside = y >= 0 && y < H && x >= 0 && x < W;
+                *p++ = inside ? X[b * s.batch + c * s.channel + y * s.row + x * s.col] : 0.0f;
+              }
+            }
+        }
+      });
+      matmul_bf16(pool, patches.data(), conv.weight, Y + r0 * conv.out, n, conv.out, cols);
+    }
+  }
+  add_bias(pool, conv.bias, Y, rows);
+}
+
+/* x[n] = x * (1 + erf(x / sqrt 2)) / 2 */
+void gelu_erf(ThreadPool& pool, float* x, int64_t n) {
+  pool.parallel_for(n, 4096, [x](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+  });
+}
+
+/* x[n] = x * sigmoid(1.702 x) */
+void quick_gelu(ThreadPool& pool, float* x, int64_t n) {
+  pool.parallel_for(n, 4096, [x](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
+  });
+}
+
+/* y[n] += x[n] */
+void add_in_place(ThreadPool& pool, float* y, const float* x, int64_t n) {
+  pool.parallel_for(n, 16384, [y, x](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) y[i] += x[i];
+  });
+}
+
+/* Y[oh,ow,C] = resize(X[ih,iw,C]) */
+void resize_bicubic_aa(ThreadPool& pool, const float* X, int64_t ih, int64_t iw, int64_t C, float* Y, int64_t oh,
+                       int64_t ow) {
+  if (ih <= 0 || iw <= 0 || oh <= 0 || ow <= 0 || C <= 0)
+    throw std::invalid_argument("resize_bicubic_aa: sizes must be positive");
+  if (ih == oh && iw == ow) {  // PyTorch copies when the sizes match
+    std::copy(X, X + ih * iw * C, Y);
+    return;
+  }
+  std::vector<float> wide;  // [ih, ow, C]
+  const float* rows = X;
+  if (iw != ow) {
+    wide.resize(ih * ow * C);
+    resample_axis(pool, bicubic_aa_taps(iw, ow), X, ih, iw, C, wide.data());
+    rows = wide.data();
+  }
+  if (ih != oh)
+    resample_axis(pool, bicubic_aa_taps(ih, oh), rows, 1, ih, ow * C, Y);
+  else
+    std::copy(rows, rows + ih * ow * C, Y);
+}
+
+/* Y[ol,C] = resize(X[il,C]) along the first axis */
+void resize_linear(const float* X, int64_t il, int64_t C, float* Y, int64_t ol) {
+  if (il <= 0 || ol <= 0 || C <= 0) throw std::invalid_argument("resize_linear: sizes must be positive");
+  // PyTorch upsample_linear1d: source = max(scale * (i + 0.5) - 0.5, 0) with scale = il / ol;
+  // neighbours floor(source) and the next one (clamped to the last row); equal sizes copy.
+  const double scale = static_cast<double>(il) / static_cast<double>(ol);
+  for (int64_t i = 0; i < ol; ++i) {
+    float* y = Y + i * C;
+    if (il == ol) {
+      std::copy(X + i * C, X + (i + 1) * C, y);
+      continue;
+    }
+    const double src = std::max(scale * (static_cast<double>(i) + 0.5) - 0.5, 0.0);
+    const int64_t i0 = static_cast<int64_t>(src);
+    const int64_t i1 = i0 + (i0 < il - 1 ? 1 : 0);
+    const double l1 = src - static_cast<double>(i0), l0 = 1.0 - l1;
+    for (int64_t c = 0; c < C; ++c) y[c] = static_cast<float>(l0 * X[i0 * C + c] + l1 * X[i1 * C + c]);
+  }
+}
+
+/* out[b*queries+t, h*D:(h+1)*D] = softmax(scale * q.K^T + bias) V */
+void attention(ThreadPool& pool, const AttentionTensors& t, const AttentionShape& s, const AttentionHooks& hooks) {
+  if (s.batch <= 0 || s.queries <= 0 || s.keys <= 0 || s.heads <= 0 || s.kv_heads <= 0 || s.head_dim <= 0 ||
+      s.heads % s.kv_heads != 0)
+    throw std::invalid_argument("attention: sizes must be positive and heads a multiple of kv_heads");
+  const int64_t D = s.head_dim, T = s.keys, KVH = s.kv_heads, group = s.heads / s.kv_heads;
+  const KernelSet& kernels = active_kernels();
+
+  // V^T per sequence and kv head, [batch*KVH, D, keys], so P.V is one gemm per row block.
+  std::vector<float> vt(s.batch * KVH * D * T);
+  pool.parallel_for(s.batch * KVH, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float* v = t.v + (i / KVH) * T * t.ldv + (i % KVH) * D;
+      float* dst = vt.data() + i * D * T;
+      for (int64_t r = 0; r < T; ++r)
+        for (int64_t d = 0; d < D; ++d) dst[d * T + r] = v[r * t.ldv + d];
+    }
+  });
+
+  const int64_t blocks = (s.queries + kRowsPerTask - 1) / kRowsPerTask;
+  pool.parallel_for(s.batch * s.heads * blocks, 1, [&](int64_t i0, int64_t i1) {
+    std::vector<float> scores(kRowsPerTask * T), scratch(hooks.bias_scratch);
+    int64_t visible[kRowsPerTask];
+    for (int64_t item = i0; item < i1; ++item) {
+      const int64_t t0 = item % blocks * kRowsPerTask, h = item / blocks % s.heads, b = item / blocks / s.heads;
+      const int64_t rows = std::min(kRowsPerTask, s.queries - t0), g = h / group;
+      int64_t widest = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        visible[r] = hooks.visible_keys ? std::clamp<int64_t>(hooks.visible_keys(t0 + r), 1, T) : T;
+        widest = std::max(widest, visible[r]);
+      }
+      const float* q = t.q + (b * s.queries + t0) * t.ldq + h * D;
+      kernels.gemm_f32(q, t.ldq, t.k + b * T * t.ldk + g * D, t.ldk, scores.data(), T, rows, 0, widest, D);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* row = scores.data() + r * T;
+        for (int64_t j = 0; j < widest; ++j) row[j] *= s.scale;
+        if (hooks.bias) hooks.bias(b, h, t0 + r, row, scratch.data());
+        kernels.softmax(row, visible[r]);
+        std::fill(row + visible[r], row + widest, 0.0f);
+      }
+      kernels.gemm_f32(scores.data(), T, vt.data() + (b * KVH + g) * D * T, T, t.out + (b * s.queries + t0) * t.ldo + h * D,
+                       t.ldo, rows, 0, D, widest);
+    }
+  });
+}
+
+}  // namespace scriptorium

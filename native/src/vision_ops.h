@@ -1,0 +1,123 @@
+// Building blocks shared by the vision encoders (SAM, CLIP, Qwen2): weight loading, linear and
+// convolution layers, LayerNorm, the GELU variants, the interpolations the reference code applies
+// to its position tables, and attention with a per-row additive bias. Activations are F32 and
+// row-major; weights stay BF16 in the checkpoint mapping; biases and norm parameters become F32.
+// Every function with a ThreadPool spreads its work over it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels.h"
+#include "safetensors.h"
+#include "thread_pool.h"
+
+namespace scriptorium {
+
+/* v[numel] f32 = BF16 tensor `name` of the given shape */
+std::vector<float> load_f32(const Checkpoint& checkpoint, const std::string& name, const std::vector<int64_t>& shape);
+
+// nn.Linear: y = x W^T (+ b).
+struct Linear {
+  const bf16_t* weight = nullptr;  // [out, in]
+  std::vector<float> bias;         // [out], empty without bias
+  int64_t out = 0, in = 0;
+};
+
+/* prefix.weight [out,in] (+ prefix.bias [out]) */
+Linear load_linear(const Checkpoint& checkpoint, const std::string& prefix, int64_t out, int64_t in, bool with_bias);
+
+/* Y[M,out] = X[M,in] @ W[out,in]^T + b[out] */
+void linear(ThreadPool& pool, const Linear& layer, const float* X, float* Y, int64_t M);
+
+// LayerNorm over the last dimension with affine weight and bias. LayerNorm2d (SAM's neck) is the
+// same operation on channels-last pixels, which is how the encoders hold feature maps.
+struct LayerNorm {
+  std::vector<float> weight, bias;  // [C]
+  float eps = 1e-6f;
+};
+
+/* prefix.weight [n], prefix.bias [n] */
+LayerNorm load_layer_norm(const Checkpoint& checkpoint, const std::string& prefix, int64_t n, float eps);
+
+/* Y[M,C] = (X - mean) / sqrt(var + eps) * w + b per row (biased variance); Y may alias X */
+void layer_norm(ThreadPool& pool, const LayerNorm& norm, const float* X, float* Y, int64_t M);
+
+// nn.Conv2d with square kernels: weight [out, in, k, k] bf16, read as the [out, in*k*k] matrix it is.
+struct Conv2d {
+  const bf16_t* weight = nullptr;
+  std::vector<float> bias;  // [out], empty without bias
+  int64_t out = 0, in = 0, kernel = 1, stride = 1, pad = 0;
+
+  int64_t output_size(int64_t input_size) const { return (input_size + 2 * pad - kernel) / stride + 1; }
+};
+
+/* prefix.weight [out,in,k,k] (+ prefix.bias [out]) */
+Conv2d load_conv2d(const Checkpoint& checkpoint, const std::string& prefix, int64_t out, int64_t in, int64_t kernel,
+                   int64_t stride, int64_t pad, bool with_bias);
+
+// Where element (b, c, y, x) of an image batch lives: X[b*batch + c*channel + y*row + x*col].
+struct ImageStrides {
+  int64_t batch, channel, row, col;
+  static ImageStrides nchw(int64_t C, int64_t H, int64_t W) { return {C * H * W, H * W, W, 1}; }
+  static ImageStrides nhwc(int64_t C, int64_t H, int64_t W) { return {H * W * C, 1, W * C, C}; }
+};
+
+/* Y[B,Ho,Wo,out] = conv(X[B,in,H,W] at `strides`): im2col rows [(b,oy,ox), (c,ky,kx)] @ W[out, in*k*k]^T */
+void conv2d(ThreadPool& pool, const Conv2d& conv, const float* X, const ImageStrides& strides, int64_t B, int64_t H,
+            int64_t W, float* Y);
+
+/* x[n] = x * (1 + erf(x / sqrt 2)) / 2 (exact GELU) */
+void gelu_erf(ThreadPool& pool, float* x, int64_t n);
+
+/* x[n] = x * sigmoid(1.702 x) */
+void quick_gelu(ThreadPool& pool, float* x, int64_t n);
+
+/* y[n] += x[n] */
+void add_in_place(ThreadPool& pool, float* y, const float* x, int64_t n);
+
+// PyTorch F.interpolate(mode='bicubic', antialias=True, align_corners=False) with an output size,
+// on a grid of C-vectors. Separable: along the width first, then the height.
+/* Y[oh,ow,C] = resize(X[ih,iw,C]) */
+void resize_bicubic_aa(ThreadPool& pool, const float* X, int64_t ih, int64_t iw, int64_t C, float* Y, int64_t oh,
+                       int64_t ow);
+
+// PyTorch F.interpolate(mode='linear', align_corners=False) along the rows of a table.
+/* Y[ol,C] = resize(X[il,C]) along the first axis */
+void resize_linear(const float* X, int64_t il, int64_t C, float* Y, int64_t ol);
+
+// Multi-head attention over `batch` independent sequences. Row (b*queries + t) of Q holds the
+// query t of sequence b, head h at columns [h*head_dim, (h+1)*head_dim); K and V likewise with
+// kv_heads heads (head h reads kv head h / (heads / kv_heads)). Scores are built a few query rows
+// at a time per task; no [queries, keys] matrix is ever held.
+struct AttentionShape {
+  int64_t batch = 0, queries = 0, keys = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  float scale = 1.f;
+};
+
+struct AttentionTensors {
+  const float* q = nullptr;
+  int64_t ldq = 0;
+  const float* k = nullptr;
+  int64_t ldk = 0;
+  const float* v = nullptr;
+  int64_t ldv = 0;
+  float* out = nullptr;
+  int64_t ldo = 0;
+};
+
+struct AttentionHooks {
+  // Adds the additive bias of query t (sequence b, head h) to scores[keys], already scaled;
+  // scratch holds bias_scratch floats private to the calling thread. Empty: no bias.
+  std::function<void(int64_t b, int64_t h, int64_t t, float* scores, float* scratch)> bias;
+  int64_t bias_scratch = 0;
+  // How many leading keys query t sees (1..keys); the rest are masked. Empty: all keys.
+  std::function<int64_t(int64_t t)> visible_keys;
+};
+
+/* out[b*queries+t, h*D:(h+1)*D] = softmax(scale * q.K^T + bias) V  for every sequence b, head h, query t */
+void attention(ThreadPool& pool, const AttentionTensors& tensors, const AttentionShape& shape,
+               const AttentionHooks& hooks = {});
+
+}  // namespace scriptorium

@@ -1,0 +1,310 @@
+// Vision building blocks (native/src/vision_ops.h) against naive float64 references and the
+// properties PyTorch's interpolations have. Prints one line per test and "N passed, M failed";
+// exits non-zero on any failure.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../src/kernels.h"
+#include "../src/thread_pool.h"
+#include "../src/vision_ops.h"
+
+using namespace scriptorium;
+
+namespace {
+
+int g_passed = 0;
+int g_failed = 0;
+
+// Runs one test: fn returns "" on success or a failure description.
+void run(const std::string& name, const std::function<std::string()>& fn) {
+  const std::string err = fn();
+  if (err.empty()) {
+    ++g_passed;
+    std::printf("ok    %s\n", name.c_str());
+  } else {
+    ++g_failed;
+    std::printf("FAIL  %s: %s\n", name.c_str(), err.c_str());
+  }
+  std::fflush(stdout);
+}
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, f, a, b, c, d);
+  return buf;
+}
+
+std::mt19937 g_rng(2024);
+std::vector<float> randoms(size_t n, float lo = -1.f, float hi = 1.f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(g_rng);
+  return v;
+}
+
+std::vector<bf16_t> bf16_randoms(size_t n, float scale) {
+  std::vector<bf16_t> w(n);
+  for (bf16_t& x : w) x = f32_to_bf16(randoms(1, -scale, scale)[0]);
+  return w;
+}
+
+// Largest |got - want| / (1 + |want|).
+double max_rel_error(const std::vector<float>& got, const std::vector<double>& want) {
+  double worst = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / (1.0 + std::abs(want[i])));
+  return worst;
+}
+
+ThreadPool& pool() {
+  static ThreadPool p(3);
+  return p;
+}
+
+// ---------------------------------------------------------------- conv2d
+
+struct ConvCase {
+  int64_t B, in, out, H, W, k, stride, pad;
+  bool nhwc, bias;
+};
+
+/* direct convolution: Y[b, oy, ox, o] = bias[o] + sum_{c,ky,kx} W[o,c,ky,kx] X(b,c,y,x) */
+std::string check_conv(const ConvCase& cc) {
+  Conv2d conv;
+  std::vector<bf16_t> weight = bf16_randoms(cc.out * cc.in * cc.k * cc.k, 0.5f);
+  conv.weight = weight.data();
+  if (cc.bias) conv.bias = randoms(cc.out);
+  conv.out = cc.out;
+  conv.in = cc.in;
+  conv.kernel = cc.k;
+  conv.stride = cc.stride;
+  conv.pad = cc.pad;
+  const ImageStrides s = cc.nhwc ? ImageStrides::nhwc(cc.in, cc.H, cc.W) : ImageStrides::nchw(cc.in, cc.H, cc.W);
+  const std::vector<float> X = randoms(cc.B * cc.in * cc.H * cc.W);
+  const int64_t Ho = conv.output_size(cc.H), Wo = conv.output_size(cc.W);
+  std::vector<float> Y(cc.B * Ho * Wo * cc.out);
+  conv2d(pool(), conv, X.data(), s, cc.B, cc.H, cc.W, Y.data());
+  std::vector<double> ref(Y.size());
+  for (int64_t b = 0; b < cc.B; ++b)
+    for (int64_t oy = 0; oy < Ho; ++oy)
+      for (int64_t ox = 0; ox < Wo; ++ox)
+        for (int64_t o = 0; o < cc.out; ++o) {
+          double acc = cc.bias ? conv.bias[o] : 0.0;
+          for (int64_t c = 0; c < cc.in; ++c)
+            for (int64_t ky = 0; ky < cc.k; ++ky)
+              for (int64_t kx = 0; kx < cc.k; ++kx) {
+                const int64_t y = oy * cc.stride - cc.pad + ky, x = ox * cc.stride - cc.pad + kx;
+                if (y < 0 || y >= cc.H || x < 0 || x >= cc.W) continue;
+                acc += static_cast<double>(bf16_to_f32(weight[((o * cc.in + c) * cc.k + ky) * cc.k + kx])) *
+                       X[b * s.batch + c * s.channel + y * s.row + x * s.col];
+              }
+          ref[((b * Ho + oy) * Wo + ox) * cc.out + o] = acc;
+        }
+  const double err = max_rel_error(Y, ref);
+  return err < 1e-4 ? "" : fmt("max relative error %.3g", err);
+}
+
+void test_conv2d() {
+  const ConvCase cases[] = {
+      {2, 3, 8, 32, 32, 16, 16, 0, false, true},  // SAM patch embedding: NCHW pixels, k = stride = 16
+      {2, 12, 7, 5, 6, 1, 1, 0, true, false},     // neck.0: 1x1 on channels-last (plain matmul path)
+      {1, 6, 5, 7, 7, 3, 1, 1, true, false},      // neck.2: 3x3 pad 1
+      {2, 5, 9, 8, 8, 3, 2, 1, true, false},      // net_2 / net_3: 3x3 stride 2 pad 1, even side
+      {1, 4, 3, 7, 5, 3, 2, 1, true, true},       // odd sides round up
+      {1, 3, 4, 6, 6, 1, 1, 0, false, true},      // 1x1 on NCHW goes through im2col
+  };
+  for (const ConvCase& cc : cases)
+    run("conv2d " + std::to_string(cc.k) + "x" + std::to_string(cc.k) + " s" + std::to_string(cc.stride) + " p" +
+            std::to_string(cc.pad) + (cc.nhwc ? " nhwc" : " nchw") + " " + std::to_string(cc.H) + "x" +
+            std::to_string(cc.W) + " matches the direct 7-loop convolution",
+        [&] { return check_conv(cc); });
+}
+
+// ---------------------------------------------------------------- elementwise
+
+void test_layer_norm() {
+  run("layer_norm matches (x - mean) / sqrt(var + eps) * w + b, also in place", [] {
+    const int64_t M = 37, C = 96;
+    LayerNorm norm{randoms(C, 0.5f, 1.5f), randoms(C), 1e-6f};
+    std::vector<float> X = randoms(M * C, -3.f, 5.f), Y(M * C);
+    std::vector<double> ref(M * C);
+    for (int64_t m = 0; m < M; ++m) {
+      double mean = 0, var = 0;
+      for (int64_t c = 0; c < C; ++c) mean += X[m * C + c] / static_cast<double>(C);
+      for (int64_t c = 0; c < C; ++c) var += (X[m * C + c] - mean) * (X[m * C + c] - mean) / static_cast<double>(C);
+      for (int64_t c = 0; c < C; ++c)
+        ref[m * C + c] = (X[m * C + c] - mean) / std::sqrt(var + 1e-6) * norm.weight[c] + norm.bias[c];
+    }
+    layer_norm(pool(), norm, X.data(), Y.data(), M);
+    const double err = max_rel_error(Y, ref);
+    if (err > 1e-6) return fmt("out of place: max relative error %.3g", err);
+    layer_norm(pool(), norm, X.data(), X.data(), M);
+    const double err_in_place = max_rel_error(X, ref);
+    return err_in_place > 1e-6 ? fmt("in place: max relative error %.3g", err_in_place) : "";
+  });
+}
+
+void test_activations() {
+  run("gelu_erf is x * Phi(x) with the exact erf", [] {
+    std::vector<float> x = randoms(10001, -8.f, 8.f);
+    std::vector<double> ref(x.size());
+    for (size_t i = 0; i < x.size(); ++i) ref[i] = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
+    gelu_erf(pool(), x.data(), static_cast<int64_t>(x.size()));
+    const double err = max_rel_error(x, ref);
+    return err > 2e-6 ? fmt("max relative error %.3g", err) : "";
+  });
+  run("quick_gelu is x * sigmoid(1.702 x)", [] {
+    std::vector<float> x = randoms(10001, -12.f, 12.f);
+    std::vector<double> ref(x.size());
+    for (size_t i = 0; i < x.size(); ++i) ref[i] = x[i] / (1.0 + std::exp(-1.702 * x[i]));
+    quick_gelu(pool(), x.data(), static_cast<int64_t>(x.size()));
+    const double err = max_rel_error(x, ref);
+    return err > 2e-6 ? fmt("max relative error %.3g", err) : "";
+  });
+}
+
+// ---------------------------------------------------------------- interpolation
+
+void test_bicubic() {
+  run("bicubic AA: equal sizes copy the grid", [] {
+    const std::vector<float> X = randoms(9 * 7 * 5);
+    std::vector<float> Y(X.size());
+    resize_bicubic_aa(pool(), X.data(), 9, 7, 5, Y.data(), 9, 7);
+    return X == Y ? "" : std::string("output differs from input");
+  });
+  run("bicubic AA: a constant grid stays constant (down 64->40, 64->32, up 16->20, mixed 8x12->12x5)", [] {
+    const int64_t shapes[][4] = {{64, 64, 40, 40}, {64, 64, 32, 32}, {16, 16, 20, 20}, {8, 12, 12, 5}};
+    for (const auto& sh : shapes) {
+      const int64_t C = 3;
+      std::vector<float> X(sh[0] * sh[1] * C);
+      for (size_t i = 0; i < X.size(); ++i) X[i] = 0.75f + static_cast<float>(i % C);
+      std::vector<float> Y(sh[2] * sh[3] * C);
+      resize_bicubic_aa(pool(), X.data(), sh[0], sh[1], C, Y.data(), sh[2], sh[3]);
+      for (size_t i = 0; i < Y.size(); ++i)
+        if (std::abs(Y[i] - (0.75f + static_cast<float>(i % C))) > 1e-6f)
+          return fmt("%gx%g -> %gx%g: not constant", sh[0], sh[1], sh[2], sh[3]);
+    }
+    return std::string();
+  });
+  // Away from the borders a symmetric kernel reproduces a linear ramp when the source centre
+  // c = scale * (i + 0.5) - 0.5 sits on the input lattice or halfway (2x down, 2x up).
+  run("bicubic AA: a linear ramp is reproduced away from the borders (2x down along x, 2x up along y)", [] {
+    const int64_t ih = 10, iw = 64, oh = 20, ow = 32;
+    std::vector<float> X(ih * iw);
+    for (int64_t y = 0; y < ih; ++y)
+      for (int64_t x = 0; x < iw; ++x) X[y * iw + x] = 0.25f * x - 0.5f * y + 3.f;
+    std::vector<float> Y(oh * ow);
+    resize_bicubic_aa(pool(), X.data(), ih, iw, 1, Y.data(), oh, ow);
+    for (int64_t i = 4; i < oh - 4; ++i)  // taps clipped at the borders renormalise
+      for (int64_t j = 2; j < ow - 2; ++j) {
+        const double sy = 0.5 * (i + 0.5) - 0.5, sx = 2.0 * (j + 0.5) - 0.5;
+        const double want = 0.25 * sx - 0.5 * sy + 3.0;
+        if (std::abs(Y[i * ow + j] - want) > 1e-5) return fmt("(%g, %g): %g, want %g", i, j, Y[i * ow + j], want);
+      }
+    return std::string();
+  });
+  // PyTorch's formulas worked by hand for 4 -> 2: scale 2, support 4, taps x = (j - 0.5) / 2 for
+  // output 0 give a = -0.5 cubic weights 0.8671875, 0.8671875, 0.2265625, -0.0703125 (sum 1.890625).
+  run("bicubic AA: 4 -> 2 weights follow PyTorch's a = -0.5 antialiased taps", [] {
+    const float X[4] = {1.f, 0.f, 0.f, 0.f};
+    float Y[2];
+    resize_bicubic_aa(pool(), X, 1, 4, 1, Y, 1, 2);
+    const double want0 = 0.8671875 / 1.890625, want1 = -0.0703125 / 1.890625;
+    if (std::abs(Y[0] - want0) > 1e-6 || std::abs(Y[1] - want1) > 1e-6)
+      return fmt("got %g %g, want %g %g", Y[0], Y[1], want0, want1);
+    return std::string();
+  });
+}
+
+void test_linear_resize() {
+  run("rel-pos linear resize: equal lengths copy the table", [] {
+    const std::vector<float> X = randoms(27 * 8);
+    std::vector<float> Y(X.size());
+    resize_linear(X.data(), 27, 8, Y.data(), 27);
+    return X == Y ? "" : std::string("output differs from input");
+  });
+  run("rel-pos linear resize 127 -> 63 samples a ramp at max(scale (i + 0.5) - 0.5, 0)", [] {
+    const int64_t il = 127, ol = 63, C = 2;
+    std::vector<float> X(il * C);
+    for (int64_t i = 0; i < il; ++i) X[i * C] = 0.5f * i, X[i * C + 1] = 7.f - 0.25f * i;
+    std::vector<float> Y(ol * C);
+    resize_linear(X.data(), il, C, Y.data(), ol);
+    for (int64_t i = 0; i < ol; ++i) {
+      const double src = std::max(127.0 / 63.0 * (i + 0.5) - 0.5, 0.0);
+      if (std::abs(Y[i * C] - 0.5 * src) > 1e-5 || std::abs(Y[i * C + 1] - (7.0 - 0.25 * src)) > 1e-5)
+        return fmt("row %g: %g, want %g", i, Y[i * C], 0.5 * src);
+    }
+    return std::string();
+  });
+  run("rel-pos linear resize 5 -> 8 clamps at both ends", [] {
+    const float X[5] = {1.f, 2.f, 4.f, 8.f, 16.f};
+    float Y[8];
+    resize_linear(X, 5, 1, Y, 8);
+    // row 0: source max(-0.1875, 0) = 0; row 7: source 4.1875, neighbours 4 and 4; row 3: 1.6875.
+    if (Y[0] != 1.f || Y[7] != 16.f || std::abs(Y[3] - (0.3125 * 2 + 0.6875 * 4)) > 1e-6)
+      return fmt("got %g %g %g", Y[0], Y[3], Y[7]);
+    return std::string();
+  });
+}
+
+// ---------------------------------------------------------------- attention
+
+void test_attention() {
+  run("attention with GQA, additive bias and a visible-key prefix matches the float64 reference", [] {
+    const int64_t B = 2, Tq = 19, Tk = 19, H = 4, KVH = 2, D = 16;
+    const float scale = 0.3f;
+    const std::vector<float> q = randoms(B * Tq * H * D), k = randoms(B * Tk * KVH * D), v = randoms(B * Tk * KVH * D);
+    auto bias_of = [](int64_t b, int64_t h, int64_t t, int64_t j) { return 0.1 * std::sin(1.0 + b + 2 * h + 3 * t + 0.5 * j); };
+    auto visible_of = [](int64_t t) { return t < 7 ? int64_t{7} : t + 1; };
+    AttentionHooks hooks;
+    hooks.bias_scratch = 3;
+    hooks.bias = [&](int64_t b, int64_t h, int64_t t, float* scores, float* scratch) {
+      scratch[2] = 0.f;  // the scratch is writable
+      for (int64_t j = 0; j < Tk; ++j) scores[j] += static_cast<float>(bias_of(b, h, t, j));
+    };
+    hooks.visible_keys = visible_of;
+    std::vector<float> out(B * Tq * H * D);
+    attention(pool(), AttentionTensors{q.data(), H * D, k.data(), KVH * D, v.data(), KVH * D, out.data(), H * D},
+              AttentionShape{B, Tq, Tk, H, KVH, D, scale}, hooks);
+    std::vector<double> ref(out.size());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t t = 0; t < Tq; ++t) {
+          const int64_t g = h / (H / KVH), n = visible_of(t);
+          std::vector<double> p(n);
+          double mx = -1e300, sum = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            double dot = 0;
+            for (int64_t d = 0; d < D; ++d) dot += q[(b * Tq + t) * H * D + h * D + d] * k[(b * Tk + j) * KVH * D + g * D + d];
+            p[j] = scale * dot + bias_of(b, h, t, j);
+            mx = std::max(mx, p[j]);
+          }
+          for (double& x : p) sum += (x = std::exp(x - mx));
+          for (int64_t d = 0; d < D; ++d) {
+            double acc = 0;
+            for (int64_t j = 0; j < n; ++j) acc += p[j] / sum * v[(b * Tk + j) * KVH * D + g * D + d];
+            ref[(b * Tq + t) * H * D + h * D + d] = acc;
+          }
+        }
+    const double err = max_rel_error(out, ref);
+    return err > 1e-5 ? fmt("max relative error %.3g", err) : "";
+  });
+}
+
+}  // namespace
+
+int main() {
+  std::printf("kernels: %s\n", active_kernels().name);
+  test_conv2d();
+  test_layer_norm();
+  test_activations();
+  test_bicubic();
+  test_linear_resize();
+  test_attention();
+  std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}
