@@ -1,0 +1,49 @@
+{
+  "target_defaults": {
+    "cflags_cc": ["-std=c++17", "-O3", "-fno-math-errno"],
+    "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
+    "cflags!": ["-fno-exceptions"],
+    "defines": ["NAPI_CPP_EXCEPTIONS", "NAPI_VERSION=8"]
+  },
+  "targets": [
+    {
+      "target_name": "kernels_avx2",
+      "type": "static_library",
+      "sources": ["native/src/kernels_avx2.cc"],
+      "cflags_cc": ["-mavx2", "-mfma", "-mf16c"]
+    },
+    {
+      "target_name": "kernels_avx512",
+      "type": "static_library",
+      "sources": ["native/src/kernels_avx512.cc"],
+      "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma"]
+    },
+    {
+      "target_name": "kernels_avx512bf16",
+      "type": "static_library",
+      "sources": ["native/src/kernels_avx512bf16.cc"],
+      "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mavx512bf16"]
+    },
+    {
+      "target_name": "scriptorium_native",
+      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512bf16"],
+      "sources": [
+        "native/src/addon.cc",
+        "native/src/json.cc",
+        "native/src/safetensors.cc",
+        "native/src/thread_pool.cc",
+        "native/src/kernels_scalar.cc",
+        "native/src/kernels_dispatch.cc",
+        "native/src/ops.cc",
+        "native/src/decoder.cc",
+        "native/src/vision_ops.cc",
+        "native/src/sam_encoder.cc",
+        "native/src/clip_encoder.cc",
+        "native/src/qwen2_encoder.cc",
+        "native/src/vision_encoder.cc"
+      ],
+      "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
+      "libraries": ["-lpthread"]
+    }
+  ]
+}

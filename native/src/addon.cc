@@ -1,0 +1,437 @@
+// N-API face of the engine. A NativeModel owns the mapped checkpoint, the decoder, the vision
+// encoder (when vision dims are given) and its thread pool; NativeSequence objects own KV caches.
+// forward() and encodeImages() run on a libuv worker thread (which then fans out to the engine's
+// own pool) and resolve a Promise, so the event loop never waits on inference. Calls on one model
+// are serialised by a mutex.
+#include <napi.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "decoder.h"
+#include "kernels.h"
+#include "safetensors.h"
+#include "thread_pool.h"
+#include "vision_encoder.h"
+
+namespace scriptorium {
+namespace {
+
+struct Engine {
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<Checkpoint> checkpoint;
+  std::unique_ptr<Decoder> decoder;
+  std::unique_ptr<VisionEncoder> vision;  // absent for decoder-only checkpoints
+  std::mutex mutex;
+};
+
+int64_t read_int(const Napi::Object& obj, const char* key) {
+  Napi::Value v = obj.Get(key);
+  if (!v.IsNumber()) throw Napi::TypeError::New(obj.Env(), std::string("dims.") + key + " must be a number");
+  return v.As<Napi::Number>().Int64Value();
+}
+
+float read_float(const Napi::Object& obj, const char* key) {
+  Napi::Value v = obj.Get(key);
+  if (!v.IsNumber()) throw Napi::TypeError::New(obj.Env(), std::string("dims.") + key + " must be a number");
+  return v.As<Napi::Number>().FloatValue();
+}
+
+DecoderDims read_dims(const Napi::Object& o) {
+  DecoderDims d;
+  d.hidden = read_int(o, "hidden");
+  d.layers = read_int(o, "layers");
+  d.heads = read_int(o, "heads");
+  d.kv_heads = read_int(o, "kvHeads");
+  d.head_dim = read_int(o, "headDim");
+  d.intermediate = read_int(o, "intermediate");
+  d.moe_intermediate = read_int(o, "moeIntermediate");
+  d.n_routed = read_int(o, "routedExperts");
+  d.top_k = read_int(o, "expertsPerToken");
+  d.n_shared = read_int(o, "sharedExperts");
+  d.first_k_dense = read_int(o, "firstDenseLayers");
+  d.moe_layer_freq = read_int(o, "moeLayerFreq");
+  d.vocab = read_int(o, "vocab");
+  d.max_positions = read_int(o, "maxPositions");
+  d.rms_eps = read_float(o, "rmsEps");
+  d.rope_theta = read_float(o, "ropeTheta");
+  d.routed_scaling = read_float(o, "routedScaling");
+  d.norm_topk = o.Get("normTopk").ToBoolean().Value();
+  d.sliding_window = read_int(o, "slidingWindow");
+  return d;
+}
+
+Napi::Object read_object(const Napi::Object& obj, const char* key) {
+  Napi::Value v = obj.Get(key);
+  if (!v.IsObject()) throw Napi::TypeError::New(obj.Env(), std::string("visionDims.") + key + " must be an object");
+  return v.As<Napi::Object>();
+}
+
+std::vector<int64_t> read_int_list(const Napi::Object& obj, const char* key) {
+  Napi::Value v = obj.Get(key);
+  if (!v.IsArray()) throw Napi::TypeError::New(obj.Env(), std::string("visionDims.") + key + " must be an array");
+  Napi::Array list = v.As<Napi::Array>();
+  std::vector<int64_t> out;
+  for (uint32_t i = 0; i < list.Length(); ++i) {
+    Napi::Value item = list.Get(i);
+    if (!item.IsNumber()) throw Napi::TypeError::New(obj.Env(), std::string("visionDims.") + key + " must hold numbers");
+    out.push_back(item.As<Napi::Number>().Int64Value());
+  }
+  return out;
+}
+
+// The VisionDims object of src/engine/vision-config.ts.
+VisionDims read_vision_dims(const Napi::Object& o) {
+  VisionDims d;
+  const std::string kind = o.Get("kind").ToString();
+  if (kind != "deepencoder" && kind != "deepencoderv2")
+    throw Napi::TypeError::New(o.Env(), "visionDims.kind must be 'deepencoder' or 'deepencoderv2'");
+  d.kind = kind == "deepencoder" ? VisionKind::DeepEncoder : VisionKind::DeepEncoderV2;
+  const Napi::Object s = read_object(o, "sam");
+  d.sam.width = read_int(s, "width");
+  d.sam.layers = read_int(s, "layers");
+  d.sam.heads = read_int(s, "heads");
+  d.sam.patch = read_int(s, "patchSize");
+  d.sam.window = read_int(s, "windowSize");
+  d.sam.mlp = read_int(s, "mlpDim");
+  d.sam.pos_grid = read_int(s, "posGrid");
+  d.sam.global_blocks = read_int_list(s, "globalBlocks");
+  d.sam.neck = read_int(s, "neckChannels");
+  d.sam.net2 = read_int(s, "net2Channels");
+  d.sam.net3 = read_int(s, "net3Channels");
+  d.sam.eps = read_float(s, "normEps");
+  if (d.kind == VisionKind::DeepEncoder) {
+    const Napi::Object c = read_object(o, "clip");
+    d.clip.width = read_int(c, "width");
+    d.clip.layers = read_int(c, "layers");
+    d.clip.heads = read_int(c, "heads");
+    d.clip.mlp = read_int(c, "mlpDim");
+    d.clip.pos_grid = read_int(c, "posGrid");
+    d.clip.eps = read_float(c, "normEps");
+  } else {
+    const Napi::Object q = read_object(o, "qwen2");
+    d.qwen2.dim = read_int(q, "dim");
+    d.qwen2.layers = read_int(q, "layers");
+    d.qwen2.heads = read_int(q, "heads");
+    d.qwen2.kv_heads = read_int(q, "kvHeads");
+    d.qwen2.mlp = read_int(q, "mlpDim");
+    d.qwen2.rms_eps = read_float(q, "rmsEps");
+    d.qwen2.rope_theta = read_float(q, "ropeTheta");
+    d.qwen2.query_sides = read_int_list(q, "querySides");
+  }
+  d.projector_input = read_int(o, "projectorInput");
+  d.embed = read_int(o, "embed");
+  return d;
+}
+
+Napi::Float32Array to_float32_array(Napi::Env env, const std::vector<float>& values) {
+  Napi::Float32Array out = Napi::Float32Array::New(env, values.size());
+  std::memcpy(out.Data(), values.data(), values.size() * sizeof(float));
+  return out;
+}
+
+class SequenceWrap : public Napi::ObjectWrap<SequenceWrap> {
+ public:
+  static Napi::Function Init(Napi::Env env) {
+    return DefineClass(env, "NativeSequence",
+                       {InstanceAccessor<&SequenceWrap::Length>("length"),
+                        InstanceAccessor<&SequenceWrap::PrefixLength>("prefixLength"),
+                        InstanceAccessor<&SequenceWrap::CacheBytes>("cacheBytes"),
+                        InstanceMethod<&SequenceWrap::Release>("release")});
+  }
+  explicit SequenceWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SequenceWrap>(info) {}
+
+  std::shared_ptr<Engine> engine;
+  std::shared_ptr<KvCache> cache;
+
+ private:
+  Napi::Value Length(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->length()) : 0);
+  }
+  Napi::Value PrefixLength(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->prefix_length()) : -1);
+  }
+  Napi::Value CacheBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->bytes()) : 0);
+  }
+  // Frees the KV cache now rather than at garbage collection; the sequence is unusable afterwards.
+  Napi::Value Release(const Napi::CallbackInfo& info) {
+    cache.reset();
+    return info.Env().Undefined();
+  }
+};
+
+class ForwardWorker : public Napi::AsyncWorker {
+ public:
+  ForwardWorker(Napi::Env env, std::shared_ptr<Engine> engine, std::vector<ForwardEntry> entries,
+                std::vector<std::shared_ptr<KvCache>> caches)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        engine_(std::move(engine)),
+        entries_(std::move(entries)),
+        caches_(std::move(caches)) {}
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+  void Execute() override {
+    std::lock_guard<std::mutex> lock(engine_->mutex);
+    try {
+      logits_.resize(entries_.size() * engine_->decoder->dims().vocab);
+      engine_->decoder->forward(entries_, logits_.data());
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+
+  void OnOK() override {
+    Napi::Float32Array out = Napi::Float32Array::New(Env(), logits_.size());
+    std::memcpy(out.Data(), logits_.data(), logits_.size() * sizeof(float));
+    deferred_.Resolve(out);
+  }
+
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<Engine> engine_;
+  std::vector<ForwardEntry> entries_;
+  std::vector<std::shared_ptr<KvCache>> caches_;  // keep the caches alive while the worker runs
+  std::vector<float> logits_;
+};
+
+class EncodeWorker : public Napi::AsyncWorker {
+ public:
+  EncodeWorker(Napi::Env env, std::shared_ptr<Engine> engine, Napi::Float32Array pixels, int64_t n, int64_t side,
+               bool keep_intermediates)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        engine_(std::move(engine)),
+        pixels_ref_(Napi::Reference<Napi::Float32Array>::New(pixels, 1)),
+        pixels_(pixels.Data()),
+        n_(n),
+        side_(side),
+        keep_(keep_intermediates) {}
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+  void Execute() override {
+    std::lock_guard<std::mutex> lock(engine_->mutex);
+    try {
+      output_ = engine_->vision->encode(pixels_, n_, side_, keep_);
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::Object result = Napi::Object::New(env);
+    result.Set("projected", to_float32_array(env, output_.projected));
+    result.Set("tokensPerView", Napi::Number::New(env, static_cast<double>(output_.tokens_per_view)));
+    if (keep_) {
+      result.Set("sam", to_float32_array(env, output_.sam));
+      Napi::Array shape = Napi::Array::New(env, output_.sam_shape.size());
+      for (uint32_t i = 0; i < output_.sam_shape.size(); ++i)
+        shape.Set(i, Napi::Number::New(env, static_cast<double>(output_.sam_shape[i])));
+      result.Set("samShape", shape);
+      result.Set("encoder", to_float32_array(env, output_.encoder));
+    }
+    deferred_.Resolve(result);
+  }
+
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<Engine> engine_;
+  // [n, 3, side, side]: read in place (a copy would cost the event loop tens of milliseconds); the
+  // reference keeps the array alive, and the caller leaves it unchanged until the promise settles.
+  Napi::Reference<Napi::Float32Array> pixels_ref_;
+  const float* pixels_;
+  int64_t n_, side_;
+  bool keep_;
+  VisionOutput output_;
+};
+
+class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
+ public:
+  static Napi::Function Init(Napi::Env env) {
+    return DefineClass(env, "NativeModel",
+                       {InstanceMethod<&ModelWrap::CreateSequence>("createSequence"),
+                        InstanceMethod<&ModelWrap::Forward>("forward"),
+                        InstanceMethod<&ModelWrap::EncodeImages>("encodeImages"),
+                        InstanceMethod<&ModelWrap::SpecialVector>("specialVector"),
+                        InstanceAccessor<&ModelWrap::Kernels>("kernels"),
+                        InstanceAccessor<&ModelWrap::Threads>("threads"),
+                        InstanceAccessor<&ModelWrap::WeightBytes>("weightBytes")});
+  }
+
+  // new NativeModel(dir: string, dims: DecoderDims, threads: number, visionDims?: VisionDims)
+  explicit ModelWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ModelWrap>(info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 3 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber() ||
+        (info.Length() > 3 && !info[3].IsUndefined() && !info[3].IsObject()))
+      throw Napi::TypeError::New(env, "NativeModel(dir: string, dims: object, threads: number, visionDims?: object)");
+    const std::string dir = info[0].As<Napi::String>();
+    const DecoderDims dims = read_dims(info[1].As<Napi::Object>());
+    const bool with_vision = info.Length() > 3 && info[3].IsObject();
+    VisionDims vision_dims;
+    if (with_vision) vision_dims = read_vision_dims(info[3].As<Napi::Object>());
+    const int threads = info[2].As<Napi::Number>().Int32Value();
+    if (threads < 1 || threads > 1024) throw Napi::RangeError::New(env, "threads must be between 1 and 1024");
+    engine_ = std::make_shared<Engine>();
+    try {
+      engine_->pool = std::make_unique<ThreadPool>(threads);
+      engine_->checkpoint = std::make_unique<Checkpoint>(dir);
+      engine_->decoder = std::make_unique<Decoder>(*engine_->checkpoint, dims, *engine_->pool);
+      if (with_vision) {
+        if (vision_dims.embed != dims.hidden)
+          throw std::invalid_argument("config.json: projector n_embed must equal hidden_size");
+        engine_->vision = std::make_unique<VisionEncoder>(*engine_->checkpoint, vision_dims, *engine_->pool);
+      }
+    } catch (const std::exception& e) {
+      throw Napi::Error::New(env, e.what());
+    }
+  }
+
+ private:
+  Napi::Value CreateSequence(const Napi::CallbackInfo& info);
+  Napi::Value Forward(const Napi::CallbackInfo& info);
+  Napi::Value EncodeImages(const Napi::CallbackInfo& info);
+  Napi::Value SpecialVector(const Napi::CallbackInfo& info);
+  Napi::Value Kernels(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), active_kernels().name); }
+  Napi::Value Threads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), engine_->pool->size()); }
+  Napi::Value WeightBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(engine_->checkpoint->total_bytes()));
+  }
+
+  std::shared_ptr<Engine> engine_;
+};
+
+class Addon : public Napi::Addon<Addon> {
+ public:
+  Addon(Napi::Env env, Napi::Object exports) {
+    Napi::Function sequence = SequenceWrap::Init(env);
+    sequence_constructor = Napi::Persistent(sequence);
+    DefineAddon(exports, {InstanceValue("NativeModel", ModelWrap::Init(env), napi_enumerable),
+                          InstanceValue("NativeSequence", sequence, napi_enumerable),
+                          InstanceMethod<&Addon::KernelSets>("supportedKernelSets", napi_enumerable)});
+  }
+  Napi::FunctionReference sequence_constructor;
+
+ private:
+  // Names of the kernel sets this CPU can run, best first.
+  Napi::Value KernelSets(const Napi::CallbackInfo& info) {
+    Napi::Array out = Napi::Array::New(info.Env());
+    uint32_t i = 0;
+    for (const char* name : {"avx512bf16", "avx512", "avx2", "scalar"})
+      if (kernels_by_name(name)) out.Set(i++, Napi::String::New(info.Env(), name));
+    return out;
+  }
+};
+
+Napi::Value ModelWrap::CreateSequence(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object object = env.GetInstanceData<Addon>()->sequence_constructor.New({});
+  SequenceWrap* sequence = SequenceWrap::Unwrap(object);
+  sequence->engine = engine_;
+  sequence->cache = std::make_shared<KvCache>(engine_->decoder->dims());
+  return object;
+}
+
+// forward(batch: {sequence, ids: Int32Array, embeds?: Float32Array, embedRows?: Int32Array}[])
+//   -> Promise<Float32Array>  logits [batch.length, vocab] of each sequence's last new token
+Napi::Value ModelWrap::Forward(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsArray()) throw Napi::TypeError::New(env, "forward(batch: array)");
+  Napi::Array batch = info[0].As<Napi::Array>();
+  Napi::Function sequence_class = env.GetInstanceData<Addon>()->sequence_constructor.Value();
+  std::vector<ForwardEntry> entries(batch.Length());
+  std::vector<std::shared_ptr<KvCache>> caches;
+  for (uint32_t i = 0; i < batch.Length(); ++i) {
+    Napi::Value item_value = batch.Get(i);
+    if (!item_value.IsObject()) throw Napi::TypeError::New(env, "forward: batch entries must be objects");
+    Napi::Object item = item_value.As<Napi::Object>();
+    Napi::Value seq_value = item.Get("sequence");
+    if (!seq_value.IsObject() || !seq_value.As<Napi::Object>().InstanceOf(sequence_class))
+      throw Napi::TypeError::New(env, "forward: entry.sequence must come from createSequence()");
+    SequenceWrap* sequence = SequenceWrap::Unwrap(seq_value.As<Napi::Object>());
+    if (!sequence->cache) throw Napi::Error::New(env, "forward: the sequence was released");
+    if (sequence->engine != engine_) throw Napi::Error::New(env, "forward: the sequence belongs to another model");
+    Napi::Value ids = item.Get("ids");
+    if (!ids.IsTypedArray() || ids.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+      throw Napi::TypeError::New(env, "forward: entry.ids must be an Int32Array");
+    Napi::Int32Array id_array = ids.As<Napi::Int32Array>();
+    entries[i].ids.assign(id_array.Data(), id_array.Data() + id_array.ElementLength());
+    Napi::Value embeds = item.Get("embeds");
+    Napi::Value rows = item.Get("embedRows");
+    if (!embeds.IsUndefined() || !rows.IsUndefined()) {
+      if (!embeds.IsTypedArray() || embeds.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array ||
+          !rows.IsTypedArray() || rows.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+        throw Napi::TypeError::New(env, "forward: entry.embeds must be a Float32Array and entry.embedRows an Int32Array");
+      Napi::Float32Array e = embeds.As<Napi::Float32Array>();
+      Napi::Int32Array r = rows.As<Napi::Int32Array>();
+      entries[i].embeds.assign(e.Data(), e.Data() + e.ElementLength());
+      entries[i].embed_rows.assign(r.Data(), r.Data() + r.ElementLength());
+    }
+    entries[i].cache = sequence->cache.get();
+    caches.push_back(sequence->cache);
+  }
+  auto* worker = new ForwardWorker(env, engine_, std::move(entries), std::move(caches));
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+}
+
+// encodeImages(pixels: Float32Array [n, 3, side, side], n: number, side: number, keepIntermediates: boolean)
+//   -> Promise<{projected: Float32Array [n, tokensPerView, embed], tokensPerView: number,
+//               sam?: Float32Array [n, C, h, w], samShape?: number[], encoder?: Float32Array [n, tokensPerView, width]}>
+Napi::Value ModelWrap::EncodeImages(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!engine_->vision) throw Napi::Error::New(env, "encodeImages: this model was loaded without vision dims");
+  if (info.Length() < 4 || !info[0].IsTypedArray() ||
+      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array || !info[1].IsNumber() ||
+      !info[2].IsNumber() || !info[3].IsBoolean())
+    throw Napi::TypeError::New(env, "encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean)");
+  const double n = info[1].As<Napi::Number>().DoubleValue(), side = info[2].As<Napi::Number>().DoubleValue();
+  if (n < 1 || n != std::floor(n) || n > 4096)
+    throw Napi::RangeError::New(env, "encodeImages: n must be an integer between 1 and 4096");
+  if (side < 1 || side != std::floor(side) || side > VisionEncoder::kMaxSide)
+    throw Napi::RangeError::New(env, "encodeImages: side must be an integer between 1 and " +
+                                         std::to_string(VisionEncoder::kMaxSide));
+  Napi::Float32Array pixels = info[0].As<Napi::Float32Array>();
+  const int64_t views = static_cast<int64_t>(n), s = static_cast<int64_t>(side);
+  if (static_cast<int64_t>(pixels.ElementLength()) != views * 3 * s * s)
+    throw Napi::RangeError::New(env, "encodeImages: pixels must hold n * 3 * side * side = " +
+                                         std::to_string(views * 3 * s * s) + " floats, got " +
+                                         std::to_string(pixels.ElementLength()));
+  auto* worker = new EncodeWorker(env, engine_, pixels, views, s, info[3].As<Napi::Boolean>().Value());
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+}
+
+// specialVector(name: 'image_newline' | 'view_seperator') -> Float32Array [embed]
+Napi::Value ModelWrap::SpecialVector(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!engine_->vision) throw Napi::Error::New(env, "specialVector: this model was loaded without vision dims");
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "specialVector(name: string)");
+  const std::string name = info[0].As<Napi::String>();
+  if (name == "view_seperator") return to_float32_array(env, engine_->vision->view_separator());
+  if (name != "image_newline")
+    throw Napi::Error::New(env, "specialVector: unknown vector '" + name + "' (image_newline or view_seperator)");
+  if (engine_->vision->image_newline().empty())
+    throw Napi::Error::New(env, "specialVector: this checkpoint has no image_newline (DeepSeek-OCR-2 does not use one)");
+  return to_float32_array(env, engine_->vision->image_newline());
+}
+
+}  // namespace
+}  // namespace scriptorium
+
+using ScriptoriumAddon = scriptorium::Addon;
+NODE_API_ADDON(ScriptoriumAddon)

@@ -1,0 +1,280 @@
+#include "decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+#include "ops.h"
+
+namespace scriptorium {
+
+namespace {
+
+void require_positive(int64_t value, const char* name) {
+  if (value <= 0) throw std::invalid_argument(std::string("config.json: ") + name + " must be positive");
+}
+
+void grow(std::vector<float>& buffer, int64_t n) {
+  if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(n);
+}
+
+}  // namespace
+
+void DecoderDims::validate() const {
+  require_positive(hidden, "hidden_size");
+  require_positive(layers, "num_hidden_layers");
+  require_positive(heads, "num_attention_heads");
+  require_positive(kv_heads, "num_key_value_heads");
+  require_positive(head_dim, "head_dim");
+  require_positive(vocab, "vocab_size");
+  require_positive(max_positions, "max_position_embeddings");
+  if (heads % kv_heads != 0)
+    throw std::invalid_argument("config.json: num_attention_heads must be a multiple of num_key_value_heads");
+  if (head_dim % 2 != 0) throw std::invalid_argument("config.json: head_dim must be even for rotary embeddings");
+  if (first_k_dense > 0 || n_routed == 0) require_positive(intermediate, "intermediate_size");
+  if (n_routed > 0) {
+    require_positive(moe_intermediate, "moe_intermediate_size");
+    require_positive(top_k, "num_experts_per_tok");
+    require_positive(moe_layer_freq, "moe_layer_freq");
+    if (top_k > n_routed) throw std::invalid_argument("config.json: num_experts_per_tok exceeds n_routed_experts");
+  }
+  if (n_shared < 0 || sliding_window < 0 || first_k_dense < 0)
+    throw std::invalid_argument("config.json: negative n_shared_experts, first_k_dense_replace or sliding window");
+}
+
+KvCache::KvCache(const DecoderDims& dims)
+    : dims_(dims), row_width_(dims.kv_heads * dims.head_dim), k_(dims.layers), v_(dims.layers) {}
+
+size_t KvCache::bytes() const { return 2 * static_cast<size_t>(dims_.layers * capacity_rows_ * row_width_) * sizeof(float); }
+
+int64_t KvCache::slot_of(int64_t pos) const {
+  if (dims_.sliding_window == 0 || pos < prefix_) return pos;
+  return prefix_ + (pos - prefix_) % dims_.sliding_window;
+}
+
+int64_t KvCache::visible_slots(int64_t pos) const {
+  if (dims_.sliding_window == 0 || pos < prefix_) return pos + 1;
+  return prefix_ + std::min(pos - prefix_ + 1, dims_.sliding_window);
+}
+
+void KvCache::reserve_rows(int64_t rows) {
+  if (rows <= capacity_rows_) return;
+  int64_t target = std::max<int64_t>({rows, capacity_rows_ * 2, 64});
+  int64_t limit = dims_.max_positions;
+  if (dims_.sliding_window > 0 && prefix_ >= 0) limit = std::min(limit, prefix_ + dims_.sliding_window);
+  target = std::max(rows, std::min(target, limit));
+  for (int64_t l = 0; l < dims_.layers; ++l) {
+    k_[l].resize(target * row_width_);
+    v_[l].resize(target * row_width_);
+  }
+  capacity_rows_ = target;
+}
+
+Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool)
+    : dims_(dims), pool_(pool), kernels_(active_kernels()) {
+  dims_.validate();
+  const int64_t H = dims_.hidden, QW = dims_.heads * dims_.head_dim, KW = dims_.kv_heads * dims_.head_dim;
+  auto bf16 = [&](const std::string& name, std::vector<int64_t> shape) {
+    return reinterpret_cast<const bf16_t*>(checkpoint.get(name, shape).data);
+  };
+  auto expert = [&](const std::string& prefix, int64_t width) {
+    return Expert{bf16(prefix + "gate_proj.weight", {width, H}), bf16(prefix + "up_proj.weight", {width, H}),
+                  bf16(prefix + "down_proj.weight", {H, width})};
+  };
+  embed_ = bf16("model.embed_tokens.weight", {dims_.vocab, H});
+  layers_.resize(dims_.layers);
+  for (int64_t l = 0; l < dims_.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    Layer& layer = layers_[l];
+    layer.input_norm = bf16(p + "input_layernorm.weight", {H});
+    layer.post_norm = bf16(p + "post_attention_layernorm.weight", {H});
+    layer.wq = bf16(p + "self_attn.q_proj.weight", {QW, H});
+    layer.wk = bf16(p + "self_attn.k_proj.weight", {KW, H});
+    layer.wv = bf16(p + "self_attn.v_proj.weight", {KW, H});
+    layer.wo = bf16(p + "self_attn.o_proj.weight", {H, QW});
+    layer.moe = dims_.is_moe_layer(l);
+    if (!layer.moe) {
+      layer.dense = expert(p + "mlp.", dims_.intermediate);
+      continue;
+    }
+    const bf16_t* router = bf16(p + "mlp.gate.weight", {dims_.n_routed, H});
+    layer.router.resize(dims_.n_routed * H);
+    for (int64_t i = 0; i < dims_.n_routed * H; ++i) layer.router[i] = bf16_to_f32(router[i]);
+    for (int64_t e = 0; e < dims_.n_routed; ++e)
+      layer.experts.push_back(expert(p + "mlp.experts." + std::to_string(e) + ".", dims_.moe_intermediate));
+    if (dims_.n_shared > 0) layer.shared = expert(p + "mlp.shared_experts.", dims_.n_shared * dims_.moe_intermediate);
+  }
+  final_norm_ = bf16("model.norm.weight", {H});
+  lm_head_ = bf16("lm_head.weight", {dims_.vocab, H});
+}
+
+void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits) {
+  const int64_t H = dims_.hidden;
+  // Validate everything before touching any cache.
+  std::set<const KvCache*> seen;
+  int64_t rows = 0;
+  for (const ForwardEntry& entry : entries) {
+    if (!entry.cache) throw std::invalid_argument("forward: entry without a sequence");
+    if (!seen.insert(entry.cache).second) throw std::invalid_argument("forward: a sequence appears twice in one batch");
+    const int64_t n = static_cast<int64_t>(entry.ids.size());
+    if (n == 0) throw std::invalid_argument("forward: a sequence was given no tokens");
+    for (int32_t id : entry.ids)
+      if (id < 0 || id >= dims_.vocab)
+        throw std::invalid_argument("forward: token id " + std::to_string(id) + " outside the vocabulary [0, " +
+                                    std::to_string(dims_.vocab) + ")");
+    if (entry.cache->length_ + n > dims_.max_positions)
+      throw std::invalid_argument("forward: context full: " + std::to_string(entry.cache->length_ + n) +
+                                  " positions exceed max_position_embeddings " + std::to_string(dims_.max_positions));
+    if (dims_.sliding_window > 0 && entry.cache->prefix_ >= 0 && n != 1)
+      throw std::invalid_argument("forward: with a sliding window, calls after the prefill take one token each");
+    if (entry.embeds.size() != entry.embed_rows.size() * static_cast<size_t>(H))
+      throw std::invalid_argument("forward: embeds must hold hidden_size floats per replaced row");
+    for (int32_t row : entry.embed_rows)
+      if (row < 0 || row >= n) throw std::invalid_argument("forward: embed row outside the sequence's new tokens");
+    rows += n;
+  }
+
+  const int64_t QW = dims_.heads * dims_.head_dim, KW = dims_.kv_heads * dims_.head_dim;
+  const int64_t ffn_width = std::max({dims_.intermediate, dims_.moe_intermediate, dims_.n_shared * dims_.moe_intermediate});
+  grow(x_, rows * H);
+  grow(norm_, rows * H);
+  grow(proj_, rows * H);
+  grow(q_, rows * QW);
+  grow(attn_, rows * QW);
+  grow(k_, rows * KW);
+  grow(v_, rows * KW);
+  grow(gate_, rows * ffn_width);
+  grow(up_, rows * ffn_width);
+  grow(router_logits_, rows * std::max<int64_t>(dims_.n_routed, 1));
+  grow(expert_in_, rows * H);
+  grow(expert_out_, rows * H);
+  grow(last_rows_, static_cast<int64_t>(entries.size()) * H);
+  row_pos_.resize(rows);
+  row_entry_.resize(rows);
+
+  int64_t r = 0;
+  for (size_t b = 0; b < entries.size(); ++b) {
+    ForwardEntry& entry = entries[b];
+    KvCache& cache = *entry.cache;
+    const int64_t n = static_cast<int64_t>(entry.ids.size());
+    if (cache.prefix_ < 0) cache.prefix_ = n;
+    const int64_t last = cache.length_ + n - 1;
+    cache.reserve_rows(std::max(cache.slot_of(last), cache.slot_of(cache.length_)) + 1);
+    for (int64_t i = 0; i < n; ++i, ++r) {
+      row_pos_[r] = cache.length_ + i;
+      row_entry_[r] = static_cast<int64_t>(b);
+      const bf16_t* src = embed_ + static_cast<int64_t>(entry.ids[i]) * H;
+      for (int64_t j = 0; j < H; ++j) x_[r * H + j] = bf16_to_f32(src[j]);
+    }
+    for (size_t e = 0; e < entry.embed_rows.size(); ++e)
+      std::copy_n(entry.embeds.data() + e * H, H, x_.data() + (r - n + entry.embed_rows[e]) * H);
+  }
+
+  for (int64_t l = 0; l < dims_.layers; ++l) {
+    const Layer& layer = layers_[l];
+    for (int64_t i = 0; i < rows; ++i)
+      kernels_.rmsnorm(x_.data() + i * H, layer.input_norm, norm_.data() + i * H, H, dims_.rms_eps);
+    attention(l, entries, rows);
+    kernels_.axpy(x_.data(), 1.f, proj_.data(), rows * H);
+    for (int64_t i = 0; i < rows; ++i)
+      kernels_.rmsnorm(x_.data() + i * H, layer.post_norm, norm_.data() + i * H, H, dims_.rms_eps);
+    feed_forward(layer, rows);
+  }
+  for (ForwardEntry& entry : entries) entry.cache->length_ += static_cast<int64_t>(entry.ids.size());
+
+  // Only each sequence's last token needs logits.
+  int64_t end = 0;
+  for (size_t b = 0; b < entries.size(); ++b) {
+    end += static_cast<int64_t>(entries[b].ids.size());
+    kernels_.rmsnorm(x_.data() + (end - 1) * H, final_norm_, last_rows_.data() + b * H, H, dims_.rms_eps);
+  }
+  matmul_bf16(pool_, last_rows_.data(), lm_head_, logits, static_cast<int64_t>(entries.size()), dims_.vocab, H);
+}
+
+void Decoder::attention(int64_t l, std::vector<ForwardEntry>& entries, int64_t rows) {
+  const Layer& layer = layers_[l];
+  const int64_t H = dims_.hidden, D = dims_.head_dim;
+  const int64_t QW = dims_.heads * D, KW = dims_.kv_heads * D;
+  matmul_bf16(pool_, norm_.data(), layer.wq, q_.data(), rows, QW, H);
+  matmul_bf16(pool_, norm_.data(), layer.wk, k_.data(), rows, KW, H);
+  matmul_bf16(pool_, norm_.data(), layer.wv, v_.data(), rows, KW, H);
+
+  // Rotate and store every new key before any query attends: within a call, later rows of the
+  // same sequence are only visible to later queries through visible_slots().
+  for (int64_t r = 0; r < rows; ++r) {
+    KvCache& cache = *entries[row_entry_[r]].cache;
+    rope_rotate_half(q_.data() + r * QW, dims_.heads, D, row_pos_[r], dims_.rope_theta);
+    rope_rotate_half(k_.data() + r * KW, dims_.kv_heads, D, row_pos_[r], dims_.rope_theta);
+    const int64_t slot = cache.slot_of(row_pos_[r]);
+    std::copy_n(k_.data() + r * KW, KW, cache.k_[l].data() + slot * KW);
+    std::copy_n(v_.data() + r * KW, KW, cache.v_[l].data() + slot * KW);
+  }
+
+  const int64_t group = dims_.heads / dims_.kv_heads;
+  const float scale = 1.f / std::sqrt(static_cast<float>(D));
+  pool_.parallel_for(rows * dims_.heads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t r = task / dims_.heads, h = task % dims_.heads;
+      const KvCache& cache = *entries[row_entry_[r]].cache;
+      const int64_t kv_offset = (h / group) * D;
+      kernels_.attention_head(q_.data() + r * QW + h * D, cache.k_[l].data() + kv_offset,
+                              cache.v_[l].data() + kv_offset, KW, cache.visible_slots(row_pos_[r]), D, scale,
+                              attn_.data() + r * QW + h * D);
+    }
+  });
+  matmul_bf16(pool_, attn_.data(), layer.wo, proj_.data(), rows, H, QW);
+}
+
+void Decoder::mlp(const Expert& expert, int64_t width, const float* x, int64_t rows, float* out) {
+  const int64_t H = dims_.hidden;
+  matmul_bf16(pool_, x, expert.gate, gate_.data(), rows, width, H);
+  matmul_bf16(pool_, x, expert.up, up_.data(), rows, width, H);
+  kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), rows * width);
+  matmul_bf16(pool_, gate_.data(), expert.down, out, rows, H, width);
+}
+
+void Decoder::feed_forward(const Layer& layer, int64_t rows) {
+  const int64_t H = dims_.hidden, E = dims_.n_routed;
+  if (!layer.moe) {
+    mlp(layer.dense, dims_.intermediate, norm_.data(), rows, proj_.data());
+    kernels_.axpy(x_.data(), 1.f, proj_.data(), rows * H);
+    return;
+  }
+  // Router in F32: softmax over experts, top-k by score (lower index first on ties), weights not
+  // renormalised unless norm_topk_prob.
+  matmul_f32(pool_, norm_.data(), layer.router.data(), router_logits_.data(), rows, E, H);
+  std::vector<std::vector<std::pair<int64_t, float>>> rows_of_expert(E);
+  std::vector<int64_t> order(E);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* scores = router_logits_.data() + r * E;
+    kernels_.softmax(scores, E);
+    for (int64_t e = 0; e < E; ++e) order[e] = e;
+    std::partial_sort(order.begin(), order.begin() + dims_.top_k, order.end(),
+                      [&](int64_t a, int64_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); });
+    float norm = 1.f;
+    if (dims_.norm_topk) {
+      float sum = 0.f;
+      for (int64_t k = 0; k < dims_.top_k; ++k) sum += scores[order[k]];
+      norm = 1.f / (sum + 1e-20f);
+    }
+    for (int64_t k = 0; k < dims_.top_k; ++k)
+      rows_of_expert[order[k]].emplace_back(r, scores[order[k]] * norm * dims_.routed_scaling);
+  }
+  // Each selected expert runs once over all rows routed to it.
+  for (int64_t e = 0; e < E; ++e) {
+    const auto& assigned = rows_of_expert[e];
+    if (assigned.empty()) continue;
+    const int64_t m = static_cast<int64_t>(assigned.size());
+    for (int64_t i = 0; i < m; ++i) std::copy_n(norm_.data() + assigned[i].first * H, H, expert_in_.data() + i * H);
+    mlp(layer.experts[e], dims_.moe_intermediate, expert_in_.data(), m, expert_out_.data());
+    for (int64_t i = 0; i < m; ++i)
+      kernels_.axpy(x_.data() + assigned[i].first * H, assigned[i].second, expert_out_.data() + i * H, H);
+  }
+  if (dims_.n_shared > 0) {
+    mlp(layer.shared, dims_.n_shared * dims_.moe_intermediate, norm_.data(), rows, proj_.data());
+    kernels_.axpy(x_.data(), 1.f, proj_.data(), rows * H);
+  }
+}
+
+}  // namespace scriptorium

@@ -1,0 +1,112 @@
+// The DeepSeek3B-MoE decoder shared by V1/V2/V3: embeddings, pre-norm layers (dense FFN for the
+// first layers, routed + shared experts after), final norm and lm_head. V3's R-SWA keeps the whole
+// prefill in the KV cache plus a ring of the most recent generated tokens.
+// Every forward call takes a batch of sequences, each with one or more new tokens, so decode steps
+// of concurrent requests share one pass over the weights.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels.h"
+#include "safetensors.h"
+#include "thread_pool.h"
+
+namespace scriptorium {
+
+struct DecoderDims {
+  int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t intermediate = 0;      // dense FFN width (layers < first_k_dense)
+  int64_t moe_intermediate = 0;  // width of one routed expert
+  int64_t n_routed = 0, top_k = 0, n_shared = 0, first_k_dense = 0, moe_layer_freq = 1;
+  int64_t vocab = 0, max_positions = 0;
+  float rms_eps = 1e-6f, rope_theta = 10000.f, routed_scaling = 1.f;
+  bool norm_topk = false;
+  int64_t sliding_window = 0;  // 0: full causal attention (V1/V2); W > 0: R-SWA window (V3)
+
+  bool is_moe_layer(int64_t layer) const {
+    return n_routed > 0 && layer >= first_k_dense && layer % moe_layer_freq == 0;
+  }
+  void validate() const;  // throws std::invalid_argument on inconsistent dimensions
+};
+
+// Keys and values of one sequence, per layer, rows of kv_heads*head_dim floats with RoPE already
+// applied. Slots [0, prefix) hold the first forward call's tokens; with a sliding window W, the
+// generated token g (0-based) lives in slot prefix + g % W, so memory stops growing after W tokens.
+class KvCache {
+ public:
+  explicit KvCache(const DecoderDims& dims);
+
+  int64_t length() const { return length_; }        // tokens consumed = next absolute position
+  int64_t prefix_length() const { return prefix_; }  // -1 before the first forward call
+  int64_t slots() const { return capacity_rows_; }
+  size_t bytes() const;
+
+ private:
+  friend class Decoder;
+  // Slot where the token at absolute position `pos` is stored.
+  int64_t slot_of(int64_t pos) const;
+  // Number of leading slots a query at `pos` attends to (all visible keys are slots [0, n)).
+  int64_t visible_slots(int64_t pos) const;
+  void reserve_rows(int64_t rows);
+
+  DecoderDims dims_;
+  int64_t row_width_;
+  int64_t length_ = 0;
+  int64_t prefix_ = -1;
+  int64_t capacity_rows_ = 0;
+  std::vector<std::vector<float>> k_, v_;  // [layers][capacity_rows_ * row_width_]
+};
+
+// One sequence's new tokens in a batched forward call.
+struct ForwardEntry {
+  KvCache* cache = nullptr;
+  std::vector<int32_t> ids;            // [n] token ids, n >= 1
+  std::vector<float> embeds;           // [embed_rows.size(), hidden] rows replacing token embeddings
+  std::vector<int32_t> embed_rows;     // offsets within `ids` whose embedding is replaced
+};
+
+class Decoder {
+ public:
+  Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool);
+
+  const DecoderDims& dims() const { return dims_; }
+
+  // Runs every entry's new tokens through the model, appending to its cache, and writes the
+  // logits of each entry's last token: logits[entries.size(), vocab]. Throws std::invalid_argument
+  // for bad ids, a full context or a repeated cache; the caches are left untouched in that case.
+  void forward(std::vector<ForwardEntry>& entries, float* logits);
+
+ private:
+  struct Expert {
+    const bf16_t *gate = nullptr, *up = nullptr, *down = nullptr;
+  };
+  struct Layer {
+    const bf16_t *input_norm, *post_norm, *wq, *wk, *wv, *wo;
+    Expert dense;                 // layers without experts
+    std::vector<float> router;    // [n_routed, hidden] in F32 (router math runs in F32)
+    std::vector<Expert> experts;  // [n_routed]
+    Expert shared;                // n_shared experts fused into one MLP
+    bool moe = false;
+  };
+
+  void attention(int64_t layer, std::vector<ForwardEntry>& entries, int64_t rows);
+  void feed_forward(const Layer& layer, int64_t rows);
+  void mlp(const Expert& expert, int64_t width, const float* x, int64_t rows, float* out);
+
+  DecoderDims dims_;
+  ThreadPool& pool_;
+  const KernelSet& kernels_;
+  const bf16_t* embed_ = nullptr;    // [vocab, hidden]
+  const bf16_t* final_norm_ = nullptr;
+  const bf16_t* lm_head_ = nullptr;  // [vocab, hidden]
+  std::vector<Layer> layers_;
+
+  // Scratch, grown on demand and reused across calls.
+  std::vector<float> x_, norm_, q_, k_, v_, attn_, proj_, gate_, up_, router_logits_;
+  std::vector<float> expert_in_, expert_out_, last_rows_;
+  std::vector<int64_t> row_pos_, row_entry_;
+};
+
+}  // namespace scriptorium

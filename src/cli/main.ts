@@ -1,0 +1,50 @@
+#!/usr/bin/env node
+// The `scriptorium` command: dispatches to one module per command group.
+import { runDebugCommand } from './debug-command.js';
+import { runGenerateCommand } from './generate-command.js';
+import { runModelCommand } from './model-command.js';
+import { UsageError } from './usage.js';
+
+const HELP = `scriptorium — batch OCR on native kernels
+
+Commands:
+  scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]   greedy text generation (streams)
+  scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
+  scriptorium debug dump --model DIR --prompt TEXT [--steps N] [--force-ids FILE] --out FILE.safetensors
+
+Run a command with --help for its options.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'generate':
+      return runGenerateCommand(rest);
+    case 'model':
+      return runModelCommand(rest);
+    case 'debug':
+      return runDebugCommand(rest);
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(`${HELP}\n`);
+      return command === undefined ? 1 : 0;
+    default:
+      throw new UsageError(`unknown command "${command}"`, HELP);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`scriptorium: ${error.message}\n\n${error.usage}\n`);
+      process.exitCode = 2;
+    } else {
+      process.stderr.write(`scriptorium: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = 1;
+    }
+  },
+);

@@ -1,0 +1,145 @@
+// The TypeScript face of the native engine: loads the addon, maps a checkpoint directory, and runs
+// batched decoder forward passes and vision encodes on native threads. Calls on one model are
+// queued here so that libuv's worker threads never wait on the engine's lock.
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { loadModelConfig, type ModelConfig, type Variant } from './model-config.js';
+import { parseVisionDims, type VisionDims } from './vision-config.js';
+
+/** A KV cache owned by the native engine. The first forward call on it is the prefill. */
+export interface NativeSequence {
+  /** Tokens consumed so far (= the next absolute position). */
+  readonly length: number;
+  /** Tokens of the first forward call (the R-SWA prefix for V3); -1 before it. */
+  readonly prefixLength: number;
+  readonly cacheBytes: number;
+  /** Frees the cache now; the sequence cannot be used afterwards. */
+  release(): void;
+}
+
+/** One sequence's new tokens. embeds[embedRows.length, hidden] replace the embeddings at embedRows. */
+export interface ForwardInput {
+  sequence: NativeSequence;
+  ids: Int32Array;
+  embeds?: Float32Array;
+  embedRows?: Int32Array;
+}
+
+/** Encoded views of one side. Shapes in PyTorch order; every array is row-major F32. */
+export interface EncodedViews {
+  /** [n, tokensPerView, embed]: the projector outputs that replace the image tokens. */
+  projected: Float32Array;
+  tokensPerView: number;
+  /** [n, C, h, w] (official NCHW layout), h · w = tokensPerView; only with keepIntermediates. */
+  sam?: Float32Array;
+  samShape?: number[];
+  /** CLIP output [n, tokensPerView, width] (CLS dropped) or Qwen2 query outputs [n, tokensPerView, dim]; only with keepIntermediates. */
+  encoder?: Float32Array;
+}
+
+/** Learned vectors used to assemble visual embeddings (MODELS.md §5.6); V2 has no image_newline. */
+export type SpecialVectorName = 'image_newline' | 'view_seperator';
+
+interface NativeModelHandle {
+  createSequence(): NativeSequence;
+  forward(batch: ForwardInput[]): Promise<Float32Array>;
+  encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViews>;
+  specialVector(name: SpecialVectorName): Float32Array;
+  readonly kernels: string;
+  readonly threads: number;
+  readonly weightBytes: number;
+}
+
+interface NativeBinding {
+  NativeModel: new (dir: string, dims: object, threads: number, visionDims?: VisionDims) => NativeModelHandle;
+  supportedKernelSets(): string[];
+}
+
+const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+let binding: NativeBinding | undefined;
+
+export function nativeBinding(): NativeBinding {
+  if (!binding) {
+    const file = path.join(packageRoot, 'build/Release/scriptorium_native.node');
+    try {
+      binding = createRequire(import.meta.url)(file) as NativeBinding;
+    } catch (error) {
+      throw new Error(`the native engine is not built (${file}): run \`npm ci\` or \`npm run build:native\` (${(error as Error).message})`);
+    }
+  }
+  return binding;
+}
+
+export interface LoadOptions {
+  variant?: Variant;
+  /** Engine threads; defaults to the number of CPUs. */
+  threads?: number;
+}
+
+export class NativeDecoder {
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    readonly config: ModelConfig,
+    /** Null for decoder-only checkpoints (config.json without vision_config). */
+    readonly vision: VisionDims | null,
+    private readonly handle: NativeModelHandle,
+  ) {}
+
+  static async load(modelDir: string, options: LoadOptions = {}): Promise<NativeDecoder> {
+    const config = await loadModelConfig(modelDir, options.variant);
+    const vision = parseVisionDims(config);
+    const threads = options.threads ?? os.availableParallelism();
+    const handle = new (nativeBinding().NativeModel)(modelDir, config.decoder, threads, vision ?? undefined);
+    return new NativeDecoder(config, vision, handle);
+  }
+
+  get kernels(): string {
+    return this.handle.kernels;
+  }
+
+  get threads(): number {
+    return this.handle.threads;
+  }
+
+  get weightBytes(): number {
+    return this.handle.weightBytes;
+  }
+
+  get vocab(): number {
+    return this.config.decoder.vocab;
+  }
+
+  createSequence(): NativeSequence {
+    return this.handle.createSequence();
+  }
+
+  /** Runs one batched step; returns logits[vocab] of each input's last new token, in input order. */
+  forward(batch: ForwardInput[]): Promise<Float32Array[]> {
+    const run = this.queue.then(() => this.handle.forward(batch));
+    this.queue = run.catch(() => undefined);
+    return run.then((logits) =>
+      batch.map((_, i) => logits.subarray(i * this.vocab, (i + 1) * this.vocab)),
+    );
+  }
+
+  /**
+   * Encodes n square views of one side (pixels[n, 3, side, side], normalised to [-1, 1]) through
+   * the vision encoder and projector. Rejects sides the model cannot encode (not a multiple of the
+   * patch size; for V2 anything but 768 or 1024). keepIntermediates adds the SAM and encoder outputs.
+   * The call waits behind earlier ones on this model: leave `pixels` unchanged until it settles.
+   */
+  encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates = false): Promise<EncodedViews> {
+    const run = this.queue.then(() => this.handle.encodeImages(pixels, n, side, keepIntermediates));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** image_newline or view_seperator [hidden] as F32; throws for image_newline on V2. */
+  specialVector(name: SpecialVectorName): Float32Array {
+    return this.handle.specialVector(name);
+  }
+}

@@ -1,0 +1,80 @@
+// Batched generation on the native decoder (tiny V1 checkpoint, random weights).
+import assert from 'node:assert/strict';
+import { before, describe, test } from 'node:test';
+
+import { generate } from '../src/engine/generate.js';
+import { NativeDecoder } from '../src/engine/native-decoder.js';
+import { Tokenizer } from '../src/engine/tokenizer.js';
+import { tinyCheckpoint } from './support/tiny-checkpoints.js';
+
+const PROMPTS = [
+  [0, 3000, 3001, 3002],
+  [0, 42, 4242, 424, 2, 9000, 77],
+  [0, 128815, 128815, 128815, 201, 21842],
+];
+
+describe('generate', () => {
+  let decoder: NativeDecoder;
+  let tokenizer: Tokenizer;
+
+  before(async () => {
+    const dir = await tinyCheckpoint('v1');
+    decoder = await NativeDecoder.load(dir);
+    tokenizer = await Tokenizer.fromDir(dir);
+  });
+
+  test('sequences decoded together produce the same ids as each decoded alone', async () => {
+    const together = await generate(
+      decoder,
+      PROMPTS.map((promptIds, i) => ({ promptIds, maxNewTokens: 20 + 10 * i, stopAtEos: false })),
+    );
+    for (const [i, promptIds] of PROMPTS.entries()) {
+      const [alone] = await generate(decoder, [{ promptIds, maxNewTokens: 20 + 10 * i, stopAtEos: false }]);
+      assert.deepEqual(together[i].ids, alone.ids, `prompt ${i}`);
+    }
+  });
+
+  test('generation stops at a stop id and reports it', async () => {
+    const [free] = await generate(decoder, [{ promptIds: PROMPTS[0], maxNewTokens: 30, stopAtEos: false }]);
+    const stop = free.ids[12];
+    const [stopped] = await generate(decoder, [{ promptIds: PROMPTS[0], maxNewTokens: 30, stopIds: [stop] }]);
+    assert.equal(stopped.finish, 'eos');
+    assert.deepEqual(stopped.ids, free.ids.slice(0, free.ids.indexOf(stop) + 1));
+  });
+
+  test('the token budget ends generation with finish "length"', async () => {
+    const [result] = await generate(decoder, [{ promptIds: PROMPTS[1], maxNewTokens: 7, stopIds: [] }]);
+    assert.equal(result.ids.length, 7);
+    assert.equal(result.finish, 'length');
+  });
+
+  test('the no-repeat-n-gram blocker leaves no repeated 3-gram inside its window', async () => {
+    const [result] = await generate(decoder, [
+      { promptIds: PROMPTS[0], maxNewTokens: 120, stopIds: [], noRepeatNgram: { size: 3, window: 1000 } },
+    ]);
+    const seen = new Set<string>();
+    for (let i = 0; i + 3 <= result.ids.length; i++) {
+      const key = result.ids.slice(i, i + 3).join(',');
+      assert.ok(!seen.has(key), `3-gram ${key} repeats at ${i}`);
+      seen.add(key);
+    }
+  });
+
+  test('streamed text concatenates to the decoded ids and never splits a character', async () => {
+    const pieces: string[] = [];
+    const [result] = await generate(decoder, [
+      {
+        promptIds: PROMPTS[2],
+        maxNewTokens: 80,
+        stopIds: [],
+        stream: { text: tokenizer.streamDecoder(), onText: (piece) => pieces.push(piece) },
+      },
+    ]);
+    assert.equal(pieces.join(''), tokenizer.decode(result.ids));
+    for (const piece of pieces) assert.ok(!/[\uD800-\uDBFF]$/.test(piece), 'a piece ends inside a surrogate pair');
+  });
+
+  test('a prompt id outside the vocabulary is rejected before any work', async () => {
+    await assert.rejects(generate(decoder, [{ promptIds: [0, 129280], maxNewTokens: 1 }]), /outside \[0, 129280\)/);
+  });
+});
