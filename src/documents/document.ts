@@ -1,0 +1,56 @@
+// The documents façade: what the CLI, the producer and the workers call. Every failure caused by
+// the input is a DocumentError, so a caller records "document failed: <reason>" and goes on.
+import type { RgbImage } from '../engine/image-preprocess.js';
+import { detectDocumentType, type DocumentType } from './document-type.js';
+import { decodeImagePage, imagePageCount } from './image-document.js';
+import type { PdfRenderSize } from './pdf-render-size.js';
+import { PdfRenderer } from './pdf-renderer.js';
+
+export type { RgbImage } from '../engine/image-preprocess.js';
+export { DocumentError, UnsupportedDocumentError } from './document-error.js';
+export type { DocumentType } from './document-type.js';
+export type { PdfRenderSize } from './pdf-render-size.js';
+export { PdfRenderer, type PdfRendererOptions } from './pdf-renderer.js';
+
+export interface DocumentOptions {
+  /** For encrypted PDFs. */
+  password?: string;
+  /** Where PDFs are opened and rendered; default: one worker thread shared by the process. */
+  pdfRenderer?: PdfRenderer;
+}
+
+/** dpi / longestSide apply to PDF pages; images decode at their own resolution. */
+export interface RenderPageOptions extends DocumentOptions, PdfRenderSize {}
+
+export interface OpenedDocument {
+  type: DocumentType;
+  pageCount: number;
+}
+
+let sharedPdfRenderer: PdfRenderer | undefined;
+
+function pdfRendererOf(options: DocumentOptions): PdfRenderer {
+  return options.pdfRenderer ?? (sharedPdfRenderer ??= new PdfRenderer());
+}
+
+/** Detects the type by content and counts pages; rejects with DocumentError for bad input. */
+export async function openDocument(bytes: Buffer, options: DocumentOptions = {}): Promise<OpenedDocument> {
+  const type = detectDocumentType(bytes);
+  const pageCount =
+    type === 'pdf'
+      ? await pdfRendererOf(options).pageCount(bytes, { password: options.password })
+      : await imagePageCount(bytes, type);
+  return { type, pageCount };
+}
+
+/** One page as 8-bit RGB; `type` as openDocument returned it. */
+export async function renderPage(
+  bytes: Buffer,
+  type: DocumentType,
+  pageIndex: number,
+  options: RenderPageOptions = {},
+): Promise<RgbImage> {
+  if (type !== 'pdf') return decodeImagePage(bytes, type, pageIndex);
+  const { password, dpi, longestSide } = options;
+  return pdfRendererOf(options).render(bytes, pageIndex, { password, dpi, longestSide });
+}
