@@ -1,0 +1,34 @@
+// StorageError: every failure a Storage reports, classified by what the caller should do next.
+
+/**
+ * - `not_found`: the object does not exist (check the key and the storage URL).
+ * - `transient`: the backend was unreachable, throttled or failing; retrying later may succeed.
+ * - `permanent`: retrying will not help; fix the key, the configuration or the permissions.
+ */
+export type StorageErrorCode = 'not_found' | 'transient' | 'permanent';
+
+export interface StorageErrorOptions {
+  /** The key the failed operation was about, when there was one. */
+  key?: string;
+  /** The error reported by the file system or the SDK. */
+  cause?: unknown;
+}
+
+export class StorageError extends Error {
+  override readonly name = 'StorageError';
+  readonly code: StorageErrorCode;
+  readonly key: string | undefined;
+
+  constructor(code: StorageErrorCode, message: string, options: StorageErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.key = options.key;
+  }
+}
+
+/** The most useful one-line description of an unknown thrown value, for error messages. */
+export function describeCause(error: unknown): string {
+  if (error instanceof AggregateError && error.errors.length > 0) return describeCause(error.errors[0]);
+  if (error instanceof Error) return error.message || error.name;
+  return String(error);
+}

@@ -1,0 +1,111 @@
+// An in-process s3rver for tests: listens on 127.0.0.1 (a free port unless one is asked for),
+// keeps its objects in a fresh temp directory, and creates the buckets it is given.
+import crypto from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Module, { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+
+/** s3rver's built-in access key id and secret: the only credentials it accepts. */
+export const S3RVER_SECRET = 'S3RVER';
+
+/** The part of s3rver's (untyped) API used here. */
+interface S3rverInstance {
+  run(): Promise<AddressInfo>;
+  close(): Promise<void>;
+  httpServer?: Server;
+}
+type S3rverConstructor = new (options: {
+  address: string;
+  port: number;
+  directory: string;
+  silent: boolean;
+  vhostBuckets: boolean;
+  configureBuckets: Array<{ name: string }>;
+}) => S3rverInstance;
+
+const S3rver = loadS3rver();
+
+export interface S3ServerOptions {
+  /** Buckets to create before listening. Default: none. */
+  buckets?: string[];
+  /** Port to listen on, e.g. to restart a stopped server where clients expect it. Default 0: a free port. */
+  port?: number;
+}
+
+export interface S3Server {
+  /** http://127.0.0.1:<port> */
+  endpoint: string;
+  port: number;
+  /** Drops open connections, stops listening and removes the server's directory. */
+  close(): Promise<void>;
+}
+
+export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Server> {
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-s3rver-'));
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: options.port ?? 0,
+    directory,
+    silent: true,
+    vhostBuckets: false,
+    configureBuckets: (options.buckets ?? []).map((name) => ({ name })),
+  });
+  const { port } = await server.run().catch(async (error: unknown) => {
+    await rm(directory, { recursive: true, force: true });
+    throw error;
+  });
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    port,
+    async close() {
+      server.httpServer?.closeAllConnections(); // kept-alive client sockets would hold close() open
+      await server.close();
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Puts s3rver's credentials where the AWS SDK's default chain looks first. */
+export function useS3rverCredentials(): void {
+  process.env.AWS_ACCESS_KEY_ID = S3RVER_SECRET;
+  process.env.AWS_SECRET_ACCESS_KEY = S3RVER_SECRET;
+}
+
+/**
+ * s3rver 3.7.1 encrypts ListObjectsV2 continuation tokens with DES, which OpenSSL 3 (Node >= 17)
+ * only has behind --openssl-legacy-provider: without it every listing longer than one page fails
+ * with a 500 "internal error". The tokens are opaque to clients, so s3rver's bucket controller is
+ * loaded with a crypto whose 'des' is AES-128-CBC (the 8-byte key and IV repeated to 16 bytes).
+ */
+function loadS3rver(): S3rverConstructor {
+  type Load = (request: string, parent: { filename?: string } | undefined, isMain: boolean) => unknown;
+  const loader = Module as unknown as { _load: Load };
+  const load = loader._load;
+  const bucketController = path.join('s3rver', 'lib', 'controllers', 'bucket.js');
+  loader._load = function loadWithTokenCipher(request, parent, isMain) {
+    const loaded = load.call(this, request, parent, isMain);
+    return request === 'crypto' && parent?.filename?.endsWith(bucketController) ? cryptoWithoutDes() : loaded;
+  };
+  try {
+    return createRequire(import.meta.url)('s3rver') as S3rverConstructor;
+  } finally {
+    loader._load = load;
+  }
+}
+
+function cryptoWithoutDes(): typeof crypto {
+  const doubled = (bytes: Buffer) => Buffer.concat([bytes, bytes]);
+  return Object.create(crypto, {
+    createCipheriv: {
+      value: (algorithm: string, key: Buffer, iv: Buffer) =>
+        algorithm === 'des' ? crypto.createCipheriv('aes-128-cbc', doubled(key), doubled(iv)) : crypto.createCipheriv(algorithm, key, iv),
+    },
+    createDecipheriv: {
+      value: (algorithm: string, key: Buffer, iv: Buffer) =>
+        algorithm === 'des' ? crypto.createDecipheriv('aes-128-cbc', doubled(key), doubled(iv)) : crypto.createDecipheriv(algorithm, key, iv),
+    },
+  }) as typeof crypto;
+}
