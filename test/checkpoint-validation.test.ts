@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { NativeDecoder } from '../src/engine/native-decoder.js';
+import { NativeModel } from '../src/engine/native-model.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
 let tinyDir: string;
@@ -60,23 +60,23 @@ describe('loading a damaged checkpoint', () => {
   });
 
   test('a file shorter than its 8-byte header length is reported as truncated', async () => {
-    await assert.rejects(NativeDecoder.load(await modelWithFile(Buffer.from([1, 2, 3]))), /truncated/);
+    await assert.rejects(NativeModel.load(await modelWithFile(Buffer.from([1, 2, 3]))), /truncated/);
   });
 
   test('a truncated shard is reported with the tensor whose data runs past the end', async () => {
     const whole = await readFile(tinyShard);
     const dir = await modelWithFile(whole.subarray(0, Math.floor(whole.length / 2)));
-    await assert.rejects(NativeDecoder.load(dir), /tensor .* run past the end of the data section/);
+    await assert.rejects(NativeModel.load(dir), /tensor .* run past the end of the data section/);
   });
 
   test('a header length past the end of the file is rejected', async () => {
     const bytes = Buffer.alloc(64);
     bytes.writeBigUInt64LE(1000n, 0);
-    await assert.rejects(NativeDecoder.load(await modelWithFile(bytes)), /header length 1000 runs past the end/);
+    await assert.rejects(NativeModel.load(await modelWithFile(bytes)), /header length 1000 runs past the end/);
   });
 
   test('a header that is not JSON is rejected', async () => {
-    await assert.rejects(NativeDecoder.load(await modelWithFile(safetensors('{"a": [1, 2', 0))), /not valid JSON/);
+    await assert.rejects(NativeModel.load(await modelWithFile(safetensors('{"a": [1, 2', 0))), /not valid JSON/);
   });
 
   test('overlapping tensor data is rejected', async () => {
@@ -84,40 +84,40 @@ describe('loading a damaged checkpoint', () => {
       a: { dtype: 'F32', shape: [2], data_offsets: [0, 8] },
       b: { dtype: 'F32', shape: [2], data_offsets: [4, 12] },
     };
-    await assert.rejects(NativeDecoder.load(await modelWithFile(safetensors(header, 16))), /overlap/);
+    await assert.rejects(NativeModel.load(await modelWithFile(safetensors(header, 16))), /overlap/);
   });
 
   test('offsets that disagree with the shape are rejected', async () => {
     const header = { a: { dtype: 'BF16', shape: [3], data_offsets: [0, 8] } };
-    await assert.rejects(NativeDecoder.load(await modelWithFile(safetensors(header, 8))), /does not match shape \[3\]/);
+    await assert.rejects(NativeModel.load(await modelWithFile(safetensors(header, 8))), /does not match shape \[3\]/);
   });
 
   test('an unknown dtype is rejected by name', async () => {
     const header = { a: { dtype: 'Q4_K', shape: [2], data_offsets: [0, 2] } };
-    await assert.rejects(NativeDecoder.load(await modelWithFile(safetensors(header, 2))), /unsupported dtype Q4_K/);
+    await assert.rejects(NativeModel.load(await modelWithFile(safetensors(header, 2))), /unsupported dtype Q4_K/);
   });
 
   test('a tensor whose shape disagrees with config.json is named with both shapes', async () => {
     const dir = await editedCopy({ config: (c) => (c.intermediate_size += 16) });
     await assert.rejects(
-      NativeDecoder.load(dir),
+      NativeModel.load(dir),
       /model\.layers\.0\.mlp\.gate_proj\.weight has shape \[\d+,\d+\] but config\.json implies \[\d+,\d+\]/,
     );
   });
 
   test('a tensor missing from the checkpoint is named', async () => {
     const dir = await editedCopy({ index: (i) => delete i.weight_map['model.norm.weight'] });
-    await assert.rejects(NativeDecoder.load(dir), /missing tensor model\.norm\.weight/);
+    await assert.rejects(NativeModel.load(dir), /missing tensor model\.norm\.weight/);
   });
 
   test('a shard named in the index but absent is reported', async () => {
     const dir = await editedCopy({ index: (i) => (i.weight_map['model.norm.weight'] = 'model-00002-of-000002.safetensors') });
-    await assert.rejects(NativeDecoder.load(dir), /shard model-00002-of-000002\.safetensors named in the index is missing/);
+    await assert.rejects(NativeModel.load(dir), /shard model-00002-of-000002\.safetensors named in the index is missing/);
   });
 
   test('a config.json that is not JSON is reported', async () => {
     const dir = await tempDir('scriptorium-config-');
     await writeFile(path.join(dir, 'config.json'), '{"hidden_size": ');
-    await assert.rejects(NativeDecoder.load(dir), /config\.json is not valid JSON/);
+    await assert.rejects(NativeModel.load(dir), /config\.json is not valid JSON/);
   });
 });

@@ -5,11 +5,11 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { test } from 'node:test';
 
 import { generate } from '../src/engine/generate.js';
-import { NativeDecoder } from '../src/engine/native-decoder.js';
+import { NativeModel } from '../src/engine/native-model.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
 test('event-loop delay stays under 50 ms during a long prefill and decode', async () => {
-  const decoder = await NativeDecoder.load(await tinyCheckpoint('v1'));
+  const decoder = await NativeModel.load(await tinyCheckpoint('v1'));
   const prompt = [0, ...Array.from({ length: 1500 }, (_, i) => 100 + i)];
   const monitor = monitorEventLoopDelay({ resolution: 10 });
   let ticks = 0;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 
 import { generate } from '../src/engine/generate.js';
-import { NativeDecoder } from '../src/engine/native-decoder.js';
+import { NativeModel } from '../src/engine/native-model.js';
 import { Tokenizer } from '../src/engine/tokenizer.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
@@ -14,12 +14,12 @@ const PROMPTS = [
 ];
 
 describe('generate', () => {
-  let decoder: NativeDecoder;
+  let decoder: NativeModel;
   let tokenizer: Tokenizer;
 
   before(async () => {
     const dir = await tinyCheckpoint('v1');
-    decoder = await NativeDecoder.load(dir);
+    decoder = await NativeModel.load(dir);
     tokenizer = await Tokenizer.fromDir(dir);
   });
 

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import sharp from 'sharp';
 
 import {
   dynamicTiles,
-  loadPageImage,
   padToSquare,
   preprocessPage,
   roundHalfEven,
@@ -15,15 +13,12 @@ import { pillowResizeBicubic } from '../src/engine/pillow-resize.js';
 import { pythonWithPillow, runPython, skipWithoutPillow } from './support/python-pillow.js';
 import { noiseImage, syntheticPage } from './support/synthetic-images.js';
 
-/** Pillow operations on raw RGB bytes from stdin: pad, stretched tiles, or decoding an encoded file. */
+/** Pillow operations on raw RGB bytes from stdin: pad or stretched tiles. */
 const PILLOW = `
 import io, sys
 from PIL import Image, ImageOps
 op = sys.argv[1]
 data = sys.stdin.buffer.read()
-if op == 'load':
-    sys.stdout.buffer.write(ImageOps.exif_transpose(Image.open(io.BytesIO(data))).convert('RGB').tobytes())
-    sys.exit()
 w, h = int(sys.argv[2]), int(sys.argv[3])
 image = Image.frombytes('RGB', (w, h), data)
 if op == 'pad':
@@ -37,8 +32,7 @@ elif op == 'tiles':
         sys.stdout.buffer.write(stretched.crop((x, y, x + side, y + side)).tobytes())
 `;
 
-function pillow(op: string, image: RgbImage | Buffer, ...args: number[]): Buffer {
-  if (Buffer.isBuffer(image)) return runPython(pythonWithPillow!, PILLOW, [op], image);
+function pillow(op: string, image: RgbImage, ...args: number[]): Buffer {
   return runPython(pythonWithPillow!, PILLOW, [op, image.width, image.height, ...args], image.data);
 }
 
@@ -51,48 +45,6 @@ function assertSameBytes(ours: Uint8Array, theirs: Uint8Array, what: string): vo
 function pixel(image: RgbImage, x: number, y: number): number[] {
   return [...image.data.subarray((y * image.width + x) * 3, (y * image.width + x) * 3 + 3)];
 }
-
-describe('loadPageImage', () => {
-  const rgba = Uint8Array.from([255, 0, 0, 0, 0, 255, 0, 128, 0, 0, 255, 255, 10, 20, 30, 0]);
-  const rgbaPng = () => sharp(Buffer.from(rgba), { raw: { width: 2, height: 2, channels: 4 } }).png().toBuffer();
-
-  test('drops alpha without compositing, as Pillow convert("RGB")', async () => {
-    const image = await loadPageImage(await rgbaPng());
-    assert.deepEqual([...image.data], [255, 0, 0, 0, 255, 0, 0, 0, 255, 10, 20, 30]);
-  });
-
-  test('applies the EXIF orientation (6: rotate 90° clockwise)', async () => {
-    const data = new Uint8Array(4 * 2 * 3);
-    data.set([250, 0, 0], 0); // top-left red
-    const png = await sharp(Buffer.from(data), { raw: { width: 4, height: 2, channels: 3 } })
-      .png()
-      .withMetadata({ orientation: 6 })
-      .toBuffer();
-    const image = await loadPageImage(png);
-    assert.deepEqual([image.width, image.height], [2, 4]);
-    assert.deepEqual(pixel(image, 1, 0), [250, 0, 0]); // now top-right
-  });
-
-  test('expands grayscale to three equal channels', async () => {
-    const gray = await sharp(Buffer.from([0, 100, 200, 255]), { raw: { width: 2, height: 2, channels: 1 } }).png().toBuffer();
-    const image = await loadPageImage(gray);
-    assert.deepEqual([...image.data], [0, 0, 0, 100, 100, 100, 200, 200, 200, 255, 255, 255]);
-  });
-
-  test('decodes PNG (RGBA, gray, Display P3 profile ignored) and EXIF-rotated JPEG exactly as Pillow', { skip: skipWithoutPillow }, async () => {
-    const page = syntheticPage(37, 23, 5);
-    const files = [
-      await rgbaPng(),
-      await sharp(Buffer.from(page.data), { raw: { width: 37, height: 23, channels: 3 } }).withIccProfile('p3').png().toBuffer(),
-      await sharp(Buffer.from(page.data), { raw: { width: 37, height: 23, channels: 3 } }).toColourspace('b-w').png().toBuffer(),
-      await sharp(Buffer.from(page.data), { raw: { width: 37, height: 23, channels: 3 } })
-        .jpeg({ quality: 90 })
-        .withMetadata({ orientation: 8 })
-        .toBuffer(),
-    ];
-    for (const [i, file] of files.entries()) assertSameBytes((await loadPageImage(file)).data, pillow('load', file), `file ${i}`);
-  });
-});
 
 describe('roundHalfEven (Python round)', () => {
   test('halves go to the even neighbour', () => {

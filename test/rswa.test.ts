@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 
 import { generate, type GenerationResult } from '../src/engine/generate.js';
-import { NativeDecoder } from '../src/engine/native-decoder.js';
+import { NativeModel } from '../src/engine/native-model.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
 const WINDOW = 128;
@@ -17,11 +17,11 @@ const FORCED = Array.from({ length: STEPS }, (_, i) => 2000 + ((i * 104729) % 10
 describe('R-SWA decode (V3) compared with full attention (V1)', () => {
   let v1: GenerationResult;
   let v3: GenerationResult;
-  let v3Decoder: NativeDecoder;
+  let v3Decoder: NativeModel;
 
   before(async () => {
-    const v1Decoder = await NativeDecoder.load(await tinyCheckpoint('v1'));
-    v3Decoder = await NativeDecoder.load(await tinyCheckpoint('v3'));
+    const v1Decoder = await NativeModel.load(await tinyCheckpoint('v1'));
+    v3Decoder = await NativeModel.load(await tinyCheckpoint('v3'));
     assert.equal(v3Decoder.config.decoder.slidingWindow, WINDOW);
     const request = { promptIds: PROMPT, maxNewTokens: STEPS, forceIds: FORCED, recordTopK: 8 };
     [v1] = await generate(v1Decoder, [request]);

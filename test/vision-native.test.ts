@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { before, describe, test } from 'node:test';
 
-import { NativeDecoder } from '../src/engine/native-decoder.js';
+import { NativeModel } from '../src/engine/native-model.js';
 import { parseModelConfig, type Variant } from '../src/engine/model-config.js';
 import { modelConfig } from '../src/engine/synth/model-configs.js';
 import { parseVisionDims } from '../src/engine/vision-config.js';
@@ -86,10 +86,10 @@ describe('vision dims from config.json', () => {
   });
 });
 
-const models = new Map<Variant, NativeDecoder>();
+const models = new Map<Variant, NativeModel>();
 const dirs = new Map<Variant, string>();
 
-function model(variant: Variant): NativeDecoder {
+function model(variant: Variant): NativeModel {
   const m = models.get(variant);
   assert.ok(m, `${variant} not loaded`);
   return m;
@@ -100,7 +100,7 @@ describe('native vision encoder', () => {
     for (const variant of ['v1', 'v2', 'v3'] as const) {
       const dir = await tinyCheckpoint(variant);
       dirs.set(variant, dir);
-      models.set(variant, await NativeDecoder.load(dir));
+      models.set(variant, await NativeModel.load(dir));
     }
   });
 

@@ -1,7 +1,7 @@
 // `scriptorium generate`: greedy generation from a text prompt, streamed to stdout.
 import { generate } from '../engine/generate.js';
 import { textPromptIds } from '../engine/debug-dump.js';
-import { NativeDecoder } from '../engine/native-decoder.js';
+import { NativeModel } from '../engine/native-model.js';
 import { Tokenizer } from '../engine/tokenizer.js';
 import { resolveModelDir } from './default-model.js';
 import { integerOption, parseCommandArgs, requireOption } from './usage.js';
@@ -38,7 +38,7 @@ export async function runGenerateCommand(args: string[]): Promise<number> {
   if (!(penalty > 0)) throw new Error('--repetition-penalty must be a positive number');
 
   const model = await resolveModelDir(values.model);
-  const decoder = await NativeDecoder.load(model.dir, { threads });
+  const decoder = await NativeModel.load(model.dir, { threads });
   const tokenizer = await Tokenizer.fromDir(model.dir);
   const started = performance.now();
   const [result] = await generate(decoder, [

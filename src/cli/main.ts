@@ -3,11 +3,14 @@
 import { runDebugCommand } from './debug-command.js';
 import { runGenerateCommand } from './generate-command.js';
 import { runModelCommand } from './model-command.js';
+import { runOcrCommand } from './ocr-command.js';
 import { UsageError } from './usage.js';
 
 const HELP = `scriptorium — batch OCR on native kernels
 
 Commands:
+  scriptorium ocr FILE [--model DIR] [--mode M] [--task T] [--pages 1-5] [--format md|json] [--profile]
+                                                                      OCR of a PDF or image, no queue
   scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]   greedy text generation (streams)
   scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
   scriptorium debug dump --model DIR --prompt TEXT [--steps N] [--force-ids FILE] --out FILE.safetensors
@@ -17,6 +20,8 @@ Run a command with --help for its options.`;
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    case 'ocr':
+      return runOcrCommand(rest);
     case 'generate':
       return runGenerateCommand(rest);
     case 'model':

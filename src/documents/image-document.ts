@@ -33,8 +33,7 @@ export async function imagePageCount(bytes: Buffer, type: ImageType): Promise<nu
 }
 
 /**
- * Decodes one page at its own resolution, as the official pipeline's Pillow convert('RGB') does (and
- * the engine's loadPageImage): EXIF orientation applied, alpha dropped without compositing, embedded
+ * Decodes one page at its own resolution, as the official pipeline's Pillow convert('RGB') does: EXIF orientation applied, alpha dropped without compositing, embedded
  * ICC profiles ignored; 16-bit, grayscale, palette and CMYK images become 8-bit RGB.
  */
 export async function decodeImagePage(bytes: Buffer, type: ImageType, pageIndex: number): Promise<RgbImage> {

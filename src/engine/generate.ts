@@ -9,7 +9,7 @@ import {
   type NoRepeatNgramOptions,
   type TopK,
 } from './logits-processors.js';
-import type { NativeDecoder, NativeSequence } from './native-decoder.js';
+import type { NativeModel, NativeSequence } from './native-model.js';
 
 /** Turns token ids into text as they arrive; holds back bytes of an incomplete UTF-8 character. */
 export interface TextStream {
@@ -89,7 +89,7 @@ function chooseToken(active: Active, raw: Float32Array): number {
 }
 
 export async function generate(
-  decoder: NativeDecoder,
+  decoder: NativeModel,
   requests: readonly GenerationRequest[],
 ): Promise<GenerationResult[]> {
   for (const request of requests) validate(request, decoder.vocab);

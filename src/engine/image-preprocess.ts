@@ -2,8 +2,6 @@
 // (spec MODELS.md §4): EXIF orientation and RGB, a gray-padded square global view, optional tiles cut from a
 // stretched copy of the page, then x = p/255 normalised to [-1, 1] and cast to bfloat16. Every resize is
 // Pillow's bicubic, reproduced exactly by pillow-resize.ts.
-import sharp from 'sharp';
-
 import { imageTokenCount, modeGeometry, type VisionMode } from './image-tokens.js';
 import type { Variant } from './model-config.js';
 import { pillowResizeBicubic, type RgbImage } from './pillow-resize.js';
@@ -13,22 +11,6 @@ export type { RgbImage };
 
 /** Pad colour: tuple(int(0.5 * 255)) for each channel. */
 const PAD_GRAY = 127;
-
-/**
- * Decodes an image file (bytes or path) as the official `load_image` + `.convert('RGB')`: EXIF orientation
- * applied, converted to RGB, alpha dropped without compositing (Pillow's RGBA -> RGB keeps the colour channels
- * as stored). Embedded ICC profiles are ignored, as Pillow ignores them.
- */
-export async function loadPageImage(input: Buffer | string): Promise<RgbImage> {
-  const { data, info } = await sharp(input, { ignoreIcc: true })
-    .rotate()
-    .toColourspace('srgb')
-    .removeAlpha()
-    .raw({ depth: 'uchar' })
-    .toBuffer({ resolveWithObject: true });
-  if (info.channels !== 3) throw new Error(`decoded image has ${info.channels} channels, expected RGB`);
-  return { width: info.width, height: info.height, data: new Uint8Array(data.buffer, data.byteOffset, data.length) };
-}
 
 /** Python's round() on a float: halves go to the even neighbour. */
 export function roundHalfEven(x: number): number {

@@ -79,7 +79,7 @@ export interface LoadOptions {
   threads?: number;
 }
 
-export class NativeDecoder {
+export class NativeModel {
   private queue: Promise<unknown> = Promise.resolve();
 
   private constructor(
@@ -89,12 +89,12 @@ export class NativeDecoder {
     private readonly handle: NativeModelHandle,
   ) {}
 
-  static async load(modelDir: string, options: LoadOptions = {}): Promise<NativeDecoder> {
+  static async load(modelDir: string, options: LoadOptions = {}): Promise<NativeModel> {
     const config = await loadModelConfig(modelDir, options.variant);
     const vision = parseVisionDims(config);
     const threads = options.threads ?? os.availableParallelism();
     const handle = new (nativeBinding().NativeModel)(modelDir, config.decoder, threads, vision ?? undefined);
-    return new NativeDecoder(config, vision, handle);
+    return new NativeModel(config, vision, handle);
   }
 
   get kernels(): string {

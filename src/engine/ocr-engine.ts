@@ -1,0 +1,245 @@
+// Whole-page OCR on one model: page image -> preprocessing -> vision encoders -> assembled visual
+// embeddings -> prompt -> batched greedy decode -> markdown and blocks, with per-stage timings.
+// V3 can also read several pages in one pass (one prefill, one decode; spec MODELS.md §9).
+import type { RgbImage } from './pillow-resize.js';
+import { generate, type GenerationRequest, type GenerationResult } from './generate.js';
+import type { VisionMode } from './image-tokens.js';
+import { preprocessPage, type PreprocessedPage } from './image-preprocess.js';
+import type { Variant } from './model-config.js';
+import { NativeModel, type EncodedViews } from './native-model.js';
+import { parseMultiPageOutput, parsePageOutput, type OcrPage } from './ocr-postprocess.js';
+import { buildPromptIds, generationDefaults, promptText, type OcrTask } from './prompts.js';
+import { Tokenizer } from './tokenizer.js';
+import { assembleDeepEncoder, assembleDeepEncoderV2, type ViewFeatures } from './vision-assembly.js';
+
+export interface StageTimings {
+  preprocess: number;
+  encode: number;
+  prefill: number;
+  decode: number;
+  postprocess: number;
+}
+
+export interface OcrOptions {
+  /** Default: 'markdown' for V1/V2, 'parse' for V3 (`parse-multi` for a single pass over several pages). */
+  task?: OcrTask;
+  /** Default: gundam, every variant's document mode (V3 single pass always reads pages in base mode). */
+  mode?: VisionMode;
+  /** Cap on generated tokens per page (the official limits apply as well). */
+  maxNewTokens?: number;
+  /** Streams text as it is decoded, per page (page index within the call). */
+  onText?: (page: number, delta: string) => void;
+}
+
+/** Everything the decoder needs for one prompt, before any decoding. */
+export interface PreparedPrompt {
+  /** BOS, text ids and K image ids per image; no EOS. */
+  promptIds: number[];
+  /** [K, hidden]: visual rows in the order they fill the image positions. */
+  visionEmbeds: Float32Array;
+  imagePositions: Int32Array;
+  /** Preprocessed views and encoder outputs per page, for the debug dump. */
+  pages: { preprocessed: PreprocessedPage; global: EncodedViews; tiles?: EncodedViews }[];
+  timings: Pick<StageTimings, 'preprocess' | 'encode'>;
+}
+
+export interface PageResult extends OcrPage {
+  /** The decoded text with special tokens, before post-processing. */
+  rawText: string;
+  tokens: { prompt: number; generated: number; image: number };
+  finish: GenerationResult['finish'];
+  /** Milliseconds; prefill and decode are shared by the pages decoded together. */
+  timings: StageTimings;
+}
+
+export class OcrEngine {
+  private constructor(
+    readonly model: NativeModel,
+    readonly tokenizer: Tokenizer,
+  ) {}
+
+  static async load(modelDir: string, options: { variant?: Variant; threads?: number } = {}): Promise<OcrEngine> {
+    const [model, tokenizer] = await Promise.all([NativeModel.load(modelDir, options), Tokenizer.fromDir(modelDir)]);
+    if (!model.vision) throw new Error(`${modelDir}: config.json has no vision_config; this checkpoint cannot read pages`);
+    return new OcrEngine(model, tokenizer);
+  }
+
+  get variant(): Variant {
+    return this.model.config.variant;
+  }
+
+  defaultTask(pages = 1): OcrTask {
+    if (this.variant === 'v3') return pages > 1 ? 'parse-multi' : 'parse';
+    return 'markdown';
+  }
+
+  /**
+   * Preprocesses and encodes pages into one prompt; several pages only for V3's `parse-multi`.
+   * keepIntermediates keeps the SAM and encoder outputs of every view (debug dumps).
+   */
+  async prepare(images: readonly RgbImage[], task: OcrTask, mode: VisionMode, keepIntermediates = false): Promise<PreparedPrompt> {
+    if (images.length === 0) throw new Error('prepare: no pages');
+    if (images.length > 1 && task !== 'parse-multi') throw new Error(`task ${task} reads one page per prompt`);
+    const pageMode: VisionMode = task === 'parse-multi' ? 'base' : mode;
+    let started = performance.now();
+    const preprocessed = images.map((image) => preprocessPage(image, this.variant, pageMode));
+    const preprocessMs = performance.now() - started;
+
+    started = performance.now();
+    const globalSide = preprocessed[0].globalSide;
+    const globals = await this.model.encodeImages(concat(preprocessed.map((p) => p.global)), images.length, globalSide, keepIntermediates);
+    const pages: PreparedPrompt['pages'] = [];
+    const rows: Float32Array[] = [];
+    for (const [i, page] of preprocessed.entries()) {
+      const global = sliceView(globals, images.length, i);
+      const tiles = page.tiles
+        ? await this.model.encodeImages(page.tiles, page.grid[0] * page.grid[1], page.tileSide, keepIntermediates)
+        : undefined;
+      pages.push({ preprocessed: page, global, tiles });
+      rows.push(this.assemble(page, global, tiles));
+    }
+    const encodeMs = performance.now() - started;
+
+    const counts = rows.map((r) => r.length / this.model.config.decoder.hidden);
+    preprocessed.forEach((page, i) => {
+      if (counts[i] !== page.imageTokens) {
+        throw new Error(`page ${i}: assembled ${counts[i]} visual rows but the prompt expects K = ${page.imageTokens}`);
+      }
+    });
+    const prompt = buildPromptIds(this.tokenizer, this.model.config.bosId, promptText(this.variant, task), counts);
+    return {
+      promptIds: prompt.ids,
+      visionEmbeds: concat(rows),
+      imagePositions: Int32Array.from(prompt.imagePositions),
+      pages,
+      timings: { preprocess: preprocessMs, encode: encodeMs },
+    };
+  }
+
+  /** OCR of pages, one prompt each, decoded together as one batch. */
+  async recognizePages(images: readonly RgbImage[], options: OcrOptions = {}): Promise<PageResult[]> {
+    const task = options.task ?? this.defaultTask();
+    const mode = options.mode ?? 'gundam';
+    const prepared: PreparedPrompt[] = [];
+    for (const image of images) prepared.push(await this.prepare([image], task, mode));
+    const results = await generate(
+      this.model,
+      prepared.map((p, i) => this.request(p, task, options, i)),
+    );
+    return results.map((result, i) => {
+      const started = performance.now();
+      const rawText = this.tokenizer.decode(result.ids);
+      const page = parsePageOutput(rawText, { width: images[i].width, height: images[i].height }, i);
+      return this.pageResult(page, rawText, result, prepared[i], performance.now() - started, 1);
+    });
+  }
+
+  /** V3: several pages in one prefill and one decode; the output is split on the page markers. */
+  async recognizeSinglePass(images: readonly RgbImage[], options: OcrOptions = {}): Promise<PageResult[]> {
+    if (this.variant !== 'v3') throw new Error('single-pass multi-page reading is a V3 (Unlimited-OCR) feature');
+    const prepared = await this.prepare(images, 'parse-multi', 'base');
+    const [result] = await generate(this.model, [this.request(prepared, 'parse-multi', options, 0)]);
+    const started = performance.now();
+    const rawText = this.tokenizer.decode(result.ids);
+    const pages = parseMultiPageOutput(rawText, images.map((image) => ({ width: image.width, height: image.height })));
+    const postprocess = performance.now() - started;
+    return images.map((_, i) =>
+      this.pageResult(pages[i] ?? { markdown: '', blocks: [] }, i === 0 ? rawText : '', result, prepared, postprocess, images.length),
+    );
+  }
+
+  private assemble(page: PreprocessedPage, global: EncodedViews, tiles: EncodedViews | undefined): Float32Array {
+    const width = this.model.config.decoder.hidden;
+    const features = (views: EncodedViews, n: number): ViewFeatures => ({
+      values: views.projected,
+      views: n,
+      side: Math.round(Math.sqrt(views.tokensPerView)),
+      width,
+    });
+    const separator = this.model.specialVector('view_seperator');
+    const tileCount = page.grid[0] * page.grid[1];
+    if (this.model.vision!.kind === 'deepencoderv2') {
+      return assembleDeepEncoderV2(features(global, 1), tiles && features(tiles, tileCount), separator);
+    }
+    return assembleDeepEncoder(
+      features(global, 1),
+      tiles && { features: features(tiles, tileCount), columns: page.grid[0], rows: page.grid[1] },
+      this.model.specialVector('image_newline'),
+      separator,
+    );
+  }
+
+  private request(prepared: PreparedPrompt, task: OcrTask, options: OcrOptions, page: number): GenerationRequest {
+    const defaults = generationDefaults(this.variant, task);
+    const budget = Math.min(
+      options.maxNewTokens ?? defaults.maxNewTokens,
+      defaults.maxNewTokens,
+      defaults.maxTotalTokens - prepared.promptIds.length,
+    );
+    if (budget < 1) {
+      throw new Error(`the prompt (${prepared.promptIds.length} tokens) leaves no room in the ${defaults.maxTotalTokens}-token context`);
+    }
+    const onText = options.onText;
+    return {
+      promptIds: prepared.promptIds,
+      embeds: { rows: prepared.imagePositions, values: prepared.visionEmbeds },
+      maxNewTokens: budget,
+      noRepeatNgram: defaults.noRepeatNgram,
+      stream: onText && { text: this.tokenizer.streamDecoder(), onText: (delta) => onText(page, delta) },
+    };
+  }
+
+  private pageResult(
+    page: OcrPage,
+    rawText: string,
+    result: GenerationResult,
+    prepared: PreparedPrompt,
+    postprocess: number,
+    pagesInPrompt: number,
+  ): PageResult {
+    return {
+      ...page,
+      rawText,
+      tokens: {
+        prompt: result.promptTokens,
+        generated: result.ids.length,
+        image: prepared.imagePositions.length / pagesInPrompt,
+      },
+      finish: result.finish,
+      timings: {
+        preprocess: prepared.timings.preprocess / pagesInPrompt,
+        encode: prepared.timings.encode / pagesInPrompt,
+        prefill: result.timings.prefillMs / pagesInPrompt,
+        decode: result.timings.decodeMs / pagesInPrompt,
+        postprocess: postprocess / pagesInPrompt,
+      },
+    };
+  }
+}
+
+function concat(parts: readonly Float32Array[]): Float32Array {
+  if (parts.length === 1) return parts[0];
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+/** View `index` of an encode result over `total` views (projected and intermediates). */
+function sliceView(views: EncodedViews, total: number, index: number): EncodedViews {
+  const cut = (values: Float32Array | undefined) => {
+    if (!values) return undefined;
+    const size = values.length / total;
+    return values.subarray(index * size, (index + 1) * size);
+  };
+  return {
+    projected: cut(views.projected)!,
+    tokensPerView: views.tokensPerView,
+    sam: cut(views.sam),
+    samShape: views.samShape && [1, ...views.samShape.slice(1)],
+    encoder: cut(views.encoder),
+  };
+}
