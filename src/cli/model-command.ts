@@ -1,30 +1,138 @@
 // `scriptorium model synth`: checkpoints in the exact Hugging Face layout with random weights.
+// `scriptorium model download`: the real checkpoints from the Hugging Face hub.
+import { DEFAULT_HUB_ENDPOINT, downloadModel, HUB_REPOSITORIES, type ModelDownloadEvent } from '../engine/model-download.js';
 import { synthCheckpoint } from '../engine/synth/synth-checkpoint.js';
-import { VARIANTS } from '../engine/model-config.js';
+import { VARIANTS, type Variant } from '../engine/model-config.js';
 import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
 
-const USAGE = `Usage: scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
+const SYNTH_USAGE = `Usage: scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
 
 Writes config.json, safetensors shards with model.safetensors.index.json (real tensor names,
 shapes and BF16 dtype; random values) and the tokenizer files. "tiny" shrinks every width for
 tests; "full" matches the real parameter count (about 6.7 GB on disk).`;
 
+const DOWNLOAD_USAGE = `Usage: scriptorium model download v1|v2|v3 --dir DIR [--revision REV] [--endpoint URL]
+
+Downloads a checkpoint from the Hugging Face hub into DIR: config.json, the safetensors shards and
+index, tokenizer.json, tokenizer_config.json and special_tokens_map.json (not the Python code or
+images). v1 = ${HUB_REPOSITORIES.v1}, v2 = ${HUB_REPOSITORIES.v2}, v3 = ${HUB_REPOSITORIES.v3}.
+
+  --revision REV   branch, tag or commit (default main)
+  --endpoint URL   hub or mirror (default $HF_ENDPOINT, else ${DEFAULT_HUB_ENDPOINT})
+
+$HF_TOKEN, when set, is sent to the hub as a Bearer token (private or gated repositories).
+Files already present with the listed size and hash are skipped; an interrupted download resumes
+from DIR/FILE.partial; every file is checked against the sha256 (or git blob id) the hub lists.`;
+
+const USAGE = `${SYNTH_USAGE}\n\n${DOWNLOAD_USAGE}`;
+
 export async function runModelCommand(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub !== 'synth') throw new UsageError(sub ? `unknown model command "${sub}"` : 'missing model command', USAGE);
-  const { values } = parseCommandArgs(
-    rest,
-    { variant: { type: 'string' }, size: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' } },
-    USAGE,
-  );
-  if (values.help) {
+  if (sub === 'synth') return runSynth(rest);
+  if (sub === 'download') return runDownload(rest);
+  if (sub === '--help' || sub === '-h' || sub === 'help') {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const variant = choiceOption(values.variant, 'variant', VARIANTS, USAGE);
-  const size = choiceOption(values.size, 'size', ['tiny', 'full'] as const, USAGE);
-  const outDir = requireOption(values.out, 'out', USAGE);
-  const seed = integerOption(values.seed, 'seed', 0, USAGE);
+  throw new UsageError(sub ? `unknown model command "${sub}"` : 'missing model command', USAGE);
+}
+
+async function runDownload(args: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    args,
+    { dir: { type: 'string' }, revision: { type: 'string' }, endpoint: { type: 'string' } },
+    DOWNLOAD_USAGE,
+  );
+  if (values.help) {
+    process.stdout.write(`${DOWNLOAD_USAGE}\n`);
+    return 0;
+  }
+  const [variant, ...extra] = positionals;
+  if (!VARIANTS.includes(variant as Variant)) {
+    throw new UsageError(`the model must be one of ${VARIANTS.join(', ')} (got ${variant === undefined ? 'nothing' : `"${variant}"`})`, DOWNLOAD_USAGE);
+  }
+  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`, DOWNLOAD_USAGE);
+  const dir = requireOption(values.dir, 'dir', DOWNLOAD_USAGE);
+  const endpoint = values.endpoint ?? (process.env.HF_ENDPOINT || DEFAULT_HUB_ENDPOINT);
+  if (!/^https?:\/\/[^/]/.test(endpoint)) {
+    throw new UsageError(`the endpoint must be an http(s) URL (got "${endpoint}" from ${values.endpoint ? '--endpoint' : 'HF_ENDPOINT'})`, DOWNLOAD_USAGE);
+  }
+  const repo = HUB_REPOSITORIES[variant as Variant];
+  const summary = await downloadModel({
+    repo,
+    dir,
+    revision: values.revision ?? 'main',
+    endpoint,
+    token: process.env.HF_TOKEN?.trim() || undefined,
+    onEvent: downloadReporter(),
+  });
+  process.stdout.write(
+    `downloaded ${repo} at commit ${summary.commit} into ${dir}: ${summary.downloaded.length} files fetched ` +
+      `(${formatBytes(summary.bytesTransferred)} received), ${summary.skipped.length} already present\n`,
+  );
+  return 0;
+}
+
+/** stderr: a line per finished file and per retry; on a terminal also a live progress line. */
+function downloadReporter(): (event: ModelDownloadEvent) => void {
+  const live = process.stderr.isTTY;
+  let lastDraw = 0;
+  let startedAt = 0;
+  let startOffset = 0;
+  const line = (text: string) => process.stderr.write(`${live ? '\r\x1b[K' : ''}${text}\n`);
+  return (event) => {
+    switch (event.type) {
+      case 'listed':
+        line(`commit ${event.commit}: ${event.files} files, ${formatBytes(event.bytes)}`);
+        break;
+      case 'skipped':
+        line(`present    ${event.file} (${formatBytes(event.bytes)}, verified)`);
+        break;
+      case 'started':
+        startedAt = Date.now();
+        startOffset = event.offset;
+        if (event.offset > 0) line(`resuming   ${event.file} at ${formatBytes(event.offset)}`);
+        break;
+      case 'progress':
+        if (live && Date.now() - lastDraw > 200) {
+          lastDraw = Date.now();
+          const seconds = Math.max((Date.now() - startedAt) / 1000, 0.001);
+          const rate = formatBytes((event.bytes - startOffset) / seconds);
+          const total = event.size === undefined ? '' : ` / ${formatBytes(event.size)} (${Math.floor((100 * event.bytes) / Math.max(event.size, 1))}%)`;
+          process.stderr.write(`\r\x1b[K${event.file}  ${formatBytes(event.bytes)}${total}  ${rate}/s`);
+        }
+        break;
+      case 'retrying':
+        line(`retrying   ${event.subject} in ${(event.delayMs / 1000).toFixed(1)} s: ${event.reason}`);
+        break;
+      case 'downloaded':
+        line(`downloaded ${event.file} (${formatBytes(event.bytes)})`);
+        break;
+    }
+  };
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes >= 1e9) return `${(bytes / 1e9).toFixed(2)} GB`;
+  if (bytes >= 1e6) return `${(bytes / 1e6).toFixed(1)} MB`;
+  if (bytes >= 1e3) return `${(bytes / 1e3).toFixed(1)} kB`;
+  return `${Math.round(bytes)} B`;
+}
+
+async function runSynth(args: string[]): Promise<number> {
+  const { values } = parseCommandArgs(
+    args,
+    { variant: { type: 'string' }, size: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' } },
+    SYNTH_USAGE,
+  );
+  if (values.help) {
+    process.stdout.write(`${SYNTH_USAGE}\n`);
+    return 0;
+  }
+  const variant = choiceOption(values.variant, 'variant', VARIANTS, SYNTH_USAGE);
+  const size = choiceOption(values.size, 'size', ['tiny', 'full'] as const, SYNTH_USAGE);
+  const outDir = requireOption(values.out, 'out', SYNTH_USAGE);
+  const seed = integerOption(values.seed, 'seed', 0, SYNTH_USAGE);
   const started = Date.now();
   let lastReport = 0;
   const summary = await synthCheckpoint({
