@@ -13,7 +13,7 @@ import type { OcrTask } from '../src/engine/prompts.js';
 import { ReferenceDecoder } from './reference/reference-decoder.js';
 import { assembleV1V3, assembleV2 } from './reference/vision-assembly.js';
 import { ReferenceVision } from './reference/vision-reference.js';
-import { compareDecoding, maxAbs, maxAbsDiff, RELATIVE_TOLERANCE } from './support/compare-with-reference.js';
+import { compareDecoding, describeComparison, maxAbs, maxAbsDiff, RELATIVE_TOLERANCE } from './support/compare-with-reference.js';
 import { syntheticPage } from './support/synthetic-images.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
@@ -71,7 +71,7 @@ const CASES: Case[] = [
 
 describe('whole pages: native engine vs float64 reference', () => {
   for (const c of CASES) {
-    test(`${c.name}: vision embeddings, prefill logits and ${STEPS} greedy steps agree`, async () => {
+    test(`${c.name}: vision embeddings, prefill logits and ${STEPS} greedy steps agree`, async (t) => {
       const dir = await tinyCheckpoint(c.variant);
       const engine = await OcrEngine.load(dir);
       const prepared = await engine.prepare(c.pages, c.task, c.mode);
@@ -82,10 +82,11 @@ describe('whole pages: native engine vs float64 reference', () => {
       const tolerance = RELATIVE_TOLERANCE * maxAbs(expected);
       assert.ok(error <= tolerance, `vision embeddings: max abs error ${error} > ${tolerance}`);
 
-      await compareDecoding(engine.model, ReferenceDecoder.load(dir), prepared.promptIds, STEPS, {
+      const comparison = await compareDecoding(engine.model, ReferenceDecoder.load(dir), prepared.promptIds, STEPS, {
         native: { rows: prepared.imagePositions, values: prepared.visionEmbeds },
         reference: { positions: [...prepared.imagePositions], rows: expected },
       });
+      t.diagnostic(`vision embeddings max abs error ${error.toExponential(2)} (tolerance ${tolerance.toExponential(2)}); ${describeComparison(comparison)}`);
     });
   }
 });

@@ -29,6 +29,16 @@ export interface DecodingComparison {
   tolerance: number;
   /** Steps whose reference top-2 gap was below the tolerance (teacher forcing skips their argmax check). */
   nearTies: number;
+  /** Leading free-running steps whose ids equal the reference's. */
+  freeAgreeingSteps: number;
+}
+
+/** One line for the test log: the measured errors beside their tolerance. */
+export function describeComparison(c: DecodingComparison): string {
+  return (
+    `prefill logits max abs error ${c.prefillError.toExponential(2)} (tolerance ${c.tolerance.toExponential(2)}); ` +
+    `free-running ids equal for ${c.freeAgreeingSteps} steps; ${c.nearTies} near-tie steps`
+  );
 }
 
 export async function compareDecoding(
@@ -60,5 +70,6 @@ export async function compareDecoding(
     if (gap(step) < tolerance) nearTies++;
     else assert.equal(forced.chosen[step], expected.ids[step], `step ${step}: teacher-forced argmax`);
   }
-  return { prefillError, tolerance, nearTies };
+  const freeAgreement = free.ids.findIndex((id, step) => id !== expected.ids[step]);
+  return { prefillError, tolerance, nearTies, freeAgreeingSteps: freeAgreement === -1 ? steps : freeAgreement };
 }

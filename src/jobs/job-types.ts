@@ -1,0 +1,91 @@
+// The shapes that cross process boundaries: BullMQ job data (keys and options, never bytes) and the
+// result JSON written to storage (DESIGN.md "Data flow" and "Results"). Declared once, imported by
+// the producer, the worker and the CLI.
+import type { VisionMode } from '../engine/image-tokens.js';
+import type { Variant } from '../engine/model-config.js';
+import type { OcrTask } from '../engine/prompts.js';
+import type { DocumentType } from '../documents/document-type.js';
+
+export const DOCUMENTS_QUEUE = 'scriptorium:documents';
+export const PAGES_QUEUE = 'scriptorium:pages';
+
+/** Options that change the output; part of the docId. */
+export interface OcrJobOptions {
+  variant: Variant;
+  task: OcrTask;
+  mode: VisionMode;
+  /** PDF rasterisation. */
+  dpi: number;
+  maxNewTokens?: number;
+}
+
+/** Storage keys of one document (relative to the results storage root). */
+export interface DocumentKeys {
+  /** staging/<docId>/source.<ext> */
+  source: string;
+  /** results/<docId>/ */
+  results: string;
+}
+
+export interface DocumentJobData {
+  docId: string;
+  /** Where the document came from, for the result JSON (s3://…, file path, or archive!entry). */
+  sourceUri: string;
+  type: DocumentType;
+  pageCount: number;
+  keys: DocumentKeys;
+  options: OcrJobOptions;
+  enqueuedAt: number;
+}
+
+/** One page, or for V3 single pass a range of pages [firstPage, lastPage] (1-based, inclusive). */
+export interface PageJobData {
+  docId: string;
+  sourceUri: string;
+  type: DocumentType;
+  firstPage: number;
+  lastPage: number;
+  keys: DocumentKeys;
+  options: OcrJobOptions;
+  enqueuedAt: number;
+}
+
+export type Stage = 'queued' | 'fetch' | 'render' | 'preprocess' | 'encode' | 'prefill' | 'decode' | 'postprocess' | 'store' | 'total';
+
+export type StageTimings = Record<Stage, number>;
+
+export interface OcrBlockJson {
+  type: string;
+  text: string;
+  box?: [number, number, number, number];
+}
+
+/** results/<docId>/pages/<nnnn>.json */
+export interface PageResultJson {
+  docId: string;
+  source: { uri: string; page: number };
+  model: { variant: Variant; task: OcrTask; mode: VisionMode; checkpoint: string; synthetic: boolean };
+  markdown: string;
+  blocks: OcrBlockJson[];
+  tokens: { prompt: number; image: number; generated: number };
+  finish: 'eos' | 'length';
+  timings_ms: StageTimings;
+  worker: { host: string; backend: string; attempt: number };
+}
+
+/** results/<docId>/document.json */
+export interface DocumentResultJson {
+  docId: string;
+  source: { uri: string; type: DocumentType; pages: number };
+  model: PageResultJson['model'];
+  pages: { page: number; status: 'done'; key: string }[];
+  failedPages: { page: number; reason: string }[];
+  /** Per stage over the document's done pages: total and percentiles in milliseconds. */
+  timings_ms: Record<Stage, { total: number; p50: number; p90: number; p99: number; max: number }>;
+  completedAt: string;
+}
+
+/** Page result file name: 1-based, zero-padded to four digits. */
+export function pageResultKey(keys: DocumentKeys, page: number, extension: 'json' | 'md'): string {
+  return `${keys.results}pages/${String(page).padStart(4, '0')}.${extension}`;
+}

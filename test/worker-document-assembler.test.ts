@@ -1,0 +1,142 @@
+// Document assembly from page statuses and page JSONs on file:// storage: document.md, document.json,
+// then the _DONE marker.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+
+import type { DocumentJobData, DocumentResultJson, PageResultJson, StageTimings } from '../src/jobs/job-types.js';
+import { openStorage, type Storage } from '../src/storage/storage.js';
+import { assembleDocument, failedPageNote, type PageStatus } from '../src/worker/document-assembler.js';
+
+let root: string;
+let storage: Storage;
+const putEvents: string[] = [];
+
+before(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-worker-assembler-'));
+  storage = recordingPuts(openStorage(root), putEvents);
+});
+after(() => rm(root, { recursive: true, force: true }));
+
+/** Pages 1 and 3 done (every stage 10 and 30 ms), page 2 failed. */
+async function assembleThreePages(docId: string): Promise<DocumentResultJson> {
+  await storePage(docId, 1, 'First page.', 10);
+  await storePage(docId, 3, 'Third page.', 30);
+  return assembleDocument(documentJob(docId, 3), [
+    { page: 3, status: 'done', key: pageKey(docId, 3) },
+    { page: 1, status: 'done', key: pageKey(docId, 1) },
+    { page: 2, status: 'failed', reason: 'the PDF is damaged' },
+  ], storage);
+}
+
+test("document.md joins the pages' markdown in page order, a failed page replaced by a note", async () => {
+  await assembleThreePages('md');
+  assert.equal(
+    (await storage.get('results/md/document.md')).toString(),
+    'First page.\n\n<--- Page Split --->\n\n<!-- page 2 failed: the PDF is damaged -->\n\n<--- Page Split --->\n\nThird page.\n',
+  );
+});
+
+test('document.json lists done pages, failed pages with reasons, and stage statistics over done pages', async () => {
+  const returned = await assembleThreePages('json');
+  const stored = JSON.parse((await storage.get('results/json/document.json')).toString()) as DocumentResultJson;
+  assert.deepEqual(stored, returned);
+  assert.deepEqual(stored.pages, [
+    { page: 1, status: 'done', key: 'results/json/pages/0001.json' },
+    { page: 3, status: 'done', key: 'results/json/pages/0003.json' },
+  ]);
+  assert.deepEqual(stored.failedPages, [{ page: 2, reason: 'the PDF is damaged' }]);
+  assert.deepEqual(stored.timings_ms.decode, { total: 40, p50: 10, p90: 30, p99: 30, max: 30 });
+  assert.deepEqual(stored.source, { uri: 's3://in/json.pdf', type: 'pdf', pages: 3 });
+  assert.equal(stored.model.checkpoint, 'sha256:tiny');
+});
+
+test('_DONE is written only after document.md and document.json are stored', async () => {
+  await assembleThreePages('order');
+  const events = putEvents.filter((event) => event.includes('results/order/') && !event.includes('/pages/'));
+  const doneStarted = events.indexOf('start results/order/_DONE');
+  assert.ok(doneStarted > events.indexOf('end results/order/document.md'), events.join('\n'));
+  assert.ok(doneStarted > events.indexOf('end results/order/document.json'), events.join('\n'));
+  assert.equal(events.at(-1), 'end results/order/_DONE');
+});
+
+test('a page without any reported status is listed as failed', async () => {
+  await storePage('silent', 1, 'Only page read.', 5);
+  const document = await assembleDocument(documentJob('silent', 2), [{ page: 1, status: 'done', key: pageKey('silent', 1) }], storage);
+  assert.deepEqual(document.failedPages, [{ page: 2, reason: 'no page result was reported' }]);
+});
+
+test('a page reported done whose JSON is missing is listed as failed', async () => {
+  const document = await assembleDocument(documentJob('lost', 1), [{ page: 1, status: 'done', key: pageKey('lost', 1) }], storage);
+  assert.deepEqual(document.failedPages, [{ page: 1, reason: 'the page was reported done but results/lost/pages/0001.json is missing' }]);
+  assert.deepEqual(document.timings_ms.total, { total: 0, p50: 0, p90: 0, p99: 0, max: 0 });
+});
+
+test('a page reported failed and then done (a retry) counts as done', async () => {
+  await storePage('retried', 1, 'Read on the second try.', 5);
+  const statuses: PageStatus[] = [
+    { page: 1, status: 'failed', reason: 'storage unreachable' },
+    { page: 1, status: 'done', key: pageKey('retried', 1) },
+  ];
+  const document = await assembleDocument(documentJob('retried', 1), statuses, storage);
+  assert.deepEqual({ pages: document.pages.length, failed: document.failedPages }, { pages: 1, failed: [] });
+});
+
+test('a failure note stays one HTML comment whatever the reason holds', () => {
+  assert.equal(failedPageNote(7, 'bad xref -->\nat offset 12'), '<!-- page 7 failed: bad xref - -> at offset 12 -->');
+});
+
+function documentJob(docId: string, pageCount: number): DocumentJobData {
+  return {
+    docId,
+    sourceUri: `s3://in/${docId}.pdf`,
+    type: 'pdf',
+    pageCount,
+    keys: { source: `staging/${docId}/source.pdf`, results: `results/${docId}/` },
+    options: { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 144 },
+    enqueuedAt: 0,
+  };
+}
+
+function pageKey(docId: string, page: number): string {
+  return `results/${docId}/pages/000${page}.json`;
+}
+
+/** A page JSON whose stages all took `stageMs`. */
+async function storePage(docId: string, page: number, markdown: string, stageMs: number): Promise<void> {
+  const timings = Object.fromEntries(
+    ['queued', 'fetch', 'render', 'preprocess', 'encode', 'prefill', 'decode', 'postprocess', 'store', 'total'].map((stage) => [stage, stageMs]),
+  ) as StageTimings;
+  const json: PageResultJson = {
+    docId,
+    source: { uri: `s3://in/${docId}.pdf`, page },
+    model: { variant: 'v1', task: 'markdown', mode: 'tiny', checkpoint: 'sha256:tiny', synthetic: true },
+    markdown,
+    blocks: [],
+    tokens: { prompt: 83, image: 73, generated: 8 },
+    finish: 'length',
+    timings_ms: timings,
+    worker: { host: 'test-host', backend: 'cpu-test', attempt: 1 },
+  };
+  await storage.put(pageKey(docId, page), Buffer.from(JSON.stringify(json)));
+}
+
+/** The storage, recording when each put starts and ends. */
+function recordingPuts(inner: Storage, events: string[]): Storage {
+  return {
+    url: inner.url,
+    put: async (...args) => {
+      events.push(`start ${args[0]}`);
+      await inner.put(...args);
+      events.push(`end ${args[0]}`);
+    },
+    get: (key) => inner.get(key),
+    getStream: (key) => inner.getStream(key),
+    exists: (key) => inner.exists(key),
+    delete: (key) => inner.delete(key),
+    list: (...args) => inner.list(...args),
+    stat: (key) => inner.stat(key),
+  };
+}

@@ -1,0 +1,226 @@
+// The page pipeline on tiny checkpoints and file:// storage: a batch of page jobs in, stored page
+// results with stage timings out; failures stay with their own job.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+
+import { pino } from 'pino';
+
+import { PdfRenderer, type RgbImage } from '../src/documents/document.js';
+import { OcrEngine, type PageResult } from '../src/engine/ocr-engine.js';
+import type { OcrJobOptions, PageJobData, PageResultJson, Stage } from '../src/jobs/job-types.js';
+import { openStorage, type Storage } from '../src/storage/storage.js';
+import { PagePipeline, type PageJob, type PageOutcome } from '../src/worker/page-pipeline.js';
+import { LETTER, LETTER_LANDSCAPE, makeCorruptPdf, makePdf } from './support/make-documents.js';
+import { tinyCheckpoint } from './support/tiny-checkpoints.js';
+
+const STAGES: Stage[] = ['queued', 'fetch', 'render', 'preprocess', 'encode', 'prefill', 'decode', 'postprocess', 'store', 'total'];
+/** Small pages (306×396 px) in tiny mode, 8 tokens: the whole pipeline in about a second. */
+const V1_OPTIONS: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 36, maxNewTokens: 8 };
+
+let root: string;
+let storage: Storage;
+let renderer: PdfRenderer;
+const sourceGets: string[] = [];
+const logLines: Record<string, unknown>[] = [];
+
+before(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-worker-pages-'));
+  storage = countingGets(openStorage(root), sourceGets);
+  renderer = new PdfRenderer();
+});
+after(async () => {
+  await renderer.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('V1 page jobs', () => {
+  let pipeline: PagePipeline;
+  let threePages: PageOutcome[];
+
+  before(async () => {
+    const engine = await OcrEngine.load(await tinyCheckpoint('v1'), { threads: 2 });
+    pipeline = new PagePipeline({ engine, storage, renderer, logger: capturingLogger(logLines), host: 'test-host', checkpointId: 'sha256:tiny-v1', synthetic: true });
+    await storage.put('staging/doc3/source.pdf', await makePdf([LETTER, LETTER, LETTER]));
+    threePages = await pipeline.processPages([1, 2, 3].map((page) => pageJob('doc3', page, page, V1_OPTIONS)));
+  });
+
+  test('a 3-page PDF gives one done outcome per page job, with the keys of its JSON and markdown', () => {
+    assert.deepEqual(
+      threePages.map((outcome) => outcome.status === 'done' && outcome.pages.map(({ page, key, markdownKey }) => ({ page, key, markdownKey }))),
+      [1, 2, 3].map((page) => [{ page, key: `results/doc3/pages/000${page}.json`, markdownKey: `results/doc3/pages/000${page}.md` }]),
+    );
+  });
+
+  test('every page JSON times every stage, none negative', async () => {
+    for (const page of [1, 2, 3]) {
+      const { timings_ms } = await pageJson('doc3', page);
+      assert.deepEqual(Object.keys(timings_ms).sort(), [...STAGES].sort());
+      for (const stage of STAGES) assert.ok(timings_ms[stage] >= 0, `page ${page} ${stage}: ${timings_ms[stage]}`);
+      assert.ok(timings_ms.total > 0);
+    }
+  });
+
+  test('a page JSON holds the markdown, blocks, tokens, model and worker; the .md file holds the same markdown', async () => {
+    const json = await pageJson('doc3', 2);
+    assert.equal(typeof json.markdown, 'string');
+    assert.ok(Array.isArray(json.blocks));
+    assert.ok(json.tokens.generated >= 1 && json.tokens.generated <= 8, `generated ${json.tokens.generated}`);
+    assert.ok(json.tokens.image > 0 && json.tokens.prompt > json.tokens.image);
+    assert.deepEqual(json.source, { uri: 's3://in/doc3.pdf', page: 2 });
+    assert.deepEqual(json.model, { variant: 'v1', task: 'markdown', mode: 'tiny', checkpoint: 'sha256:tiny-v1', synthetic: true });
+    assert.match(json.worker.backend, /^cpu-/);
+    assert.deepEqual({ host: json.worker.host, attempt: json.worker.attempt }, { host: 'test-host', attempt: 1 });
+    assert.equal((await storage.get('results/doc3/pages/0002.md')).toString(), json.markdown);
+  });
+
+  test("a document's source is fetched once for all its pages in the batch", () => {
+    assert.deepEqual(sourceGets.filter((key) => key === 'staging/doc3/source.pdf'), ['staging/doc3/source.pdf']);
+  });
+
+  test('each stored page is logged with docId, page and jobId, without its text', async () => {
+    const done = logLines.filter((line) => line.msg === 'page done' && line.docId === 'doc3');
+    const pages = done.map(({ page, jobId }) => ({ page, jobId })).sort((a, b) => Number(a.page) - Number(b.page));
+    assert.deepEqual(pages, [1, 2, 3].map((page) => ({ page, jobId: `page doc3:${page}` })));
+    const texts = (await Promise.all([1, 2, 3].map((page) => pageJson('doc3', page)))).map((json) => json.markdown).filter((text) => text.length > 0);
+    assert.ok(texts.length > 0, 'no page has text to look for');
+    for (const text of texts) assert.ok(!JSON.stringify(done).includes(JSON.stringify(text).slice(1, -1)), `a log line holds ${JSON.stringify(text)}`);
+  });
+
+  test('pages of two documents in one batch are both read and stored', async () => {
+    await storage.put('staging/docA/source.pdf', await makePdf([LETTER]));
+    await storage.put('staging/docB/source.pdf', await makePdf([LETTER, LETTER]));
+    const outcomes = await pipeline.processPages([pageJob('docA', 1, 1, V1_OPTIONS), pageJob('docB', 2, 2, V1_OPTIONS)]);
+    assert.deepEqual(outcomes.map(({ status, docId, pages }) => ({ status, docId, pages: pages.map((p) => (typeof p === 'number' ? p : p.page)) })), [
+      { status: 'done', docId: 'docA', pages: [1] },
+      { status: 'done', docId: 'docB', pages: [2] },
+    ]);
+    assert.equal((await pageJson('docB', 2)).source.page, 2);
+  });
+
+  test("a corrupt PDF's page fails with the renderer's reason while another document's page in the batch is stored", async () => {
+    await storage.put('staging/bad/source.pdf', makeCorruptPdf());
+    await storage.put('staging/good/source.pdf', await makePdf([LETTER]));
+    const [bad, good] = await pipeline.processPages([pageJob('bad', 1, 1, V1_OPTIONS), pageJob('good', 1, 1, V1_OPTIONS)]);
+    assert.equal(bad.status, 'failed');
+    assert.ok(bad.status === 'failed' && bad.reason.length > 0 && !bad.retryable, JSON.stringify(bad));
+    assert.equal(good.status, 'done');
+    assert.equal(await storage.exists('results/bad/pages/0001.json'), false);
+    assert.equal(await storage.exists('results/good/pages/0001.json'), true);
+  });
+
+  test('a job whose source is missing fails without retry, naming the key', async () => {
+    const [outcome] = await pipeline.processPages([pageJob('absent', 1, 1, V1_OPTIONS)]);
+    assert.ok(outcome.status === 'failed' && !outcome.retryable && outcome.reason.includes('staging/absent/source.pdf'), JSON.stringify(outcome));
+  });
+
+  test('a job for another model variant fails as retryable, for a worker that runs that variant', async () => {
+    const [outcome] = await pipeline.processPages([pageJob('doc3', 1, 1, { ...V1_OPTIONS, variant: 'v2' })]);
+    assert.ok(outcome.status === 'failed' && outcome.retryable && /v2/.test(outcome.reason), JSON.stringify(outcome));
+  });
+});
+
+describe('V3 page groups', () => {
+  test('a parse-multi job over pages 1-3 stores three page results from one pass', async () => {
+    const engine = await OcrEngine.load(await tinyCheckpoint('v3'), { threads: 2 });
+    const pipeline = new PagePipeline({ engine, storage, renderer, logger: pino({ level: 'silent' }), host: 'test-host', checkpointId: 'sha256:tiny-v3', synthetic: true });
+    await storage.put('staging/multi/source.pdf', await makePdf([LETTER, LETTER, LETTER]));
+    const options: OcrJobOptions = { variant: 'v3', task: 'parse-multi', mode: 'base', dpi: 36, maxNewTokens: 8 };
+
+    const [outcome] = await pipeline.processPages([pageJob('multi', 1, 3, options)]);
+
+    assert.ok(outcome.status === 'done', JSON.stringify(outcome));
+    assert.deepEqual(outcome.pages.map((page) => page.key), [1, 2, 3].map((page) => `results/multi/pages/000${page}.json`));
+    const pages = await Promise.all([1, 2, 3].map((page) => pageJson('multi', page)));
+    assert.deepEqual(pages.map((json) => json.source.page), [1, 2, 3]);
+    assert.ok(pages.every((json) => json.model.task === 'parse-multi' && json.tokens.generated <= 24));
+  });
+});
+
+describe('a failing batched decode', () => {
+  test('is decoded again one job at a time, so only the job that fails is failed', async () => {
+    const batchSizes: number[] = [];
+    const pipeline = new PagePipeline({ engine: engineRejectingLandscape(batchSizes), storage, renderer, logger: pino({ level: 'silent' }), host: 'test-host', checkpointId: 'none', synthetic: true });
+    await storage.put('staging/portrait1/source.pdf', await makePdf([LETTER]));
+    await storage.put('staging/landscape/source.pdf', await makePdf([LETTER_LANDSCAPE]));
+    await storage.put('staging/portrait2/source.pdf', await makePdf([LETTER]));
+
+    const outcomes = await pipeline.processPages(['portrait1', 'landscape', 'portrait2'].map((docId) => pageJob(docId, 1, 1, V1_OPTIONS)));
+
+    assert.deepEqual(batchSizes, [3, 1, 1, 1]);
+    assert.deepEqual(
+      outcomes.map((outcome) => (outcome.status === 'done' ? 'done' : outcome.reason)),
+      ['done', 'this engine rejects landscape pages', 'done'],
+    );
+  });
+});
+
+/** An engine that reads pages instantly but rejects any batch holding a landscape page; records batch sizes. */
+function engineRejectingLandscape(batchSizes: number[]): OcrEngine {
+  const read = (): PageResult => ({
+    markdown: 'text',
+    blocks: [],
+    rawText: 'text',
+    tokens: { prompt: 2, image: 1, generated: 1 },
+    finish: 'eos',
+    timings: { preprocess: 0, encode: 0, prefill: 0, decode: 0, postprocess: 0 },
+  });
+  const engine = {
+    variant: 'v1',
+    model: { kernels: 'test' },
+    recognizePages: async (images: readonly RgbImage[]): Promise<PageResult[]> => {
+      batchSizes.push(images.length);
+      if (images.some((image) => image.width > image.height)) throw new Error('this engine rejects landscape pages');
+      return images.map(read);
+    },
+  };
+  return engine as unknown as OcrEngine;
+}
+
+function pageJob(docId: string, firstPage: number, lastPage: number, options: OcrJobOptions): PageJob {
+  const data: PageJobData = {
+    docId,
+    sourceUri: `s3://in/${docId}.pdf`,
+    type: 'pdf',
+    firstPage,
+    lastPage,
+    keys: { source: `staging/${docId}/source.pdf`, results: `results/${docId}/` },
+    options,
+    enqueuedAt: Date.now(),
+  };
+  return { data, attempt: 1, jobId: `page ${docId}:${firstPage}` };
+}
+
+async function pageJson(docId: string, page: number): Promise<PageResultJson> {
+  return JSON.parse((await storage.get(`results/${docId}/pages/000${page}.json`)).toString()) as PageResultJson;
+}
+
+/** The storage, recording the key of every get. */
+function countingGets(inner: Storage, gets: string[]): Storage {
+  return {
+    url: inner.url,
+    put: (...args) => inner.put(...args),
+    get: (key) => {
+      gets.push(key);
+      return inner.get(key);
+    },
+    getStream: (key) => inner.getStream(key),
+    exists: (key) => inner.exists(key),
+    delete: (key) => inner.delete(key),
+    list: (...args) => inner.list(...args),
+    stat: (key) => inner.stat(key),
+  };
+}
+
+function capturingLogger(lines: Record<string, unknown>[]) {
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
+  return pino({ level: 'info' }, sink);
+}
