@@ -1,0 +1,92 @@
+// The producer's inputs expanded into documents: files, directories (recursively), zip and tar
+// archives (by content, streamed one entry at a time) and s3://bucket/prefix listings. Whatever cannot
+// be used is reported through onSkip with its reason, counted, and expansion goes on.
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+
+import type { S3StorageOptions } from '../storage/storage.js';
+import { describeCause } from '../storage/storage-error.js';
+import { detectArchiveKind, type ArchiveKind } from './archive-kind.js';
+import { resolveArchiveLimits, type ArchiveLimits } from './archive-limits.js';
+import { walkDirectory } from './directory-walk.js';
+import type { InputDocument, SkipListener } from './input-document.js';
+import { BucketStorages, isS3Input, s3Documents } from './s3-documents.js';
+import { tarDocuments } from './tar-documents.js';
+import { zipDocuments } from './zip-documents.js';
+
+export type { InputDocument, SkipListener } from './input-document.js';
+export { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './archive-limits.js';
+
+export interface ExpandInputsOptions {
+  /** Told about every input or archive entry left out, and why. Default: none (the count is in `skipped`). */
+  onSkip?: SkipListener;
+  /** Bomb limits per archive. Default: DEFAULT_ARCHIVE_LIMITS (512 MiB per entry, 8 GiB per archive, 200:1, 100,000 entries). */
+  archiveLimits?: Partial<ArchiveLimits>;
+  /** Settings for s3:// inputs. Default: everything from the environment (see S3StorageOptions). */
+  s3?: S3StorageOptions;
+}
+
+export interface ExpandedInputs extends AsyncIterable<InputDocument> {
+  /** Inputs and archive entries reported through onSkip so far. */
+  readonly skipped: number;
+}
+
+/**
+ * The documents of `inputs`, in input order:
+ * - a file: itself, or when its content is a zip, tar or tar.gz archive, the regular files inside
+ *   (`/abs/archive.zip!inner/path.pdf`; archives inside archives are not expanded);
+ * - a directory: its files as above, recursively, in path order; symbolic links below it are not followed;
+ * - s3://bucket/prefix: every object whose key starts with the prefix.
+ * Paths are made absolute. Bad input (a missing path, an unsafe or oversized archive entry, a bucket
+ * that does not exist) is skipped and reported; only transient storage failures reject.
+ */
+export function expandInputs(inputs: readonly string[], options: ExpandInputsOptions = {}): ExpandedInputs {
+  const limits = resolveArchiveLimits(options.archiveLimits);
+  const buckets = new BucketStorages(options.s3);
+  let skipped = 0;
+  const skip: SkipListener = (uri, reason) => {
+    skipped++;
+    options.onSkip?.(uri, reason);
+  };
+  async function* documents(): AsyncGenerator<InputDocument> {
+    for (const input of inputs) {
+      yield* isS3Input(input) ? s3Documents(input, buckets, skip) : localDocuments(path.resolve(input), limits, skip);
+    }
+  }
+  return {
+    get skipped() {
+      return skipped;
+    },
+    [Symbol.asyncIterator]: () => documents(),
+  };
+}
+
+/** A path given as an input: followed if it is a symbolic link, since the user named it. */
+async function* localDocuments(inputPath: string, limits: ArchiveLimits, skip: SkipListener): AsyncGenerator<InputDocument> {
+  const stats = await stat(inputPath).catch((error: unknown) => skip(inputPath, `cannot read the input: ${describeCause(error)}`));
+  if (stats === undefined) return;
+  if (stats.isDirectory()) {
+    for await (const file of walkDirectory(inputPath, skip)) yield* fileDocuments(file.path, file.size, limits, skip);
+  } else if (stats.isFile()) {
+    yield* fileDocuments(inputPath, stats.size, limits, skip);
+  } else {
+    skip(inputPath, 'the input is a device, FIFO or socket, not a file or directory');
+  }
+}
+
+async function* fileDocuments(filePath: string, size: number, limits: ArchiveLimits, skip: SkipListener): AsyncGenerator<InputDocument> {
+  let kind: ArchiveKind | undefined;
+  try {
+    kind = await detectArchiveKind(filePath);
+  } catch (error) {
+    skip(filePath, `cannot read it: ${describeCause(error)}`);
+    return;
+  }
+  if (kind === 'zip') {
+    yield* zipDocuments(filePath, limits, skip);
+  } else if (kind === 'tar' || kind === 'tar.gz') {
+    yield* tarDocuments(filePath, kind === 'tar.gz' ? 'gzip' : 'none', limits, skip);
+  } else {
+    yield { uri: filePath, size, bytes: () => readFile(filePath) };
+  }
+}

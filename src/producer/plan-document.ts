@@ -1,0 +1,120 @@
+// From one input document to what the queueing layer enqueues: type and page count by content, the
+// docId, the storage keys, the document job and its page jobs (V3 multi-page: page groups), and
+// whether a previous run already finished it. stageSource then uploads the source once.
+import { DocumentError, openDocument, type DocumentType, type OpenedDocument } from '../documents/document.js';
+import { planPageGroups } from '../engine/v3-page-groups.js';
+import type { DocumentJobData, DocumentKeys, OcrJobOptions, PageJobData } from '../jobs/job-types.js';
+import { describeCause } from '../storage/storage-error.js';
+import { StorageError, type Storage } from '../storage/storage.js';
+import { documentId, documentKeys } from './doc-id.js';
+import type { InputDocument } from './input-document.js';
+
+/** Output tokens reserved per page in a V3 parse-multi request when options.maxNewTokens is not set. */
+const V3_MULTI_PAGE_DEFAULT_OUTPUT_BUDGET = 2048;
+/** Text ids of the V3 multi-page prompt '<image>Multi page parsing.' besides BOS and the image ids. */
+const V3_MULTI_PAGE_PROMPT_TOKENS = 4;
+
+/** Written last by the assembler (DESIGN.md "Data flow"): the document is finished. */
+const DONE_MARKER = '_DONE';
+
+export interface PlannedDocument {
+  status: 'planned';
+  docId: string;
+  keys: DocumentKeys;
+  documentJob: DocumentJobData;
+  /** One per page, in page order; for V3 parse-multi one per page group. */
+  pageJobs: PageJobData[];
+  /** results/<docId>/_DONE exists: a previous run finished this document; there is nothing to stage or enqueue. */
+  alreadyDone: boolean;
+  /** The source as read, for stageSource; drop the plan once it is staged. */
+  bytes: Buffer;
+}
+
+/** An input that is no usable document (unreadable, unsupported type, damaged, encrypted): record it and go on. */
+export interface RejectedDocument {
+  status: 'rejected';
+  uri: string;
+  reason: string;
+}
+
+export interface PlanDocumentDeps {
+  /** Where staging/ and results/ live. */
+  storage: Storage;
+}
+
+export async function planDocument(
+  input: InputDocument,
+  options: OcrJobOptions,
+  deps: PlanDocumentDeps,
+): Promise<PlannedDocument | RejectedDocument> {
+  let bytes: Buffer;
+  try {
+    bytes = await input.bytes();
+  } catch (error) {
+    // Gone since it was listed, unreadable, too large for a Buffer: this document's problem. An unreachable storage is not.
+    if (error instanceof StorageError && error.code === 'transient') throw error;
+    return { status: 'rejected', uri: input.uri, reason: `cannot read it: ${describeCause(error)}` };
+  }
+  let opened: OpenedDocument;
+  try {
+    opened = await openDocument(bytes);
+  } catch (error) {
+    if (error instanceof DocumentError) return { status: 'rejected', uri: input.uri, reason: error.reason };
+    throw error;
+  }
+  const { type, pageCount } = opened;
+  const docId = documentId(bytes, options);
+  const keys = documentKeys(docId, type);
+  const enqueuedAt = Date.now();
+  const documentJob: DocumentJobData = { docId, sourceUri: input.uri, type, pageCount, keys, options, enqueuedAt };
+  const pageJobs = pageRanges(pageCount, options).map(([firstPage, lastPage]): PageJobData => ({
+    docId,
+    sourceUri: input.uri,
+    type,
+    firstPage,
+    lastPage,
+    keys,
+    options,
+    enqueuedAt,
+  }));
+  const alreadyDone = await deps.storage.exists(`${keys.results}${DONE_MARKER}`);
+  return { status: 'planned', docId, keys, documentJob, pageJobs, alreadyDone, bytes };
+}
+
+/** [firstPage, lastPage] pairs, 1-based and inclusive: every page alone, or V3 parse-multi page groups. */
+function pageRanges(pageCount: number, options: OcrJobOptions): Array<[number, number]> {
+  if (options.variant !== 'v3' || options.task !== 'parse-multi') {
+    return Array.from({ length: pageCount }, (_, index): [number, number] => [index + 1, index + 1]);
+  }
+  const outputBudgetPerPage = options.maxNewTokens ?? V3_MULTI_PAGE_DEFAULT_OUTPUT_BUDGET;
+  try {
+    const groups = planPageGroups(pageCount, { outputBudgetPerPage, promptTokens: V3_MULTI_PAGE_PROMPT_TOKENS });
+    return groups.map(({ start, end }): [number, number] => [start + 1, end]);
+  } catch (error) {
+    throw new RangeError(`V3 parse-multi with maxNewTokens ${outputBudgetPerPage} (the output budget per page): ${describeCause(error)}`, {
+      cause: error,
+    });
+  }
+}
+
+/**
+ * Uploads the planned document's source to staging/<docId>/source.<ext>, unless an object of the same
+ * size is already there (an earlier run staged it: same docId, same bytes).
+ */
+export async function stageSource(planned: PlannedDocument, storage: Storage): Promise<'uploaded' | 'already-staged'> {
+  const key = planned.keys.source;
+  const staged = await storage.stat(key).then(
+    (object) => object.size === planned.bytes.length,
+    (error: unknown) => {
+      if (error instanceof StorageError && error.code === 'not_found') return false;
+      throw error;
+    },
+  );
+  if (staged) return 'already-staged';
+  await storage.put(key, planned.bytes, { contentType: mimeType(planned.documentJob.type) });
+  return 'uploaded';
+}
+
+function mimeType(type: DocumentType): string {
+  return type === 'pdf' ? 'application/pdf' : `image/${type}`;
+}

@@ -1,0 +1,52 @@
+// The objects under an s3://bucket/prefix input, listed page by page by the storage layer. The prefix
+// is an S3 prefix, as in `aws s3 ls`: s3://in/scans also lists s3://in/scans-2024/…; end it with '/'
+// to stay inside one "folder". Archives in a bucket are not expanded: they become documents.
+import { describeCause } from '../storage/storage-error.js';
+import { checkKey, openStorage, StorageError, type S3StorageOptions, type Storage } from '../storage/storage.js';
+import type { InputDocument, SkipListener } from './input-document.js';
+
+export function isS3Input(input: string): boolean {
+  return /^s3:\/\//i.test(input);
+}
+
+/** Opens buckets once per expansion; the documents listed from a bucket read their bytes through its storage. */
+export class BucketStorages {
+  readonly #storages = new Map<string, Storage>();
+
+  constructor(private readonly s3Options: S3StorageOptions | undefined) {}
+
+  of(bucket: string): Storage {
+    let storage = this.#storages.get(bucket);
+    if (storage === undefined) {
+      storage = openStorage(`s3://${bucket}`, { s3: this.s3Options });
+      this.#storages.set(bucket, storage);
+    }
+    return storage;
+  }
+}
+
+export async function* s3Documents(input: string, buckets: BucketStorages, skip: SkipListener): AsyncGenerator<InputDocument> {
+  const match = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(input);
+  if (match === null) {
+    skip(input, 'not an S3 input: write it as s3://bucket or s3://bucket/prefix');
+    return;
+  }
+  const [, bucket, prefix] = match;
+  try {
+    const storage = buckets.of(bucket);
+    for await (const object of storage.list(prefix, { recursive: true })) {
+      const uri = `s3://${bucket}/${object.key}`;
+      try {
+        checkKey(object.key); // S3 allows keys such as 'a//b' or '../b' that no storage key may be
+      } catch (error) {
+        skip(uri, describeCause(error));
+        continue;
+      }
+      yield { uri, size: object.size, bytes: () => storage.get(object.key) };
+    }
+  } catch (error) {
+    // Transient failures are the caller's to retry; a wrong bucket, prefix or permission is this input's problem.
+    if (!(error instanceof StorageError) || error.code === 'transient') throw error;
+    skip(input, `cannot list it: ${error.message}`);
+  }
+}
