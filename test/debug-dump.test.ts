@@ -13,8 +13,9 @@ import sharp from 'sharp';
 import { debugDump } from '../src/engine/debug-dump.js';
 import { IMAGE_TOKEN_ID } from '../src/engine/prompts.js';
 import { ReferenceDecoder } from './reference/reference-decoder.js';
+import { ReferenceVision } from './reference/vision-reference.js';
 import { greedyReference } from './reference/reference-generate.js';
-import { maxAbs, RELATIVE_TOLERANCE } from './support/compare-with-reference.js';
+import { maxAbs, maxAbsDiff, RELATIVE_TOLERANCE } from './support/compare-with-reference.js';
 import { syntheticPage } from './support/synthetic-images.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
@@ -143,6 +144,21 @@ describe('debug dump of page images', () => {
       },
     );
     assert.equal(dump.metadata.pixels_rounded_to_bf16, 'true');
+  });
+
+  test('intermediates equal the float64 reference encoders on the dumped pixels (V1 small, 640)', async () => {
+    const dir = await tinyCheckpoint('v1');
+    const dump = await debugDump({ modelDir: dir, images: [syntheticPage(500, 400, 4)], task: 'ocr', mode: 'small', steps: 1, intermediates: true });
+    assert.deepEqual(dump.tensors.pixels_global.shape, [3, 640, 640]);
+    const expected = ReferenceVision.load(dir).encode(dump.tensors.pixels_global.data as Float32Array, 640);
+    for (const [name, reference] of [
+      ['sam_global', expected.sam],
+      ['clip_global', expected.encoder],
+      ['projected_global', expected.projected],
+    ] as const) {
+      const error = maxAbsDiff(dump.tensors[name].data, reference);
+      assert.ok(error <= RELATIVE_TOLERANCE * maxAbs(reference), `${name}: max abs error ${error}`);
+    }
   });
 
   test('pixels are rounded to bfloat16 as the official pipeline casts them', async () => {

@@ -1,0 +1,75 @@
+// `scriptorium ocr` end to end on tiny checkpoints: a 2-page PDF and a PNG for every variant,
+// markdown or JSON on stdout and a profile on stderr.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+
+import type { Variant } from '../src/engine/model-config.js';
+import { LETTER, makePdf, makePng } from './support/make-documents.js';
+import { tinyCheckpoint } from './support/tiny-checkpoints.js';
+
+const run = promisify(execFile);
+const cli = path.resolve('dist/src/cli/main.js');
+let work: string;
+let pdf: string;
+let png: string;
+
+before(async () => {
+  work = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-ocr-'));
+  pdf = path.join(work, 'two-pages.pdf');
+  png = path.join(work, 'page.png');
+  await writeFile(pdf, await makePdf([LETTER, LETTER]));
+  await writeFile(png, await makePng());
+});
+
+after(async () => {
+  await rm(work, { recursive: true, force: true });
+});
+
+describe('scriptorium ocr', () => {
+  for (const variant of ['v1', 'v2', 'v3'] as Variant[]) {
+    test(`${variant}: a 2-page PDF gives one JSON record per page with every stage timed`, async () => {
+      const model = await tinyCheckpoint(variant);
+      const { stdout, stderr } = await run(process.execPath, [cli, 'ocr', pdf, '--model', model, '--max-tokens', '4', '--dpi', '72', '--format', 'json', '--profile']);
+      const output = JSON.parse(stdout);
+      assert.equal(output.model.variant, variant);
+      assert.deepEqual(output.pages.map((p: { page: number }) => p.page), [1, 2]);
+      for (const page of output.pages) {
+        assert.deepEqual(Object.keys(page.timings_ms).sort(), ['decode', 'encode', 'postprocess', 'prefill', 'preprocess', 'render']);
+        assert.equal(page.tokens.generated, 4);
+        assert.equal(typeof page.markdown, 'string');
+      }
+      assert.match(stderr, /^ *page +render +preprocess +encode +prefill +decode +postprocess/m);
+      assert.match(stderr, /^ *total /m);
+    });
+
+    test(`${variant}: a PNG prints markdown`, async () => {
+      const model = await tinyCheckpoint(variant);
+      const { stdout } = await run(process.execPath, [cli, 'ocr', png, '--model', model, '--max-tokens', '3']);
+      assert.ok(stdout.length > 0);
+    });
+  }
+
+  test('V3 parse-multi reads the PDF in one pass', async () => {
+    const model = await tinyCheckpoint('v3');
+    const { stdout } = await run(process.execPath, [cli, 'ocr', pdf, '--model', model, '--task', 'parse-multi', '--max-tokens', '3', '--dpi', '72', '--format', 'json']);
+    const output = JSON.parse(stdout);
+    assert.deepEqual(output.pages.map((p: { page: number }) => p.page), [1, 2]);
+    assert.equal(output.pages[0].tokens.image, 273);
+  });
+
+  test('--pages past the end is a usage error naming the page count', async () => {
+    const model = await tinyCheckpoint('v1');
+    await assert.rejects(run(process.execPath, [cli, 'ocr', pdf, '--model', model, '--pages', '2-5']), /goes past the last page \(2\)/);
+  });
+
+  test('a text file is refused with a clear reason', async () => {
+    const text = path.join(work, 'notes.txt');
+    await writeFile(text, 'just some notes\n');
+    await assert.rejects(run(process.execPath, [cli, 'ocr', text, '--model', await tinyCheckpoint('v1')]), /text\/plain content is not a supported document/);
+  });
+});
