@@ -11,7 +11,7 @@ import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 
 import type { ListOptions, Storage, StoredObject } from './storage.js';
-import { StorageError, describeCause } from './storage-error.js';
+import { describeCause, existsBy, StorageError } from './storage-error.js';
 import { checkKey, checkPrefix } from './storage-key.js';
 
 /** File names starting with this are writes in progress (or left by a crash): never listed, and reserved. */
@@ -76,14 +76,8 @@ export class FileStorage implements Storage {
     }
   }
 
-  async exists(key: string): Promise<boolean> {
-    try {
-      await this.statFile(key, 'exists');
-      return true;
-    } catch (error) {
-      if (error instanceof StorageError && error.code === 'not_found') return false;
-      throw error;
-    }
+  exists(key: string): Promise<boolean> {
+    return existsBy(() => this.statFile(key, 'exists'));
   }
 
   async delete(key: string): Promise<void> {

@@ -14,7 +14,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { describeEndpoint, resolveS3Config, type S3Config, type S3StorageOptions } from './s3-config.js';
 import { s3StorageError } from './s3-errors.js';
 import type { ListOptions, PutOptions, Storage, StoredObject } from './storage.js';
-import { StorageError } from './storage-error.js';
+import { existsBy, StorageError } from './storage-error.js';
 import { checkKey, checkPrefix } from './storage-key.js';
 
 export class S3Storage implements Storage {
@@ -85,14 +85,8 @@ export class S3Storage implements Storage {
     return body.pipe(out);
   }
 
-  async exists(key: string): Promise<boolean> {
-    try {
-      await this.head(key, 'exists');
-      return true;
-    } catch (error) {
-      if (error instanceof StorageError && error.code === 'not_found') return false;
-      throw error;
-    }
+  exists(key: string): Promise<boolean> {
+    return existsBy(() => this.head(key, 'exists'));
   }
 
   async delete(key: string): Promise<void> {

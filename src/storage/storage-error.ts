@@ -32,3 +32,14 @@ export function describeCause(error: unknown): string {
   if (error instanceof Error) return error.message || error.name;
   return String(error);
 }
+
+/** True when `probe` succeeds, false when it fails with not_found; other errors propagate. */
+export async function existsBy(probe: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await probe();
+    return true;
+  } catch (error) {
+    if (error instanceof StorageError && error.code === 'not_found') return false;
+    throw error;
+  }
+}
