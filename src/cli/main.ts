@@ -1,16 +1,30 @@
 #!/usr/bin/env node
 // The `scriptorium` command: dispatches to one module per command group.
 import { runDebugCommand } from './debug-command.js';
+import { runEnqueueCommand } from './enqueue-command.js';
 import { runGenerateCommand } from './generate-command.js';
 import { runModelCommand } from './model-command.js';
 import { runOcrCommand } from './ocr-command.js';
+import { runResultsCommand } from './results-command.js';
+import { runRunCommand } from './run-command.js';
+import { runStatusCommand } from './status-command.js';
 import { UsageError } from './usage.js';
+import { runWorkCommand } from './work-command.js';
 
 const HELP = `scriptorium — batch OCR on native kernels
 
 Commands:
   scriptorium ocr FILE [--model DIR] [--mode M] [--task T] [--pages 1-5] [--format md|json] [--profile]
                                                                       OCR of a PDF or image, no queue
+  scriptorium run INPUT... --out DIR [--model DIR] [--task T] [--mode M]
+                                                                      the queue pipeline on this machine: OCR of
+                                                                      files, folders, archives, s3:// prefixes
+  scriptorium enqueue INPUT... [--to URL] [--variant V] [--task T] [--mode M] [--priority N] [--wait]
+                                                                      stage documents and queue their pages
+  scriptorium work [--model DIR] [--storage URL] [--batch N] [--concurrency N]
+                                                                      a worker: reads queued pages until SIGTERM
+  scriptorium status [--failed N]                                     queue depths, workers, failed jobs
+  scriptorium results DOCID [--storage URL] [--format md|json]        a finished document's results
   scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]   greedy text generation (streams)
   scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
   scriptorium debug dump --model DIR --prompt TEXT [--steps N] [--force-ids FILE] --out FILE.safetensors
@@ -22,6 +36,16 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'ocr':
       return runOcrCommand(rest);
+    case 'run':
+      return runRunCommand(rest);
+    case 'enqueue':
+      return runEnqueueCommand(rest);
+    case 'work':
+      return runWorkCommand(rest);
+    case 'status':
+      return runStatusCommand(rest);
+    case 'results':
+      return runResultsCommand(rest);
     case 'generate':
       return runGenerateCommand(rest);
     case 'model':

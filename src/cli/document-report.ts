@@ -1,0 +1,61 @@
+// What `enqueue` and `run` print about each input: how it was queued, then how its document ended,
+// and the exit status a script can act on.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import type { EnqueueSummary, QueuedDocument, RejectedInput } from '../producer/enqueue.js';
+import type { DocumentSettlement } from '../queue/document-watcher.js';
+import type { Storage } from '../storage/storage.js';
+import { documentResultKeys } from '../worker/document-assembler.js';
+import type { DocumentOutcome } from '../worker/document-worker.js';
+
+/** Every input was read into a document with all its pages done (or was already done). */
+export const EXIT_ALL_DONE = 0;
+/** The command ran, but some inputs were rejected, some pages failed or some documents failed. */
+export const EXIT_SOME_FAILED = 3;
+/** Stopped by SIGINT or SIGTERM before every document had finished (128 + SIGINT). */
+export const EXIT_INTERRUPTED = 130;
+
+const STATE_LABELS: Record<QueuedDocument['state'] | 'rejected', string> = {
+  enqueued: 'enqueued',
+  'already-done': 'already done',
+  'already-queued': 'already queued',
+  retried: 'retried',
+  rejected: 'rejected',
+};
+
+/** One line as soon as the producer has settled an input; a document done earlier says where its results are. */
+export function queuedLine(document: QueuedDocument | RejectedInput, storage: Storage): string {
+  const label = STATE_LABELS[document.state].padEnd(14);
+  if (document.state === 'rejected') return `${label} ${document.uri}: ${document.reason}`;
+  const line = `${label} ${document.uri}  ${document.docId}  ${document.pages} page${document.pages === 1 ? '' : 's'}`;
+  return document.state === 'already-done' ? `${line}  →  ${objectLocation(storage, documentResultKeys(document.keys).markdown)}` : line;
+}
+
+export function enqueueSummaryLine(summary: EnqueueSummary): string {
+  const total = summary.queued.length + summary.rejected.length;
+  return (
+    `${total} input document${total === 1 ? '' : 's'}: ${summary.documents} enqueued (${summary.pages} page${summary.pages === 1 ? '' : 's'}), ` +
+    `${summary.skippedDone} already done, ${summary.alreadyQueued} already queued, ${summary.rejected.length} rejected`
+  );
+}
+
+/** Where a user finds an object: a file path for file:// storage, else the object's URL. */
+export function objectLocation(storage: Storage, key: string): string {
+  if (storage.url.startsWith('file:')) return path.join(fileURLToPath(storage.url), key);
+  return `${storage.url.replace(/\/$/, '')}/${key}`;
+}
+
+/** One line when a document has been assembled or has failed. */
+export function settledLine(document: QueuedDocument, settlement: DocumentSettlement<DocumentOutcome>, storage: Storage): string {
+  if (settlement.status === 'failed') return `failed         ${document.uri}: the document could not be assembled: ${settlement.reason}`;
+  const { markdown, failedPages } = settlement.returnvalue;
+  const failed = failedPages.map(({ page, reason }) => `\n               page ${page} failed: ${reason}`).join('');
+  const label = failedPages.length === 0 ? 'done' : `done, ${failedPages.length} of ${document.pages} pages failed`;
+  return `${label.padEnd(14)} ${document.uri}  →  ${objectLocation(storage, markdown)}${failed}`;
+}
+
+export function exitStatusOf(summary: EnqueueSummary, settlements: readonly DocumentSettlement<DocumentOutcome>[]): number {
+  const allDone = settlements.every((s) => s.status === 'completed' && s.returnvalue.failedPages.length === 0);
+  return summary.rejected.length === 0 && allDone ? EXIT_ALL_DONE : EXIT_SOME_FAILED;
+}

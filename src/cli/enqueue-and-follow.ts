@@ -1,0 +1,87 @@
+// Enqueue inputs, print a line per input as it is queued, and optionally follow the documents to
+// their end, printing where each one's results are: `scriptorium enqueue [--wait]` and `scriptorium run`.
+import { enqueueDocuments, type EnqueueOptions, type EnqueueSummary } from '../producer/enqueue.js';
+import { DocumentWatcher, type DocumentSettlement } from '../queue/document-watcher.js';
+import { redisOptions } from '../queue/redis.js';
+import type { DocumentOutcome } from '../worker/document-worker.js';
+import { enqueueSummaryLine, exitStatusOf, queuedLine, settledLine, EXIT_ALL_DONE, EXIT_INTERRUPTED, EXIT_SOME_FAILED } from './document-report.js';
+
+export interface EnqueueAndFollowOptions {
+  inputs: readonly string[];
+  enqueue: Omit<EnqueueOptions, 'connection' | 'onDocument' | 'signal'>;
+  redisUrl: string;
+  /** Wait for every queued document to be assembled (or to fail). */
+  wait: boolean;
+  /** Called once the inputs are queued, before waiting (e.g. to warn that no worker is running). */
+  beforeWaiting?: (summary: EnqueueSummary) => Promise<void>;
+  /** Stops enqueueing after the document in hand, and stops waiting (the jobs stay queued). */
+  signal?: AbortSignal;
+  /** Where the lines go. Default: stdout. */
+  write?: (line: string) => void;
+}
+
+/**
+ * Resolves with the exit status: EXIT_ALL_DONE; EXIT_SOME_FAILED when an input, a page or a document
+ * failed; EXIT_INTERRUPTED when `signal` stopped the wait.
+ */
+export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promise<number> {
+  const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const { storage } = options.enqueue;
+  // Started first: it hears of documents that finish while later inputs are still being enqueued.
+  const watcher = options.wait ? await DocumentWatcher.start<DocumentOutcome>(redisOptions(options.redisUrl, 'worker')) : undefined;
+  try {
+    const summary = await enqueueDocuments(options.inputs, {
+      ...options.enqueue,
+      connection: redisOptions(options.redisUrl, 'client'),
+      signal: options.signal,
+      onDocument: (document) => write(queuedLine(document, storage)),
+    });
+    write(enqueueSummaryLine(summary));
+    if (watcher === undefined) return summary.rejected.length === 0 ? EXIT_ALL_DONE : EXIT_SOME_FAILED;
+
+    const following = new Map(summary.queued.filter((document) => document.state !== 'already-done').map((document) => [document.docId, document]));
+    await options.beforeWaiting?.(summary);
+    const settlements = await untilAborted(
+      watcher.waitFor([...following.keys()], (settlement) => {
+        write(settledLine(following.get(settlement.docId)!, settlement, storage));
+        following.delete(settlement.docId);
+      }),
+      options.signal,
+    );
+    if (settlements === undefined) {
+      write(`interrupted with ${following.size} document${following.size === 1 ? '' : 's'} unfinished: the same command again resumes them`);
+      return EXIT_INTERRUPTED;
+    }
+    if (settlements.length > 0) write(finishedLine(settlements));
+    return exitStatusOf(summary, settlements);
+  } finally {
+    await watcher?.close();
+  }
+}
+
+/** `work`'s result, or undefined once `signal` aborts. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T | undefined> {
+  if (signal === undefined) return work;
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise((resolve, reject) => {
+    const abort = () => resolve(undefined);
+    signal.addEventListener('abort', abort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', abort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', abort);
+        reject(error);
+      },
+    );
+  });
+}
+
+function finishedLine(settlements: readonly DocumentSettlement<DocumentOutcome>[]): string {
+  const complete = settlements.filter((s) => s.status === 'completed' && s.returnvalue.failedPages.length === 0).length;
+  const failed = settlements.filter((s) => s.status === 'failed').length;
+  const partial = settlements.length - complete - failed;
+  return `${settlements.length} document${settlements.length === 1 ? '' : 's'} finished: ${complete} complete, ${partial} with failed pages, ${failed} failed`;
+}

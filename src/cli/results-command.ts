@@ -1,0 +1,40 @@
+// `scriptorium results DOCID`: a finished document's markdown or JSON from the storage.
+import { documentKeys } from '../producer/doc-id.js';
+import { StorageError } from '../storage/storage.js';
+import { documentResultKeys } from '../worker/document-assembler.js';
+import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
+import { choiceOption, parseCommandArgs, UsageError } from './usage.js';
+
+const USAGE = `Usage: scriptorium results DOCID [--storage URL] [--format md|json]
+
+Prints results/DOCID/document.md (default) or document.json once the document is finished (its
+_DONE marker exists). DOCID is printed by \`scriptorium enqueue\` and \`scriptorium run\`.
+
+  --storage URL     ${STORAGE_URL_USAGE}`;
+
+export async function runResultsCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(args, { storage: { type: 'string' }, format: { type: 'string', default: 'md' } }, USAGE);
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new UsageError('give exactly one DOCID', USAGE);
+  const format = choiceOption(values.format, 'format', ['md', 'json'] as const, USAGE);
+  const docId = positionals[0];
+  let keys;
+  try {
+    // The type only names the staged source; results/<docId>/ does not depend on it.
+    keys = documentResultKeys(documentKeys(docId, 'pdf'));
+  } catch (error) {
+    throw new UsageError((error as Error).message, USAGE);
+  }
+  const storage = openCommandStorage(values.storage);
+  if (!(await storage.exists(keys.done))) {
+    throw new StorageError(
+      'not_found',
+      `document ${docId} is not finished in ${storage.url}: there is no ${keys.done}; check the DOCID and --storage, or see \`scriptorium status\``,
+    );
+  }
+  process.stdout.write(await storage.get(format === 'md' ? keys.markdown : keys.json));
+  return 0;
+}

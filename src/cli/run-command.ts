@@ -1,0 +1,76 @@
+// `scriptorium run`: the whole pipeline in one command, for one machine: a private redis-server
+// (unless REDIS_URL names one), file storage in the output folder, a worker in this process,
+// enqueue, wait for every document, report where the results are, shut everything down.
+import { loadModelConfig, VARIANTS, type Variant } from '../engine/model-config.js';
+import { openStorage } from '../storage/storage.js';
+import { commandLogger } from './cli-logger.js';
+import { resolveModelDir } from './default-model.js';
+import { enqueueAndFollow } from './enqueue-and-follow.js';
+import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf } from './ocr-job-args.js';
+import { startOcrWorkers, type OcrWorkers } from './ocr-workers.js';
+import { openQueueRedis } from './queue-redis.js';
+import { onShutdownSignal } from './shutdown-signals.js';
+import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
+
+const USAGE = `Usage: scriptorium run INPUT... --out DIR [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
+                      [--dpi N] [--max-tokens N] [--batch N] [--threads T]
+
+Reads every document of the inputs through the queue pipeline on this machine and waits for all
+of them: INPUT is a PDF or image file, a directory (recursively), a zip or tar(.gz) archive, or
+s3://bucket/prefix. Results go to DIR/results/<docId>/ (document.md, document.json, pages/, _DONE);
+sources are staged in DIR/staging/. Documents finished by an earlier run into DIR are not read again,
+so after an interruption the same command resumes.
+
+Redis: a private redis-server child process (the redis-server package must be installed) unless
+$REDIS_URL names one; with a shared Redis, other workers may take part and this one may take their jobs.
+
+  --out DIR         the output folder (file storage)
+  --model DIR       checkpoint (default $SCRIPTORIUM_MODEL, else the synthetic tiny V3 checkpoint)
+  --variant V       overrides the variant detected from config.json
+${OCR_JOB_ARGS_USAGE}
+  --batch N         pages per batched decode (default 4)
+  --threads T       engine threads (default: one per CPU)
+
+Exit status: 0 when every page of every input was read; 3 when an input was rejected or a page or
+a document failed (each is listed with its reason); 130 when interrupted.`;
+
+export async function runRunCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    args,
+    {
+      out: { type: 'string' },
+      model: { type: 'string' },
+      variant: { type: 'string' },
+      batch: { type: 'string' },
+      threads: { type: 'string' },
+      ...OCR_JOB_ARGS,
+    },
+    USAGE,
+  );
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (positionals.length === 0) throw new UsageError('give at least one INPUT', USAGE);
+  const storage = openStorage(requireOption(values.out, 'out', USAGE));
+  const variantOverride = values.variant === undefined ? undefined : choiceOption<Variant>(values.variant, 'variant', VARIANTS, USAGE);
+  const batch = integerOption(values.batch, 'batch', 4, USAGE, 1);
+  const threads = values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1);
+  const model = await resolveModelDir(values.model);
+  const { variant } = await loadModelConfig(model.dir, variantOverride);
+  const ocr = ocrJobOptionsOf(values, variant, USAGE);
+  const logger = commandLogger('warn');
+
+  const redis = await openQueueRedis({ privateWhenUnset: true });
+  const interrupted = new AbortController();
+  const removeSignalHandlers = onShutdownSignal(() => interrupted.abort());
+  let workers: OcrWorkers | undefined;
+  try {
+    workers = await startOcrWorkers({ model, variant, threads, storage, redisUrl: redis.url, batch, logger });
+    return await enqueueAndFollow({ inputs: positionals, enqueue: { ocr, storage }, redisUrl: redis.url, wait: true, signal: interrupted.signal });
+  } finally {
+    await workers?.close();
+    removeSignalHandlers();
+    await redis.close();
+  }
+}

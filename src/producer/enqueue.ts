@@ -1,0 +1,144 @@
+// From inputs to queued work (DESIGN.md "Data flow"): every input document is planned, its source
+// staged once, and one BullMQ flow added per document: the parent 'document <docId>' on
+// scriptorium:documents with one child per page (V3 parse-multi: per page group) on scriptorium:pages.
+// Job ids come from the docId, so enqueueing the same input again adds nothing.
+//
+// What happens to each input, as the summary reports it:
+// - enqueued: a new flow was added.
+// - already-done: results/<docId>/_DONE exists; nothing is staged or added.
+// - already-queued: its document job is still in Redis (waiting for pages, waiting or running).
+// - retried: its document job had failed (assembly, after all tries): that job is tried again.
+// - rejected: no usable document (unreadable, unsupported, damaged, encrypted, or left out while
+//   expanding the inputs). Rejected inputs have no docId, so nothing is written to storage for them;
+//   the summary lists each with its reason, and the CLI prints them.
+import { FlowProducer, Queue, type FlowJob } from 'bullmq';
+import type { RedisOptions } from 'ioredis';
+
+import type { DocumentKeys, OcrJobOptions } from '../jobs/job-types.js';
+import { documentJobId, documentJobName, pageJobId, pageJobName } from '../queue/job-ids.js';
+import { documentJobOptions, pageJobOptions, type PageJobLifecycle } from '../queue/job-options.js';
+import { DOCUMENTS, PAGES } from '../queue/queue-names.js';
+import type { Storage } from '../storage/storage.js';
+import { expandInputs, type ExpandInputsOptions } from './input-sources.js';
+import { planDocument, stageSource, type PlannedDocument } from './plan-document.js';
+
+export interface EnqueueOptions extends PageJobLifecycle {
+  /** The options that change the output; the same for every document. */
+  ocr: OcrJobOptions;
+  /** Where sources are staged and results are written. */
+  storage: Storage;
+  /** Options for a `client` connection (see redisOptions). */
+  connection: RedisOptions;
+  /** Archive limits and S3 settings for the inputs. Default: expandInputs's defaults. */
+  inputs?: Omit<ExpandInputsOptions, 'onSkip'>;
+  /** Told about each input as soon as it is settled. Default: none. */
+  onDocument?: (document: QueuedDocument | RejectedInput) => void;
+  /** Stops after the document in hand: the summary then covers the inputs settled so far. */
+  signal?: AbortSignal;
+}
+
+export type QueuedState = 'enqueued' | 'already-done' | 'already-queued' | 'retried';
+
+export interface QueuedDocument {
+  state: QueuedState;
+  uri: string;
+  docId: string;
+  pages: number;
+  /** Its staged source and its results folder. */
+  keys: DocumentKeys;
+}
+
+export interface RejectedInput {
+  state: 'rejected';
+  uri: string;
+  reason: string;
+}
+
+export interface EnqueueSummary {
+  /** Documents whose flow was added now. */
+  documents: number;
+  /** Pages of those documents. */
+  pages: number;
+  /** Documents finished by an earlier run (their _DONE marker exists). */
+  skippedDone: number;
+  /** Documents whose jobs were already in Redis (still queued, or retried after a failed assembly). */
+  alreadyQueued: number;
+  rejected: RejectedInput[];
+  /** Every input document that has a docId, in input order, with what happened to it. */
+  queued: QueuedDocument[];
+}
+
+export async function enqueueDocuments(inputs: readonly string[], options: EnqueueOptions): Promise<EnqueueSummary> {
+  const summary: EnqueueSummary = { documents: 0, pages: 0, skippedDone: 0, alreadyQueued: 0, rejected: [], queued: [] };
+  const reject = (uri: string, reason: string) => {
+    const rejected: RejectedInput = { state: 'rejected', uri, reason };
+    summary.rejected.push(rejected);
+    options.onDocument?.(rejected);
+  };
+  const flows = new FlowProducer({ connection: options.connection, prefix: DOCUMENTS.prefix });
+  const documents = new Queue(DOCUMENTS.name, { connection: options.connection, prefix: DOCUMENTS.prefix });
+  try {
+    for await (const input of expandInputs(inputs, { ...options.inputs, onSkip: reject })) {
+      if (options.signal?.aborted) break;
+      const plan = await planDocument(input, options.ocr, { storage: options.storage });
+      if (plan.status === 'rejected') {
+        reject(plan.uri, plan.reason);
+        continue;
+      }
+      const state = await enqueuePlanned(plan, options, flows, documents);
+      const queued: QueuedDocument = { state, uri: input.uri, docId: plan.docId, pages: plan.documentJob.pageCount, keys: plan.keys };
+      summary.queued.push(queued);
+      if (state === 'enqueued') {
+        summary.documents++;
+        summary.pages += queued.pages;
+      } else if (state === 'already-done') {
+        summary.skippedDone++;
+      } else {
+        summary.alreadyQueued++;
+      }
+      options.onDocument?.(queued);
+    }
+  } finally {
+    await Promise.all([flows.close(), documents.close()]);
+  }
+  return summary;
+}
+
+async function enqueuePlanned(plan: PlannedDocument, options: EnqueueOptions, flows: FlowProducer, documents: Queue): Promise<QueuedState> {
+  if (plan.alreadyDone) return 'already-done';
+  const existing = await documents.getJob(documentJobId(plan.docId));
+  if (existing !== undefined) {
+    const state = await existing.getState();
+    if (state === 'failed') {
+      await existing.retry('failed');
+      return 'retried';
+    }
+    if (state !== 'completed') return 'already-queued';
+    // Completed, yet planDocument found no _DONE marker: its results were deleted since. BullMQ would
+    // ignore a flow with the same ids, so the old jobs go first and the document is read again.
+    await existing.remove({ removeChildren: true });
+  }
+  await stageSource(plan, options.storage);
+  await flows.add(documentFlow(plan, options));
+  return 'enqueued';
+}
+
+/**
+ * The document's flow: the parent job on the documents queue, one child per page job on the pages
+ * queue. Adding it again while its jobs exist adds nothing: BullMQ keeps the jobs it holds by id.
+ */
+export function documentFlow(plan: PlannedDocument, lifecycle: PageJobLifecycle = {}): FlowJob {
+  const { docId, documentJob, pageJobs } = plan;
+  return {
+    name: documentJobName(docId),
+    queueName: DOCUMENTS.name,
+    data: documentJob,
+    opts: documentJobOptions(documentJobId(docId), lifecycle.priority),
+    children: pageJobs.map((data) => ({
+      name: pageJobName(docId, data.firstPage, data.lastPage),
+      queueName: PAGES.name,
+      data,
+      opts: pageJobOptions(pageJobId(docId, data.firstPage, data.lastPage), lifecycle),
+    })),
+  };
+}

@@ -1,0 +1,70 @@
+// Follows document jobs to their end through the documents queue's event stream. The watcher reads
+// the stream from the position it had when the watcher started, so a document that finishes while it
+// is still being enqueued is not missed. Only final outcomes appear there: BullMQ writes 'failed'
+// once a job has no tries left.
+import { QueueEvents } from 'bullmq';
+import { Redis, type RedisOptions } from 'ioredis';
+
+import { documentJobId } from './job-ids.js';
+import { DOCUMENTS, eventStreamKey } from './queue-names.js';
+
+export type DocumentSettlement<R> = { docId: string; status: 'completed'; returnvalue: R } | { docId: string; status: 'failed'; reason: string };
+
+export class DocumentWatcher<R> {
+  readonly #events: QueueEvents;
+  readonly #settled = new Map<string, DocumentSettlement<R>>();
+  readonly #listeners = new Set<() => void>();
+
+  private constructor(events: QueueEvents) {
+    this.#events = events;
+    events.on('completed', ({ jobId, returnvalue }) => this.#settle({ docId: jobId, status: 'completed', returnvalue: returnvalue as R }));
+    events.on('failed', ({ jobId, failedReason }) => this.#settle({ docId: jobId, status: 'failed', reason: failedReason }));
+  }
+
+  /** `connection`: options for a `worker` connection (see redisOptions), as its reads block. */
+  static async start<R>(connection: RedisOptions): Promise<DocumentWatcher<R>> {
+    const client = new Redis(connection);
+    let lastEventId: string;
+    try {
+      const [last] = await client.xrevrange(eventStreamKey(DOCUMENTS), '+', '-', 'COUNT', 1);
+      lastEventId = last?.[0] ?? '0-0';
+    } finally {
+      client.disconnect();
+    }
+    const events = new QueueEvents(DOCUMENTS.name, { connection, prefix: DOCUMENTS.prefix, lastEventId });
+    await events.waitUntilReady();
+    return new DocumentWatcher<R>(events);
+  }
+
+  /**
+   * Resolves with one settlement per docId, in docId order, once all have settled; `onSettled` hears
+   * of each as it happens. Waits as long as it takes: without a worker, nothing settles.
+   */
+  waitFor(docIds: readonly string[], onSettled?: (settlement: DocumentSettlement<R>) => void): Promise<DocumentSettlement<R>[]> {
+    const pending = new Set(docIds.map(documentJobId));
+    return new Promise((resolve) => {
+      const check = () => {
+        for (const jobId of pending) {
+          const settlement = this.#settled.get(jobId);
+          if (settlement === undefined) continue;
+          pending.delete(jobId);
+          onSettled?.(settlement);
+        }
+        if (pending.size > 0) return;
+        this.#listeners.delete(check);
+        resolve(docIds.map((docId) => this.#settled.get(documentJobId(docId)) as DocumentSettlement<R>));
+      };
+      this.#listeners.add(check);
+      check();
+    });
+  }
+
+  close(): Promise<void> {
+    return this.#events.close();
+  }
+
+  #settle(settlement: DocumentSettlement<R>): void {
+    this.#settled.set(settlement.docId, settlement);
+    for (const listener of [...this.#listeners]) listener();
+  }
+}

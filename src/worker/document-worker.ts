@@ -1,0 +1,69 @@
+// The BullMQ worker of the documents queue. BullMQ hands it a document's parent job only once every
+// page job has settled: completed children's return values and failed children's last reasons
+// (kept by the flow's ignoreDependencyOnFailure) become the page statuses the assembler writes
+// document.md, document.json and _DONE from.
+import { Worker, type Job } from 'bullmq';
+import type { RedisOptions } from 'ioredis';
+import type { Logger } from 'pino';
+
+import type { DocumentJobData } from '../jobs/job-types.js';
+import { pagesOfJobId } from '../queue/job-ids.js';
+import { jobIdOfKey, DOCUMENTS, PAGES } from '../queue/queue-names.js';
+import type { Storage } from '../storage/storage.js';
+import { assembleDocument, documentResultKeys, type PageStatus } from './document-assembler.js';
+import type { DonePageOutcome } from './page-worker.js';
+
+/** A document job's return value. */
+export interface DocumentOutcome {
+  docId: string;
+  /** results/<docId>/document.md */
+  markdown: string;
+  /** results/<docId>/document.json */
+  json: string;
+  pages: number;
+  failedPages: { page: number; reason: string }[];
+}
+
+export interface DocumentWorkerOptions {
+  storage: Storage;
+  /** Options for a `worker` connection (see redisOptions). */
+  connection: RedisOptions;
+  logger: Logger;
+  /** Documents assembled at once (storage reads and writes only). Default 4. */
+  concurrency?: number;
+}
+
+export function startDocumentWorker(options: DocumentWorkerOptions): Worker<DocumentJobData, DocumentOutcome> {
+  const { storage, connection, logger } = options;
+  const worker = new Worker<DocumentJobData, DocumentOutcome>(
+    DOCUMENTS.name,
+    async (job: Job<DocumentJobData>) => {
+      const document = await assembleDocument(job.data, await pageStatusesOf(job), storage);
+      const keys = documentResultKeys(job.data.keys);
+      const outcome: DocumentOutcome = {
+        docId: job.data.docId,
+        markdown: keys.markdown,
+        json: keys.json,
+        pages: job.data.pageCount,
+        failedPages: document.failedPages,
+      };
+      logger.info({ docId: outcome.docId, pages: outcome.pages, failedPages: outcome.failedPages.length }, 'document done');
+      return outcome;
+    },
+    { connection, prefix: DOCUMENTS.prefix, concurrency: options.concurrency ?? 4 },
+  );
+  worker.on('error', (error) => logger.error({ err: error }, 'document worker: queue error'));
+  return worker;
+}
+
+/** Done pages from the children's return values, failed pages from their ignored failures. */
+export async function pageStatusesOf(job: Job<DocumentJobData>): Promise<PageStatus[]> {
+  const [values, failures] = await Promise.all([job.getChildrenValues<DonePageOutcome>(), job.getIgnoredChildrenFailures()]);
+  const done = Object.values(values).flatMap((outcome) => outcome.pages.map(({ page, key }): PageStatus => ({ page, status: 'done', key })));
+  const failed = Object.entries(failures).flatMap(([key, reason]) => {
+    const pages = pagesOfJobId(jobIdOfKey(PAGES, key) ?? '');
+    if (pages === undefined) throw new Error(`document ${job.data.docId}: a failed child ${key} is not a page job of ${PAGES.prefix}:${PAGES.name}`);
+    return Array.from({ length: pages.lastPage - pages.firstPage + 1 }, (_, i): PageStatus => ({ page: pages.firstPage + i, status: 'failed', reason }));
+  });
+  return [...done, ...failed];
+}
