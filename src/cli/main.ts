@@ -26,8 +26,10 @@ Commands:
   scriptorium status [--failed N]                                     queue depths, workers, failed jobs
   scriptorium results DOCID [--storage URL] [--format md|json]        a finished document's results
   scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]   greedy text generation (streams)
+  scriptorium model download v1|v2|v3 --dir DIR [--revision REV]   the real checkpoint from the Hugging Face hub
   scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
-  scriptorium debug dump --model DIR --prompt TEXT [--steps N] [--force-ids FILE] --out FILE.safetensors
+  scriptorium debug dump --model DIR (--prompt TEXT | --image FILE...) [--task T] [--mode M] [--steps N]
+                         [--force-ids FILE] [--intermediates] --out FILE.safetensors
 
 Run a command with --help for its options.`;
 
