@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // The `scriptorium` command: dispatches to one module per command group.
+import { runDashboardCommand } from './dashboard-command.js';
 import { runDebugCommand } from './debug-command.js';
 import { runEnqueueCommand } from './enqueue-command.js';
 import { runGenerateCommand } from './generate-command.js';
@@ -24,6 +25,7 @@ Commands:
   scriptorium work [--model DIR] [--storage URL] [--batch N] [--concurrency N]
                                                                       a worker: reads queued pages until SIGTERM
   scriptorium status [--failed N]                                     queue depths, workers, failed jobs
+  scriptorium dashboard [--host H] [--port P]                         bull-board and /healthz for the queues
   scriptorium results DOCID [--storage URL] [--format md|json]        a finished document's results
   scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]   greedy text generation (streams)
   scriptorium model download v1|v2|v3 --dir DIR [--revision REV]   the real checkpoint from the Hugging Face hub
@@ -36,6 +38,8 @@ Run a command with --help for its options.`;
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    case 'dashboard':
+      return runDashboardCommand(rest);
     case 'ocr':
       return runOcrCommand(rest);
     case 'run':

@@ -1,0 +1,37 @@
+# The `scriptorium` command with its native engine, for workers, producers and the dashboard.
+#   docker build -t scriptorium .
+#   docker run --rm scriptorium ocr --help
+# Build stage: compiles the C++ addon (node-gyp, run by `npm ci` through the package's install
+# script) and the TypeScript. Runtime stage: only what runs, as a non-root user.
+
+FROM node:20-bookworm AS build
+# The addon's tool chain; node:20-bookworm ships it already, naming it keeps a base image change from
+# dropping it silently.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends g++ make python3 \
+ && rm -rf /var/lib/apt/lists/*
+# node-gyp compiles against the headers this image ships instead of downloading them.
+ENV npm_config_nodedir=/usr/local
+WORKDIR /src
+# Dependencies and the addon first, so that TypeScript edits do not rebuild them.
+COPY package.json package-lock.json binding.gyp ./
+COPY native/src native/src
+RUN npm ci --no-audit --no-fund
+# Only src/ is copied, so tsconfig.json's test/ and bench/ globs match nothing here.
+COPY tsconfig.json ./
+COPY src src
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /src/package.json ./
+COPY --from=build /src/node_modules node_modules
+COPY --from=build /src/build/Release/*.node build/Release/
+COPY --from=build /src/dist/src dist/src
+# Model checkpoints (`scriptorium model download v3 --dir /models/v3`); a named volume mounted here
+# inherits the node user's ownership.
+RUN mkdir /models && chown node:node /models
+USER node
+ENTRYPOINT ["node", "dist/src/cli/main.js"]
+CMD ["work"]

@@ -1,0 +1,208 @@
+// `scriptorium dashboard`: bull-board over the documents and pages queues (read-write, so failed
+// jobs can be retried from the browser) and GET /healthz, which says whether Redis answers PING.
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { ExpressAdapter } from '@bull-board/express';
+import { Queue } from 'bullmq';
+import express from 'express';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+
+import { DOCUMENTS_QUEUE, PAGES_QUEUE } from '../jobs/job-types.js';
+import { DOCUMENTS, PAGES, type QueueName } from '../queue/queue-names.js';
+import { checkRedisReachable, redactedRedisUrl, redisOptions, redisUrlFromEnv } from '../queue/redis.js';
+import { commandLogger } from './cli-logger.js';
+import { integerOption, parseCommandArgs, UsageError } from './usage.js';
+
+const USAGE = `Usage: scriptorium dashboard [--host H] [--port P]
+
+Serves the queue dashboard (bull-board) at http://H:P/ and GET /healthz: 200 {"redis":"ok"} while
+Redis answers PING, 503 otherwise. Jobs can be retried, promoted and removed from the page, and
+there is no login: keep --host on loopback unless an authenticating proxy stands in front.
+
+  --host H   address to listen on (default 127.0.0.1)
+  --port P   port to listen on (default $DASHBOARD_PORT, else 3000)
+
+Redis is $REDIS_URL (default redis://127.0.0.1:6379).`;
+
+const DEFAULT_HOST = '127.0.0.1';
+const DEFAULT_PORT = 3000;
+const MAX_PORT = 65_535;
+/** How long /healthz waits for PONG before answering 503. */
+const PING_TIMEOUT_MS = 1_000;
+
+export interface DashboardOptions {
+  /** Default: REDIS_URL, else redis://127.0.0.1:6379. */
+  redisUrl?: string;
+  host: string;
+  /** 0 picks a free port; `url` says which. */
+  port: number;
+  /** Default: commandLogger('info') (JSON lines on stderr). */
+  logger?: Logger;
+}
+
+export interface Dashboard {
+  /** http://host:port/ as bound. */
+  url: string;
+  /** Stops accepting requests, ends open ones and closes the Redis connections. */
+  close(): Promise<void>;
+}
+
+export async function runDashboardCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(args, { host: { type: 'string' }, port: { type: 'string' } }, USAGE);
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
+  const host = values.host ?? DEFAULT_HOST;
+  if (host === '') throw new UsageError('--host must not be empty', USAGE);
+  const port = portOption(values.port, process.env.DASHBOARD_PORT);
+
+  const logger = commandLogger('info');
+  const dashboard = await startDashboard({ host, port, logger });
+  const signal = await stopSignal();
+  logger.info({ signal }, 'stopping the dashboard');
+  await dashboard.close();
+  return 0;
+}
+
+export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
+  const redisUrl = options.redisUrl ?? redisUrlFromEnv();
+  const logger = options.logger ?? commandLogger('info');
+  await checkRedisReachable(redisUrl);
+
+  const health = await openHealthConnection(redisUrl, logger);
+  const queues = [openQueue(DOCUMENTS, redisUrl), openQueue(PAGES, redisUrl)];
+  // The health connection reports Redis outages; the queues' own errors would only repeat it.
+  for (const queue of queues) queue.on('error', () => undefined);
+
+  const board = new ExpressAdapter();
+  createBullBoard({
+    queues: [
+      new BullMQAdapter(queues[0], { displayName: DOCUMENTS_QUEUE }),
+      new BullMQAdapter(queues[1], { displayName: PAGES_QUEUE }),
+    ],
+    serverAdapter: board,
+  });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.get('/healthz', async (_request, response) => {
+    const redis = await ping(health);
+    response.status(redis === 'ok' ? 200 : 503).json({ redis });
+  });
+  app.use('/', board.getRouter());
+
+  let server: Server;
+  try {
+    server = await listen(app, options.host, options.port);
+  } catch (error) {
+    await closeConnections(queues, health);
+    throw error;
+  }
+  const url = serverUrl(server);
+  logger.info({ url, redis: redactedRedisUrl(redisUrl) }, `dashboard at ${url}`);
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    close() {
+      closing ??= (async () => {
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeAllConnections();
+        await stopped;
+        await closeConnections(queues, health);
+      })();
+      return closing;
+    },
+  };
+}
+
+/** --port, else DASHBOARD_PORT, else 3000; each checked to be a port number. */
+function portOption(flag: string | undefined, env: string | undefined): number {
+  if (flag !== undefined) return checkedPort(integerOption(flag, 'port', DEFAULT_PORT, USAGE), `--port ${flag}`);
+  if (env === undefined || env.trim() === '') return DEFAULT_PORT;
+  const port = Number(env);
+  if (!Number.isInteger(port) || port < 0) throw new UsageError(`DASHBOARD_PORT must be an integer port number (got "${env}")`, USAGE);
+  return checkedPort(port, `DASHBOARD_PORT=${env}`);
+}
+
+function checkedPort(port: number, source: string): number {
+  if (port > MAX_PORT) throw new UsageError(`${source}: a port is at most ${MAX_PORT}`, USAGE);
+  return port;
+}
+
+function openQueue(queue: QueueName, redisUrl: string): Queue {
+  return new Queue(queue.name, { connection: redisOptions(redisUrl, 'client'), prefix: queue.prefix });
+}
+
+/**
+ * A connection only for /healthz, resolved once ready: no offline queue and a command timeout, so that
+ * PING fails at once while Redis is away instead of waiting for a reconnect. It keeps reconnecting in
+ * the background and logs when Redis goes away and when it is back.
+ */
+async function openHealthConnection(redisUrl: string, logger: Logger): Promise<Redis> {
+  const client = new Redis({ ...redisOptions(redisUrl, 'client'), enableOfflineQueue: false, commandTimeout: PING_TIMEOUT_MS, lazyConnect: true });
+  let lost = false;
+  client.on('error', (error: Error) => {
+    if (lost) return;
+    lost = true;
+    logger.warn({ redis: redactedRedisUrl(redisUrl), err: error.message }, 'lost the connection to Redis; reconnecting');
+  });
+  client.on('ready', () => {
+    if (!lost) return;
+    lost = false;
+    logger.info({ redis: redactedRedisUrl(redisUrl) }, 'Redis is back');
+  });
+  try {
+    await client.connect();
+  } catch (error) {
+    client.disconnect();
+    throw new Error(`Redis at ${redactedRedisUrl(redisUrl)} went away while the dashboard started: ${(error as Error).message}`);
+  }
+  return client;
+}
+
+async function ping(client: Redis): Promise<'ok' | 'unreachable'> {
+  try {
+    await client.ping();
+    return 'ok';
+  } catch {
+    return 'unreachable';
+  }
+}
+
+async function closeConnections(queues: Queue[], health: Redis): Promise<void> {
+  health.disconnect();
+  await Promise.all(queues.map((queue) => queue.close()));
+}
+
+function listen(app: express.Express, host: string, port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host, (error?: Error) => {
+      if (error) reject(new Error(`cannot listen on ${host}:${port}: ${error.message}`));
+      else resolve(server);
+    });
+  });
+}
+
+function serverUrl(server: Server): string {
+  const { address, port } = server.address() as AddressInfo;
+  return `http://${address.includes(':') ? `[${address}]` : address}:${port}/`;
+}
+
+function stopSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve(signal);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
