@@ -9,8 +9,10 @@
 // - already-queued: its document job is still in Redis (waiting for pages, waiting or running).
 // - retried: its document job had failed (assembly, after all tries): that job is tried again.
 // - rejected: no usable document (unreadable, unsupported, damaged, encrypted, or left out while
-//   expanding the inputs). Rejected inputs have no docId, so nothing is written to storage for them;
-//   the summary lists each with its reason, and the CLI prints them.
+//   expanding the inputs). Rejected inputs have no docId: each reason is recorded in storage at
+//   rejected/<sha256 of the uri>.json, listed in the summary, and printed by the CLI.
+import { createHash } from 'node:crypto';
+
 import { FlowProducer, Queue, type FlowJob } from 'bullmq';
 import type { RedisOptions } from 'ioredis';
 
@@ -52,6 +54,11 @@ export interface RejectedInput {
   state: 'rejected';
   uri: string;
   reason: string;
+}
+
+/** Where a rejected input's reason is recorded: rejected/<sha256(uri), 32 hex>.json. */
+export function rejectedInputKey(uri: string): string {
+  return `rejected/${createHash('sha256').update(uri).digest('hex').slice(0, 32)}.json`;
 }
 
 export interface EnqueueSummary {
@@ -100,6 +107,11 @@ export async function enqueueDocuments(inputs: readonly string[], options: Enque
     }
   } finally {
     await Promise.all([flows.close(), documents.close()]);
+  }
+  // Rejected inputs have no docId; their reasons stay in storage beside the results.
+  for (const { uri, reason } of summary.rejected) {
+    const record = { uri, reason, rejectedAt: new Date().toISOString() };
+    await options.storage.put(rejectedInputKey(uri), Buffer.from(`${JSON.stringify(record, null, 2)}\n`), { contentType: 'application/json' });
   }
   return summary;
 }
