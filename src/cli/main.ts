@@ -8,6 +8,7 @@ import { runModelCommand } from './model-command.js';
 import { runOcrCommand } from './ocr-command.js';
 import { runResultsCommand } from './results-command.js';
 import { runRunCommand } from './run-command.js';
+import { runSamplesCommand } from './samples-command.js';
 import { runStatusCommand } from './status-command.js';
 import { UsageError } from './usage.js';
 import { runWorkCommand } from './work-command.js';
@@ -27,6 +28,7 @@ Commands:
   scriptorium status [--failed N]                                     queue depths, workers, failed jobs
   scriptorium dashboard [--host H] [--port P]                         bull-board and /healthz for the queues
   scriptorium results DOCID [--storage URL] [--format md|json]        a finished document's results
+  scriptorium samples --out DIR                                       a few mixed documents to try run on
   scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]   greedy text generation (streams)
   scriptorium model download v1|v2|v3 --dir DIR [--revision REV]   the real checkpoint from the Hugging Face hub
   scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
@@ -38,6 +40,8 @@ Run a command with --help for its options.`;
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    case 'samples':
+      return runSamplesCommand(rest);
     case 'dashboard':
       return runDashboardCommand(rest);
     case 'ocr':
