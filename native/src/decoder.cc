@@ -244,8 +244,10 @@ void Decoder::feed_forward(const Layer& layer, int64_t rows) {
   // Router in F32: softmax over experts, top-k by score (lower index first on ties), weights not
   // renormalised unless norm_topk_prob.
   matmul_f32(pool_, norm_.data(), layer.router.data(), router_logits_.data(), rows, E, H);
-  std::vector<std::vector<std::pair<int64_t, float>>> rows_of_expert(E);
-  std::vector<int64_t> order(E);
+  rows_of_expert_.resize(E);
+  for (auto& assigned : rows_of_expert_) assigned.clear();  // keeps capacity: no allocation once warm
+  std::vector<int64_t>& order = expert_order_;
+  order.resize(E);
   for (int64_t r = 0; r < rows; ++r) {
     float* scores = router_logits_.data() + r * E;
     kernels_.softmax(scores, E);
@@ -259,11 +261,11 @@ void Decoder::feed_forward(const Layer& layer, int64_t rows) {
       norm = 1.f / (sum + 1e-20f);
     }
     for (int64_t k = 0; k < dims_.top_k; ++k)
-      rows_of_expert[order[k]].emplace_back(r, scores[order[k]] * norm * dims_.routed_scaling);
+      rows_of_expert_[order[k]].emplace_back(r, scores[order[k]] * norm * dims_.routed_scaling);
   }
   // Each selected expert runs once over all rows routed to it.
   for (int64_t e = 0; e < E; ++e) {
-    const auto& assigned = rows_of_expert[e];
+    const auto& assigned = rows_of_expert_[e];
     if (assigned.empty()) continue;
     const int64_t m = static_cast<int64_t>(assigned.size());
     for (int64_t i = 0; i < m; ++i) std::copy_n(norm_.data() + assigned[i].first * H, H, expert_in_.data() + i * H);

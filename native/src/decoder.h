@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels.h"
@@ -107,6 +108,8 @@ class Decoder {
   std::vector<float> x_, norm_, q_, k_, v_, attn_, proj_, gate_, up_, router_logits_;
   std::vector<float> expert_in_, expert_out_, last_rows_;
   std::vector<int64_t> row_pos_, row_entry_;
+  std::vector<std::vector<std::pair<int64_t, float>>> rows_of_expert_;  // [n_routed] (row, weight)
+  std::vector<int64_t> expert_order_;                                   // [n_routed]
 };
 
 }  // namespace scriptorium
