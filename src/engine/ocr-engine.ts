@@ -53,10 +53,17 @@ export interface PageResult extends OcrPage {
 }
 
 export class OcrEngine {
+  /** The learned assembly vectors (§5.6), read once: image_newline is absent in V2. */
+  private readonly newline: Float32Array | undefined;
+  private readonly separator: Float32Array;
+
   private constructor(
     readonly model: NativeModel,
     readonly tokenizer: Tokenizer,
-  ) {}
+  ) {
+    this.newline = model.vision!.kind === 'deepencoderv2' ? undefined : model.specialVector('image_newline');
+    this.separator = model.specialVector('view_seperator');
+  }
 
   static async load(modelDir: string, options: { variant?: Variant; threads?: number } = {}): Promise<OcrEngine> {
     const [model, tokenizer] = await Promise.all([NativeModel.load(modelDir, options), Tokenizer.fromDir(modelDir)]);
@@ -156,16 +163,15 @@ export class OcrEngine {
       side: Math.round(Math.sqrt(views.tokensPerView)),
       width,
     });
-    const separator = this.model.specialVector('view_seperator');
     const tileCount = page.grid[0] * page.grid[1];
-    if (this.model.vision!.kind === 'deepencoderv2') {
-      return assembleDeepEncoderV2(features(global, 1), tiles && features(tiles, tileCount), separator);
+    if (!this.newline) {
+      return assembleDeepEncoderV2(features(global, 1), tiles && features(tiles, tileCount), this.separator);
     }
     return assembleDeepEncoder(
       features(global, 1),
       tiles && { features: features(tiles, tileCount), columns: page.grid[0], rows: page.grid[1] },
-      this.model.specialVector('image_newline'),
-      separator,
+      this.newline,
+      this.separator,
     );
   }
 
