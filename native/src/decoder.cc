@@ -136,7 +136,6 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits) {
   }
 
   const int64_t QW = dims_.heads * dims_.head_dim, KW = dims_.kv_heads * dims_.head_dim;
-  const int64_t ffn_width = std::max({dims_.intermediate, dims_.moe_intermediate, dims_.n_shared * dims_.moe_intermediate});
   grow(x_, rows * H);
   grow(norm_, rows * H);
   grow(proj_, rows * H);
@@ -144,11 +143,7 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits) {
   grow(attn_, rows * QW);
   grow(k_, rows * KW);
   grow(v_, rows * KW);
-  grow(gate_, rows * ffn_width);
-  grow(up_, rows * ffn_width);
   grow(router_logits_, rows * std::max<int64_t>(dims_.n_routed, 1));
-  grow(expert_in_, rows * H);
-  grow(expert_out_, rows * H);
   grow(last_rows_, static_cast<int64_t>(entries.size()) * H);
   row_pos_.resize(rows);
   row_entry_.resize(rows);
@@ -196,9 +191,10 @@ void Decoder::attention(int64_t l, std::vector<ForwardEntry>& entries, int64_t r
   const Layer& layer = layers_[l];
   const int64_t H = dims_.hidden, D = dims_.head_dim;
   const int64_t QW = dims_.heads * D, KW = dims_.kv_heads * D;
-  matmul_bf16(pool_, norm_.data(), layer.wq, q_.data(), rows, QW, H);
-  matmul_bf16(pool_, norm_.data(), layer.wk, k_.data(), rows, KW, H);
-  matmul_bf16(pool_, norm_.data(), layer.wv, v_.data(), rows, KW, H);
+  products_.assign({{norm_.data(), layer.wq, q_.data(), rows, QW, H},
+                    {norm_.data(), layer.wk, k_.data(), rows, KW, H},
+                    {norm_.data(), layer.wv, v_.data(), rows, KW, H}});
+  matmul_bf16_group(pool_, products_);
 
   // Rotate and store every new key before any query attends: within a call, later rows of the
   // same sequence are only visible to later queries through visible_slots().
@@ -226,19 +222,14 @@ void Decoder::attention(int64_t l, std::vector<ForwardEntry>& entries, int64_t r
   matmul_bf16(pool_, attn_.data(), layer.wo, proj_.data(), rows, H, QW);
 }
 
-void Decoder::mlp(const Expert& expert, int64_t width, const float* x, int64_t rows, float* out) {
-  const int64_t H = dims_.hidden;
-  matmul_bf16(pool_, x, expert.gate, gate_.data(), rows, width, H);
-  matmul_bf16(pool_, x, expert.up, up_.data(), rows, width, H);
-  kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), rows * width);
-  matmul_bf16(pool_, gate_.data(), expert.down, out, rows, H, width);
-}
-
 void Decoder::feed_forward(const Layer& layer, int64_t rows) {
   const int64_t H = dims_.hidden, E = dims_.n_routed;
+  tasks_.clear();
+  all_rows_.clear();
+  for (int64_t r = 0; r < rows; ++r) all_rows_.emplace_back(r, 1.f);
   if (!layer.moe) {
-    mlp(layer.dense, dims_.intermediate, norm_.data(), rows, proj_.data());
-    kernels_.axpy(x_.data(), 1.f, proj_.data(), rows * H);
+    tasks_.push_back({&layer.dense, dims_.intermediate, &all_rows_});
+    run_experts();
     return;
   }
   // Router in F32: softmax over experts, top-k by score (lower index first on ties), weights not
@@ -263,19 +254,63 @@ void Decoder::feed_forward(const Layer& layer, int64_t rows) {
     for (int64_t k = 0; k < dims_.top_k; ++k)
       rows_of_expert_[order[k]].emplace_back(r, scores[order[k]] * norm * dims_.routed_scaling);
   }
-  // Each selected expert runs once over all rows routed to it.
-  for (int64_t e = 0; e < E; ++e) {
-    const auto& assigned = rows_of_expert_[e];
-    if (assigned.empty()) continue;
-    const int64_t m = static_cast<int64_t>(assigned.size());
-    for (int64_t i = 0; i < m; ++i) std::copy_n(norm_.data() + assigned[i].first * H, H, expert_in_.data() + i * H);
-    mlp(layer.experts[e], dims_.moe_intermediate, expert_in_.data(), m, expert_out_.data());
-    for (int64_t i = 0; i < m; ++i)
-      kernels_.axpy(x_.data() + assigned[i].first * H, assigned[i].second, expert_out_.data() + i * H, H);
-  }
-  if (dims_.n_shared > 0) {
-    mlp(layer.shared, dims_.n_shared * dims_.moe_intermediate, norm_.data(), rows, proj_.data());
-    kernels_.axpy(x_.data(), 1.f, proj_.data(), rows * H);
+  // Routed experts in index order, then the shared ones: every row sums its experts in the same
+  // order whatever else is in the batch.
+  for (int64_t e = 0; e < E; ++e)
+    if (!rows_of_expert_[e].empty()) tasks_.push_back({&layer.experts[e], dims_.moe_intermediate, &rows_of_expert_[e]});
+  if (dims_.n_shared > 0) tasks_.push_back({&layer.shared, dims_.n_shared * dims_.moe_intermediate, &all_rows_});
+  run_experts();
+}
+
+// Runs tasks_ in waves of at most kWaveRows gathered rows (a larger task runs alone): per wave,
+// one dispatch for every task's gate and up products, one for every down product, so the
+// selected experts of a decode step stream through memory in two passes of the pool.
+void Decoder::run_experts() {
+  constexpr int64_t kWaveRows = 1024;
+  const int64_t H = dims_.hidden;
+  for (size_t first = 0; first < tasks_.size();) {
+    size_t end = first;
+    int64_t rows = 0, mid = 0;
+    while (end < tasks_.size()) {
+      const int64_t m = static_cast<int64_t>(tasks_[end].rows->size());
+      if (end > first && rows + m > kWaveRows) break;
+      rows += m;
+      mid += m * tasks_[end].width;
+      ++end;
+    }
+    grow(expert_in_, rows * H);
+    grow(expert_out_, rows * H);
+    grow(gate_, mid);
+    grow(up_, mid);
+    products_.clear();
+    int64_t row = 0, offset = 0;
+    for (size_t t = first; t < end; ++t) {
+      const ExpertTask& task = tasks_[t];
+      const int64_t m = static_cast<int64_t>(task.rows->size());
+      for (int64_t i = 0; i < m; ++i)
+        std::copy_n(norm_.data() + (*task.rows)[i].first * H, H, expert_in_.data() + (row + i) * H);
+      const float* x = expert_in_.data() + row * H;
+      products_.push_back({x, task.expert->gate, gate_.data() + offset, m, task.width, H});
+      products_.push_back({x, task.expert->up, up_.data() + offset, m, task.width, H});
+      row += m;
+      offset += m * task.width;
+    }
+    matmul_bf16_group(pool_, products_);
+    kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), mid);
+    products_.clear();
+    row = 0, offset = 0;
+    for (size_t t = first; t < end; ++t) {
+      const ExpertTask& task = tasks_[t];
+      const int64_t m = static_cast<int64_t>(task.rows->size());
+      products_.push_back({gate_.data() + offset, task.expert->down, expert_out_.data() + row * H, m, H, task.width});
+      row += m;
+      offset += m * task.width;
+    }
+    matmul_bf16_group(pool_, products_);
+    row = 0;
+    for (size_t t = first; t < end; ++t)
+      for (const auto& [r, weight] : *tasks_[t].rows) kernels_.axpy(x_.data() + r * H, weight, expert_out_.data() + row++ * H, H);
+    first = end;
   }
 }
 

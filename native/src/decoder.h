@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "ops.h"
 #include "safetensors.h"
 #include "thread_pool.h"
 
@@ -93,8 +94,14 @@ class Decoder {
   };
 
   void attention(int64_t layer, std::vector<ForwardEntry>& entries, int64_t rows);
+  // One MLP over some rows of norm_, each row's output added to x_ with its weight.
+  struct ExpertTask {
+    const Expert* expert;
+    int64_t width;
+    const std::vector<std::pair<int64_t, float>>* rows;  // (row, weight)
+  };
   void feed_forward(const Layer& layer, int64_t rows);
-  void mlp(const Expert& expert, int64_t width, const float* x, int64_t rows, float* out);
+  void run_experts();
 
   DecoderDims dims_;
   ThreadPool& pool_;
@@ -110,6 +117,9 @@ class Decoder {
   std::vector<int64_t> row_pos_, row_entry_;
   std::vector<std::vector<std::pair<int64_t, float>>> rows_of_expert_;  // [n_routed] (row, weight)
   std::vector<int64_t> expert_order_;                                   // [n_routed]
+  std::vector<std::pair<int64_t, float>> all_rows_;                     // every row, weight 1
+  std::vector<ExpertTask> tasks_;
+  std::vector<MatmulBf16> products_;
 };
 
 }  // namespace scriptorium

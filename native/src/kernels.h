@@ -41,6 +41,13 @@ struct KernelSet {
   void (*gemm_f32)(const float* X, int64_t ldx, const float* W, int64_t ldw, float* Y, int64_t ldy,
                    int64_t M, int64_t n0, int64_t n1, int64_t K);
 
+  // Y[m, n] = X[m, :] . B[:, n] for m in [0, M), n in [n0, n1): X[M, K] f32 (row stride ldx),
+  // B[K, N] f32 stored row by row (row stride ldb), Y row stride ldy. Overwrites Y. Each output
+  // sums k in order with one FMA per term, so it is bitwise independent of M, n0 and n1. For
+  // right operands laid out k-major: attention's P.V, and Q.K^T against transposed keys.
+  void (*gemm_nn_f32)(const float* X, int64_t ldx, const float* B, int64_t ldb, float* Y, int64_t ldy,
+                      int64_t M, int64_t n0, int64_t n1, int64_t K);
+
   // y[i] = x[i] * rsqrt(mean(x^2) + eps) * w[i]; x[n] f32, w[n] bf16, y[n] f32 (y may alias x).
   void (*rmsnorm)(const float* x, const bf16_t* w, float* y, int64_t n, float eps);
 

@@ -180,6 +180,63 @@ void gemm_f32(const float* X, int64_t ldx, const float* W, int64_t ldw, float* Y
   gemm(X, ldx, W, ldw, Y, ldy, M, n0, n1, K);
 }
 
+/* Y[MR, cols] = X[MR,K] @ B[K, cols], cols <= 8 * NR (the last vector holds `last` columns) */
+template <int MR, int NR>
+void nn_tile(const float* X, int64_t ldx, const float* B, int64_t ldb, float* Y, int64_t ldy, int64_t K,
+             int64_t last) {
+  __m256 acc[MR][NR];
+  #pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
+    #pragma GCC unroll 2
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m256 b[NR];
+    #pragma GCC unroll 2
+    for (int j = 0; j < NR; ++j)
+      b[j] = j + 1 < NR || last == 8 ? _mm256_loadu_ps(B + k * ldb + 8 * j) : load_tail(B + k * ldb + 8 * j, last);
+    #pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m256 x = _mm256_broadcast_ss(X + i * ldx + k);
+      #pragma GCC unroll 2
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_fmadd_ps(x, b[j], acc[i][j]);
+    }
+  }
+  #pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
+    #pragma GCC unroll 2
+    for (int j = 0; j < NR; ++j) {
+      if (j + 1 < NR || last == 8) {
+        _mm256_storeu_ps(Y + i * ldy + 8 * j, acc[i][j]);
+      } else {
+        store_tail(Y + i * ldy + 8 * j, last, acc[i][j]);
+      }
+    }
+}
+
+using NnTileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, int64_t);
+
+// kNnTiles[MR - 1][NR - 1]: up to 4 rows x 16 columns, 8 accumulators.
+constexpr NnTileFn kNnTiles[4][2] = {
+    {nn_tile<1, 1>, nn_tile<1, 2>},
+    {nn_tile<2, 1>, nn_tile<2, 2>},
+    {nn_tile<3, 1>, nn_tile<3, 2>},
+    {nn_tile<4, 1>, nn_tile<4, 2>},
+};
+
+/* Y[M, n0:n1] = X[M,K] @ B[K, n0:n1] */
+void gemm_nn_f32(const float* X, int64_t ldx, const float* B, int64_t ldb, float* Y, int64_t ldy,
+                 int64_t M, int64_t n0, int64_t n1, int64_t K) {
+  for (int64_t n = n0; n < n1; n += 16) {
+    const int64_t cols = min64(16, n1 - n);
+    const int64_t vectors = (cols + 7) / 8;
+    const int64_t last = cols - 8 * (vectors - 1);
+    for (int64_t r = 0; r < M; r += 4) {
+      const int64_t mr = min64(4, M - r);
+      kNnTiles[mr - 1][vectors - 1](X + r * ldx, ldx, B + n, ldb, Y + r * ldy + n, ldy, K, last);
+    }
+  }
+}
+
 /* a[n] . b[n] */
 inline float dot(const float* a, const float* b, int64_t n) {
   __m256 acc = _mm256_setzero_ps();
@@ -321,8 +378,8 @@ int64_t argmax(const float* x, int64_t n) {
 }  // namespace
 
 const KernelSet& kernels_avx2() {
-  static const KernelSet set = {"avx2", gemm_bf16, gemm_f32, rmsnorm,
-                                swiglu, softmax,   attention_head, axpy, argmax};
+  static const KernelSet set = {"avx2", gemm_bf16, gemm_f32,       gemm_nn_f32, rmsnorm,
+                                swiglu, softmax,   attention_head, axpy,        argmax};
   return set;
 }
 

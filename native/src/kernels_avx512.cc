@@ -161,6 +161,65 @@ void gemm_f32(const float* X, int64_t ldx, const float* W, int64_t ldw, float* Y
   gemm(X, ldx, W, ldw, Y, ldy, M, n0, n1, K);
 }
 
+/* Y[MR, cols] = X[MR,K] @ B[K, cols], cols <= 16 * NR (the last vector masked by m) */
+template <int MR, int NR>
+void nn_tile(const float* X, int64_t ldx, const float* B, int64_t ldb, float* Y, int64_t ldy, int64_t K,
+             __mmask16 m) {
+  __m512 acc[MR][NR];
+  #pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+    #pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m512 b[NR];
+    #pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j)
+      b[j] = j + 1 < NR ? _mm512_loadu_ps(B + k * ldb + 16 * j) : _mm512_maskz_loadu_ps(m, B + k * ldb + 16 * j);
+    #pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512 x = _mm512_set1_ps(X[i * ldx + k]);
+      #pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(x, b[j], acc[i][j]);
+    }
+  }
+  #pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+    #pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) {
+      if (j + 1 < NR) {
+        _mm512_storeu_ps(Y + i * ldy + 16 * j, acc[i][j]);
+      } else {
+        _mm512_mask_storeu_ps(Y + i * ldy + 16 * j, m, acc[i][j]);
+      }
+    }
+}
+
+using NnTileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, __mmask16);
+
+// kNnTiles[MR - 1][NR - 1]: up to 6 rows x 64 columns, 24 accumulators.
+constexpr NnTileFn kNnTiles[6][4] = {
+    {nn_tile<1, 1>, nn_tile<1, 2>, nn_tile<1, 3>, nn_tile<1, 4>},
+    {nn_tile<2, 1>, nn_tile<2, 2>, nn_tile<2, 3>, nn_tile<2, 4>},
+    {nn_tile<3, 1>, nn_tile<3, 2>, nn_tile<3, 3>, nn_tile<3, 4>},
+    {nn_tile<4, 1>, nn_tile<4, 2>, nn_tile<4, 3>, nn_tile<4, 4>},
+    {nn_tile<5, 1>, nn_tile<5, 2>, nn_tile<5, 3>, nn_tile<5, 4>},
+    {nn_tile<6, 1>, nn_tile<6, 2>, nn_tile<6, 3>, nn_tile<6, 4>},
+};
+
+/* Y[M, n0:n1] = X[M,K] @ B[K, n0:n1]: 6-row x 64-column tiles stream B's rows from L1/L2 */
+void gemm_nn_f32(const float* X, int64_t ldx, const float* B, int64_t ldb, float* Y, int64_t ldy,
+                 int64_t M, int64_t n0, int64_t n1, int64_t K) {
+  for (int64_t n = n0; n < n1; n += 64) {
+    const int64_t cols = min64(64, n1 - n);
+    const int64_t vectors = (cols + 15) / 16;
+    const __mmask16 m = tail_mask(cols - 16 * (vectors - 1));
+    for (int64_t r = 0; r < M; r += 6) {
+      const int64_t mr = min64(6, M - r);
+      kNnTiles[mr - 1][vectors - 1](X + r * ldx, ldx, B + n, ldb, Y + r * ldy + n, ldy, K, m);
+    }
+  }
+}
+
 /* a[n] . b[n] */
 inline float dot(const float* a, const float* b, int64_t n) {
   __m512 acc = _mm512_setzero_ps();
@@ -317,7 +376,7 @@ int64_t argmax(const float* x, int64_t n) {
 }  // namespace
 
 const KernelSet& kernels_avx512() {
-  static const KernelSet set = {"avx512", gemm_bf16, gemm_f32, rmsnorm,
+  static const KernelSet set = {"avx512", gemm_bf16, gemm_f32, gemm_nn_f32, rmsnorm,
                                 swiglu,   softmax,   attention_head, axpy, argmax};
   return set;
 }

@@ -24,6 +24,7 @@ inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 constexpr int64_t kXBlock = 384 << 10;  // bytes of split X rows (hi + lo) kept in L2 per block
 constexpr int64_t kMinRows = 16;        // decode batches up to this many rows read W once
+constexpr int64_t kStreamRows = 4;      // up to here the split rows stay in L1 beside one W row
 
 // Grow-only per-thread scratch, 64-byte aligned: no allocation once a thread has seen its largest
 // X block.
@@ -57,6 +58,30 @@ void split_row(const float* x, int64_t K, int64_t Kp, bf16_t* hi, bf16_t* lo) {
 
 inline __m512bh as_bh(__m512i v) { return reinterpret_cast<__m512bh>(v); }
 
+// Every output follows one summation order, whatever the tile or path: K is walked in 32-wide
+// steps s (the last one zero-padded); step s adds dp(hi_s, w_s) then dp(lo_s, w_s) into acc[s & 1];
+// y = reduce_add(acc[0] + acc[1]). Two chains per output hide the dot product's latency, and a
+// batched row stays bitwise equal to a one-row call.
+
+/* acc[i][j][P] += (H_i + L_i)[k:k+32] . W_j[k:k+32]; W rows j at W + j*K, masked by m */
+template <int MR, int NR, int P>
+inline void dp_step(__m512 (&acc)[MR][NR][2], const bf16_t* S, int64_t lds, const bf16_t* W,
+                    int64_t K, int64_t k, __mmask32 m) {
+  __m512bh w[NR];
+  #pragma GCC unroll 4
+  for (int j = 0; j < NR; ++j) w[j] = as_bh(_mm512_maskz_loadu_epi16(m, W + j * K + k));
+  #pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    const __m512bh h = as_bh(_mm512_load_si512(S + i * lds + k));
+    const __m512bh l = as_bh(_mm512_load_si512(S + i * lds + lds / 2 + k));
+    #pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) {
+      acc[i][j][P] = _mm512_dpbf16_ps(acc[i][j][P], h, w[j]);
+      acc[i][j][P] = _mm512_dpbf16_ps(acc[i][j][P], l, w[j]);
+    }
+  }
+}
+
 // Rows of the next W block that a tile prefetches in step with its k loop: row, row + stride, ...
 struct Ahead {
   const bf16_t* row;
@@ -64,84 +89,75 @@ struct Ahead {
   int64_t stride;
 };
 
-template <int MR, int NR>
-inline void dp_step(__m512 (&acc)[MR][NR], const __m512bh (&w)[NR], const bf16_t* S, int64_t lds,
-                    int64_t k) {
-  #pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-    const __m512bh h = as_bh(_mm512_load_si512(S + i * lds + k));
-    const __m512bh l = as_bh(_mm512_load_si512(S + i * lds + lds / 2 + k));
-    #pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) {
-      acc[i][j] = _mm512_dpbf16_ps(acc[i][j], h, w[j]);
-      acc[i][j] = _mm512_dpbf16_ps(acc[i][j], l, w[j]);
-    }
+inline void prefetch(const Ahead& ahead, int64_t k) {
+  for (int64_t r = 0; r < ahead.count; ++r) {
+    const char* line = reinterpret_cast<const char*>(ahead.row + r * ahead.stride + k);
+    _mm_prefetch(line, _MM_HINT_T0);
+    _mm_prefetch(line + 64, _MM_HINT_T0);
   }
+}
+
+inline __mmask32 step_mask(int64_t left) {
+  return left >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << left) - 1u);
 }
 
 /* Y[MR, NR] = (H + L)[MR,K] @ W[NR,K]^T; row i of H at S + i*lds, of L at S + i*lds + lds/2 */
 template <int MR, int NR>
 void tile(const bf16_t* S, int64_t lds, const bf16_t* W, int64_t K, float* Y, int64_t ldy,
           Ahead ahead) {
-  __m512 acc[MR][NR];
+  __m512 acc[MR][NR][2];
   #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
-    #pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+    #pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) acc[i][j][0] = acc[i][j][1] = _mm512_setzero_ps();
+  const __mmask32 all = ~__mmask32{0};
   int64_t k = 0;
-  for (; k + 32 <= K; k += 32) {
-    for (int64_t r = 0; r < ahead.count; ++r)
-      _mm_prefetch(reinterpret_cast<const char*>(ahead.row + r * ahead.stride + k), _MM_HINT_T0);
-    __m512bh w[NR];
-    #pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) w[j] = as_bh(_mm512_loadu_si512(W + j * K + k));
-    dp_step(acc, w, S, lds, k);
+  for (; k + 64 <= K; k += 64) {
+    prefetch(ahead, k);
+    dp_step<MR, NR, 0>(acc, S, lds, W, K, k, all);
+    dp_step<MR, NR, 1>(acc, S, lds, W, K, k + 32, all);
   }
-  if (k < K) {
-    const __mmask32 m = static_cast<__mmask32>((1u << (K - k)) - 1u);
-    __m512bh w[NR];
-    #pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) w[j] = as_bh(_mm512_maskz_loadu_epi16(m, W + j * K + k));
-    dp_step(acc, w, S, lds, k);
-  }
+  if (k < K) dp_step<MR, NR, 0>(acc, S, lds, W, K, k, step_mask(K - k));
+  if (k + 32 < K) dp_step<MR, NR, 1>(acc, S, lds, W, K, k + 32, step_mask(K - k - 32));
   #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
-    #pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) Y[i * ldy + j] = _mm512_reduce_add_ps(acc[i][j]);
+    #pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) Y[i * ldy + j] = _mm512_reduce_add_ps(_mm512_add_ps(acc[i][j][0], acc[i][j][1]));
 }
 
 using TileFn = void (*)(const bf16_t*, int64_t, const bf16_t*, int64_t, float*, int64_t, Ahead);
 
-// kTiles[MR - 1][NR - 1]. NR > 4 only for MR <= 2, where 4 columns give too few dot chains.
-constexpr TileFn kTiles[4][8] = {
-    {tile<1, 1>, tile<1, 2>, tile<1, 3>, tile<1, 4>, tile<1, 5>, tile<1, 6>, tile<1, 7>,
-     tile<1, 8>},
-    {tile<2, 1>, tile<2, 2>, tile<2, 3>, tile<2, 4>, tile<2, 5>, tile<2, 6>, tile<2, 7>,
-     tile<2, 8>},
+// kTiles[MR - 1][NR - 1]. A 3x4 tile holds 24 accumulators, 4 W and 2 X vectors in registers.
+constexpr TileFn kTiles[4][4] = {
+    {tile<1, 1>, tile<1, 2>, tile<1, 3>, tile<1, 4>},
+    {tile<2, 1>, tile<2, 2>, tile<2, 3>, tile<2, 4>},
     {tile<3, 1>, tile<3, 2>, tile<3, 3>, tile<3, 4>},
-    {tile<4, 1>, tile<4, 2>, tile<4, 3>, tile<4, 4>},
+    {tile<4, 1>, nullptr, nullptr, nullptr},
 };
 
-/* Y[M, n0:n1] = X[M,K] @ W[n0:n1,K]^T. Each X block (mc rows) is split into scratch once; W is
-   then walked in blocks of nb rows, each reused from L1 by every 4-row tile while those tiles
-   prefetch the next W block. */
+/* Y[M, n0:n1] = X[M,K] @ W[n0:n1,K]^T. Each X block (mc rows) is split into scratch once.
+   Up to kStreamRows rows (decode), W is read one row at a time, front to back: one sequential
+   stream per thread keeps DRAM busiest, and the row serves every X row from L1. More rows are
+   compute bound: 3x4 tiles, each W block reused from L1 by every X row of the block while the
+   tiles prefetch the next block between them. */
 void gemm_bf16(const float* X, int64_t ldx, const bf16_t* W, float* Y, int64_t ldy, int64_t M,
                int64_t n0, int64_t n1, int64_t K) {
   const int64_t kp = (K + 31) / 32 * 32;
   const int64_t lds = 2 * kp;
   const int64_t mc = min64(M, max64(kMinRows, kXBlock / (lds * 2)));
   bf16_t* S = scratch(mc * lds);
-  const int64_t nb = M <= 2 ? 8 : 4;
+  const bool stream = M <= kStreamRows;
+  const int64_t nb = stream ? 1 : 4, mt = stream ? 4 : 3;
   for (int64_t mb = 0; mb < M; mb += mc) {
     const int64_t rows = min64(mc, M - mb);
-    const int64_t tiles = (rows + 3) / 4;
     for (int64_t i = 0; i < rows; ++i)
       split_row(X + (mb + i) * ldx, K, kp, S + i * lds, S + i * lds + kp);
+    const int64_t tiles = (rows + mt - 1) / mt;
     for (int64_t n = n0; n < n1; n += nb) {
       const int64_t nr = min64(nb, n1 - n);
-      const int64_t next = min64(nb, max64(0, n1 - n - nb));
-      for (int64_t m = 0, t = 0; m < rows; m += 4, ++t) {
-        const int64_t mr = min64(4, rows - m);
+      const int64_t next = stream ? 0 : min64(nb, max64(0, n1 - n - nb));
+      for (int64_t m = 0, t = 0; m < rows; m += mt, ++t) {
+        const int64_t mr = min64(mt, rows - m);
         Ahead ahead{nullptr, 0, 0};
         if (t < next) ahead = {W + (n + nb + t) * K, (next - t + tiles - 1) / tiles, tiles * K};
         kTiles[mr - 1][nr - 1](S + m * lds, lds, W + n * K, K, Y + (mb + m) * ldy + n, ldy, ahead);

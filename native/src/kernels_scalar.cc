@@ -114,6 +114,17 @@ void attention_head(const float* q, const float* K, const float* V, int64_t ld, 
   }
 }
 
+/* Y[M, n0:n1] = X[M,K] @ B[K, n0:n1] */
+void gemm_nn_f32(const float* X, int64_t ldx, const float* B, int64_t ldb, float* Y, int64_t ldy,
+                 int64_t M, int64_t n0, int64_t n1, int64_t K) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = n0; n < n1; ++n) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < K; ++k) acc = std::fma(X[m * ldx + k], B[k * ldb + n], acc);
+      Y[m * ldy + n] = acc;
+    }
+}
+
 /* y[n] += a * x[n] */
 void axpy(float* y, float a, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
@@ -129,8 +140,8 @@ int64_t argmax(const float* x, int64_t n) {
 }  // namespace
 
 const KernelSet& kernels_scalar() {
-  static const KernelSet set = {"scalar", gemm_bf16, gemm_f32, rmsnorm,
-                                swiglu,   softmax,   attention_head, axpy, argmax};
+  static const KernelSet set = {"scalar", gemm_bf16, gemm_f32,       gemm_nn_f32, rmsnorm,
+                                swiglu,   softmax,   attention_head, axpy,        argmax};
   return set;
 }
 

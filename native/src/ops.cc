@@ -2,6 +2,8 @@
 // thread streams its own columns of W once (the kernels block over M and N for cache reuse).
 #include "ops.h"
 
+#include <algorithm>
+
 namespace scriptorium {
 
 namespace {
@@ -37,6 +39,26 @@ void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, in
   const auto gemm = active_kernels().gemm_bf16;
   pool.parallel_for(N, column_grain(pool, M, N), [&a, gemm](int64_t n0, int64_t n1) {
     gemm(a.X, a.K, a.W, a.Y, a.N, a.M, n0, n1, a.K);
+  });
+}
+
+void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group) {
+  int64_t columns = 0, max_m = 0;
+  for (const MatmulBf16& p : group) {
+    columns += p.N;
+    max_m = std::max(max_m, p.M);
+  }
+  const auto gemm = active_kernels().gemm_bf16;
+  const std::vector<MatmulBf16>* g = &group;
+  // Chunk [c0, c1) of the concatenated columns: each product it overlaps gets its share.
+  pool.parallel_for(columns, column_grain(pool, max_m, columns), [g, gemm](int64_t c0, int64_t c1) {
+    int64_t first = 0;
+    for (const MatmulBf16& p : *g) {
+      const int64_t n0 = std::max<int64_t>(c0 - first, 0), n1 = std::min(c1 - first, p.N);
+      if (n0 < n1) gemm(p.X, p.K, p.W, p.Y, p.N, p.M, n0, n1, p.K);
+      first += p.N;
+      if (first >= c1) return;
+    }
   });
 }
 

@@ -1,6 +1,7 @@
 // Threaded drivers over the active KernelSet: each splits its work across the ThreadPool.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "kernels.h"
 #include "thread_pool.h"
@@ -11,6 +12,19 @@ namespace scriptorium {
 // Split over N in chunks sized so each thread streams its share of W once for all M rows.
 void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, int64_t M, int64_t N,
                  int64_t K);
+
+// One product of a group: Y[M, N] = X[M, K] @ W[N, K]^T, row strides K (X, W) and N (Y).
+struct MatmulBf16 {
+  const float* X;
+  const bf16_t* W;
+  float* Y;
+  int64_t M, N, K;
+};
+
+// Runs every product of the group in one dispatch over their concatenated columns, so a layer's
+// small products (q/k/v, the selected experts) share one wake-up of the pool. Each Y element is
+// bitwise what matmul_bf16 gives.
+void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group);
 
 // Same with F32 weights W[N, K].
 void matmul_f32(ThreadPool& pool, const float* X, const float* W, float* Y, int64_t M, int64_t N,

@@ -10,7 +10,7 @@ namespace scriptorium {
 
 namespace {
 
-constexpr int64_t kRowsPerTask = 8;        // attention query rows scored together (one K pass)
+constexpr int64_t kRowsPerTask = 24;       // attention query rows scored together (one K pass)
 constexpr int64_t kIm2colFloats = 1 << 22;  // im2col chunk: 16 MiB of F32
 
 /* Rows of `width` floats per parallel_for grain: about 16K floats of work per chunk */
@@ -260,14 +260,15 @@ void attention(ThreadPool& pool, const AttentionTensors& t, const AttentionShape
   const int64_t D = s.head_dim, T = s.keys, KVH = s.kv_heads, group = s.heads / s.kv_heads;
   const KernelSet& kernels = active_kernels();
 
-  // V^T per sequence and kv head, [batch*KVH, D, keys], so P.V is one gemm per row block.
-  std::vector<float> vt(s.batch * KVH * D * T);
+  // K^T per sequence and kv head, [batch*KVH, D, keys]: scores and P.V are then both k-major
+  // products (gemm_nn_f32), with no horizontal sum per score.
+  std::vector<float> kt(s.batch * KVH * D * T);
   pool.parallel_for(s.batch * KVH, 1, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
-      const float* v = t.v + (i / KVH) * T * t.ldv + (i % KVH) * D;
-      float* dst = vt.data() + i * D * T;
+      const float* k = t.k + (i / KVH) * T * t.ldk + (i % KVH) * D;
+      float* dst = kt.data() + i * D * T;
       for (int64_t r = 0; r < T; ++r)
-        for (int64_t d = 0; d < D; ++d) dst[d * T + r] = v[r * t.ldv + d];
+        for (int64_t d = 0; d < D; ++d) dst[d * T + r] = k[r * t.ldk + d];
     }
   });
 
@@ -284,7 +285,7 @@ void attention(ThreadPool& pool, const AttentionTensors& t, const AttentionShape
         widest = std::max(widest, visible[r]);
       }
       const float* q = t.q + (b * s.queries + t0) * t.ldq + h * D;
-      kernels.gemm_f32(q, t.ldq, t.k + b * T * t.ldk + g * D, t.ldk, scores.data(), T, rows, 0, widest, D);
+      kernels.gemm_nn_f32(q, t.ldq, kt.data() + (b * KVH + g) * D * T, T, scores.data(), T, rows, 0, widest, D);
       for (int64_t r = 0; r < rows; ++r) {
         float* row = scores.data() + r * T;
         for (int64_t j = 0; j < widest; ++j) row[j] *= s.scale;
@@ -292,8 +293,8 @@ void attention(ThreadPool& pool, const AttentionTensors& t, const AttentionShape
         kernels.softmax(row, visible[r]);
         std::fill(row + visible[r], row + widest, 0.0f);
       }
-      kernels.gemm_f32(scores.data(), T, vt.data() + (b * KVH + g) * D * T, T, t.out + (b * s.queries + t0) * t.ldo + h * D,
-                       t.ldo, rows, 0, D, widest);
+      kernels.gemm_nn_f32(scores.data(), T, t.v + b * T * t.ldv + g * D, t.ldv, t.out + (b * s.queries + t0) * t.ldo + h * D,
+                          t.ldo, rows, 0, D, widest);
     }
   });
 }

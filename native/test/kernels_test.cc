@@ -77,12 +77,13 @@ struct GemmCase {
   int64_t M, N, K, ldx, ldw;
   std::vector<float> X, Wf;    // X[M, ldx]; Wf[N, ldw] f32 weights (bf16-representable)
   std::vector<bf16_t> Wb;      // Wb[N, K]
+  std::vector<float> Bt;       // Bt[K, N + 2]: Wf transposed (the right operand of gemm_nn_f32)
   std::vector<double> ref, mag;  // ref[M, N] and sum |x w| (identical for Wf and Wb)
 };
 
 // X spans magnitudes 2^-8..2^8 so the bf16 split is exercised across exponents.
 GemmCase make_case(int64_t M, int64_t N, int64_t K) {
-  GemmCase c{M, N, K, K + 3, K + 1, {}, {}, {}, {}, {}};
+  GemmCase c{M, N, K, K + 3, K + 1, {}, {}, {}, {}, {}, {}};
   c.X.resize(M * c.ldx);
   for (float& x : c.X) x = std::ldexp(uniform(-1, 1), static_cast<int>(uniform(-8, 8)));
   c.Wb.resize(N * K);
@@ -92,6 +93,9 @@ GemmCase make_case(int64_t M, int64_t N, int64_t K) {
       c.Wb[n * K + k] = f32_to_bf16(uniform(-1, 1));
       c.Wf[n * c.ldw + k] = bf16_to_f32(c.Wb[n * K + k]);
     }
+  c.Bt.assign(K * (N + 2), 0.0f);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) c.Bt[k * (N + 2) + n] = c.Wf[n * c.ldw + k];
   c.ref.resize(M * N);
   c.mag.resize(M * N);
   for (int64_t m = 0; m < M; ++m)
@@ -165,6 +169,15 @@ void test_gemm(const KernelSet& ks) {
   });
 }
 
+void test_gemm_nn(const KernelSet& ks) {
+  run(std::string(ks.name) + "/gemm_nn_f32", [&](std::string& note) {
+    return check_gemm("gemm_nn_f32", kDotTolF32, note,
+                      [&](const GemmCase& c, float* Y, int64_t ldy, int64_t n0, int64_t n1) {
+                        ks.gemm_nn_f32(c.X.data(), c.ldx, c.Bt.data(), c.N + 2, Y, ldy, c.M, n0, n1, c.K);
+                      });
+  });
+}
+
 // Row m of a batched call must be bitwise equal to a one-row call: decode and prefill agree.
 void test_row_invariance(const KernelSet& ks) {
   run(std::string(ks.name) + "/gemm_row_invariance", [&](std::string& note) -> std::string {
@@ -173,19 +186,22 @@ void test_row_invariance(const KernelSet& ks) {
       const GemmCase& c = *std::find_if(cases.begin(), cases.end(), [&](const GemmCase& g) {
         return g.M == mnk[0] && g.N == mnk[1] && g.K == mnk[2];
       });
-      std::vector<float> all(c.M * c.N), one(c.N), all_f(c.M * c.N), one_f(c.N);
+      std::vector<float> all(c.M * c.N), one(c.N), all_f(c.M * c.N), one_f(c.N), all_nn(c.M * c.N), one_nn(c.N);
       ks.gemm_bf16(c.X.data(), c.ldx, c.Wb.data(), all.data(), c.N, c.M, 0, c.N, c.K);
       ks.gemm_f32(c.X.data(), c.ldx, c.Wf.data(), c.ldw, all_f.data(), c.N, c.M, 0, c.N, c.K);
+      ks.gemm_nn_f32(c.X.data(), c.ldx, c.Bt.data(), c.N + 2, all_nn.data(), c.N, c.M, 0, c.N, c.K);
       for (int64_t m = 0; m < c.M; ++m) {
         const float* x = c.X.data() + m * c.ldx;
         ks.gemm_bf16(x, c.ldx, c.Wb.data(), one.data(), c.N, 1, 0, c.N, c.K);
         ks.gemm_f32(x, c.ldx, c.Wf.data(), c.ldw, one_f.data(), c.N, 1, 0, c.N, c.K);
+        ks.gemm_nn_f32(x, c.ldx, c.Bt.data(), c.N + 2, one_nn.data(), c.N, 1, 0, c.N, c.K);
         if (!std::equal(one.begin(), one.end(), all.begin() + m * c.N) ||
-            !std::equal(one_f.begin(), one_f.end(), all_f.begin() + m * c.N))
+            !std::equal(one_f.begin(), one_f.end(), all_f.begin() + m * c.N) ||
+            !std::equal(one_nn.begin(), one_nn.end(), all_nn.begin() + m * c.N))
           return fmt("M=%g K=%g: row %g differs from a one-row call", c.M, c.K, m);
       }
     }
-    note = "gemm_bf16 and gemm_f32, bitwise";
+    note = "gemm_bf16, gemm_f32 and gemm_nn_f32, bitwise";
     return "";
   });
 }
@@ -533,6 +549,7 @@ int main() {
       continue;
     }
     test_gemm(*ks);
+    test_gemm_nn(*ks);
     test_row_invariance(*ks);
     test_rmsnorm(*ks);
     test_swiglu(*ks);
