@@ -60,7 +60,10 @@ int64_t KvCache::visible_slots(int64_t pos) const {
 
 void KvCache::reserve_rows(int64_t rows) {
   if (rows <= capacity_rows_) return;
-  int64_t target = std::max<int64_t>({rows, capacity_rows_ * 2, 64});
+  // Room for the next kGrowthRows tokens beyond the request, and at least half again the current
+  // size: a long prefill is not followed by a full copy of its cache on the first decode step.
+  constexpr int64_t kGrowthRows = 256;
+  int64_t target = std::max(rows + kGrowthRows, capacity_rows_ + capacity_rows_ / 2);
   int64_t limit = dims_.max_positions;
   if (dims_.sliding_window > 0 && prefix_ >= 0) limit = std::min(limit, prefix_ + dims_.sliding_window);
   target = std::max(rows, std::min(target, limit));

@@ -237,6 +237,36 @@ void gemm_nn_f32(const float* X, int64_t ldx, const float* B, int64_t ldb, float
   }
 }
 
+/* 1 + erf(v / sqrt 2) for 8 lanes: erfc(|z|) ~ poly(t) exp(-z^2), t = 1 / (1 + p|z|) (Abramowitz-Stegun
+   7.1.26, |error| < 1.5e-7), then 2 - erfc for v >= 0 */
+inline __m256 one_plus_erf8(__m256 v) {
+  const __m256 abs = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+  const __m256 z = _mm256_mul_ps(abs, _mm256_set1_ps(0.70710678118654752f));
+  const __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(z, _mm256_set1_ps(0.3275911f), _mm256_set1_ps(1.0f)));
+  __m256 p = _mm256_set1_ps(1.061405429f);
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
+  const __m256 erfc = _mm256_mul_ps(_mm256_mul_ps(p, t), exp8(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(z, z))));
+  const __m256 positive = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ);
+  return _mm256_blendv_ps(erfc, _mm256_sub_ps(_mm256_set1_ps(2.0f), erfc), positive);
+}
+
+/* x[n] = 0.5 x (1 + erf(x / sqrt 2)) */
+void gelu_erf(float* x, int64_t n) {
+  const __m256 half = _mm256_set1_ps(0.5f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_mul_ps(half, v), one_plus_erf8(v)));
+  }
+  if (i < n) {
+    const __m256 v = load_tail(x + i, n - i);
+    store_tail(x + i, n - i, _mm256_mul_ps(_mm256_mul_ps(half, v), one_plus_erf8(v)));
+  }
+}
+
 /* a[n] . b[n] */
 inline float dot(const float* a, const float* b, int64_t n) {
   __m256 acc = _mm256_setzero_ps();
@@ -379,7 +409,7 @@ int64_t argmax(const float* x, int64_t n) {
 
 const KernelSet& kernels_avx2() {
   static const KernelSet set = {"avx2", gemm_bf16, gemm_f32,       gemm_nn_f32, rmsnorm,
-                                swiglu, softmax,   attention_head, axpy,        argmax};
+                                swiglu, softmax,   attention_head, gelu_erf, axpy,        argmax};
   return set;
 }
 

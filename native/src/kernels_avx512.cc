@@ -220,6 +220,36 @@ void gemm_nn_f32(const float* X, int64_t ldx, const float* B, int64_t ldb, float
   }
 }
 
+/* 1 + erf(v / sqrt 2) for 16 lanes: erfc(|z|) ~ poly(t) exp(-z^2), t = 1 / (1 + p|z|) (Abramowitz-Stegun
+   7.1.26, |error| < 1.5e-7), then 2 - erfc for v >= 0 */
+inline __m512 one_plus_erf16(__m512 v) {
+  const __m512 z = _mm512_mul_ps(_mm512_abs_ps(v), _mm512_set1_ps(0.70710678118654752f));
+  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(z, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
+  __m512 p = _mm512_set1_ps(1.061405429f);
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+  const __m512 erfc = _mm512_mul_ps(_mm512_mul_ps(p, t), exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(z, z))));
+  const __mmask16 positive = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ);
+  return _mm512_mask_sub_ps(erfc, positive, _mm512_set1_ps(2.0f), erfc);
+}
+
+/* x[n] = 0.5 x (1 + erf(x / sqrt 2)) */
+void gelu_erf(float* x, int64_t n) {
+  const __m512 half = _mm512_set1_ps(0.5f);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_mul_ps(half, v), one_plus_erf16(v)));
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_mul_ps(half, v), one_plus_erf16(v)));
+  }
+}
+
 /* a[n] . b[n] */
 inline float dot(const float* a, const float* b, int64_t n) {
   __m512 acc = _mm512_setzero_ps();
@@ -377,7 +407,7 @@ int64_t argmax(const float* x, int64_t n) {
 
 const KernelSet& kernels_avx512() {
   static const KernelSet set = {"avx512", gemm_bf16, gemm_f32, gemm_nn_f32, rmsnorm,
-                                swiglu,   softmax,   attention_head, axpy, argmax};
+                                swiglu,   softmax,   attention_head, gelu_erf, axpy, argmax};
   return set;
 }
 

@@ -125,6 +125,11 @@ void gemm_nn_f32(const float* X, int64_t ldx, const float* B, int64_t ldb, float
     }
 }
 
+/* x[n] = 0.5 x (1 + erf(x / sqrt 2)) */
+void gelu_erf(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+}
+
 /* y[n] += a * x[n] */
 void axpy(float* y, float a, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
@@ -141,7 +146,7 @@ int64_t argmax(const float* x, int64_t n) {
 
 const KernelSet& kernels_scalar() {
   static const KernelSet set = {"scalar", gemm_bf16, gemm_f32,       gemm_nn_f32, rmsnorm,
-                                swiglu,   softmax,   attention_head, axpy,        argmax};
+                                swiglu,   softmax,   attention_head, gelu_erf,    axpy,   argmax};
   return set;
 }
 

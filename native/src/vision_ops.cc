@@ -191,9 +191,8 @@ void conv2d(ThreadPool& pool, const Conv2d& conv, const float* X, const ImageStr
 
 /* x[n] = x * (1 + erf(x / sqrt 2)) / 2 */
 void gelu_erf(ThreadPool& pool, float* x, int64_t n) {
-  pool.parallel_for(n, 4096, [x](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
-  });
+  const auto gelu = active_kernels().gelu_erf;
+  pool.parallel_for(n, 4096, [x, gelu](int64_t i0, int64_t i1) { gelu(x + i0, i1 - i0); });
 }
 
 /* x[n] = x * sigmoid(1.702 x) */

@@ -269,6 +269,24 @@ void test_swiglu(const KernelSet& ks) {
   });
 }
 
+void test_gelu_erf(const KernelSet& ks) {
+  run(std::string(ks.name) + "/gelu_erf", [&](std::string& note) -> std::string {
+    double worst = 0;
+    for (int64_t n : kLens) {
+      std::vector<float> x = randoms(n, -8, 8);
+      const float extremes[] = {-1000.f, -30.f, -6.f, -0.f, 0.f, 1e-20f, 6.f, 30.f, 1000.f};
+      for (size_t i = 0; i < sizeof extremes / sizeof *extremes && i < size_t(n); ++i) x[i * 5 % n] = extremes[i];
+      std::vector<double> ref(n);
+      for (int64_t i = 0; i < n; ++i) ref[i] = 0.5 * x[i] * (1.0 + std::erf(double(x[i]) / std::sqrt(2.0)));
+      ks.gelu_erf(x.data(), n);
+      // Absolute below 1, relative above: 1 + erf is exact to about 2e-7.
+      if (std::string e = check_elems(x, ref, 1e-6, 1.0, worst); !e.empty()) return e;
+    }
+    note = fmt("max err %.2e (abs below 1, rel above)", worst);
+    return "";
+  });
+}
+
 std::vector<double> softmax_ref(const std::vector<float>& x) {
   double mx = -kInf, sum = 0;
   for (float v : x) mx = std::max<double>(mx, v);
@@ -553,6 +571,7 @@ int main() {
     test_row_invariance(*ks);
     test_rmsnorm(*ks);
     test_swiglu(*ks);
+    test_gelu_erf(*ks);
     test_softmax(*ks);
     test_attention(*ks);
     test_axpy(*ks);
