@@ -27,9 +27,16 @@ test('each option that changes the output changes the docId', () => {
     { ...OPTIONS, dpi: 200 },
     { ...OPTIONS, maxNewTokens: 8192 },
     { variant: 'v2', task: 'markdown', mode: 'gundam', dpi: 144 },
+    { variant: 'v2', task: 'markdown', mode: 'gundam', longestSide: 1024, maxNewTokens: 4096 },
+    { variant: 'v2', task: 'markdown', mode: 'gundam', longestSide: 1288, maxNewTokens: 4096 },
   ];
   const ids = new Set([OPTIONS, ...variations].map((options) => documentId(BYTES, options)));
   assert.equal(ids.size, variations.length + 1);
+});
+
+test('docIds of dpi options are the ones made before longestSide existed, so earlier results are still found', () => {
+  // sha256 of '{"dpi":144,"maxNewTokens":4096,"mode":"gundam","task":"markdown","variant":"v2"}' then the bytes.
+  assert.equal(documentId(BYTES, OPTIONS), 'f22de313b1951a75a9a1e6b809aa6dfe');
 });
 
 test('other bytes give another docId', () => {

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
+import { openSealedPdfPassword } from '../src/documents/document.js';
 import type { OcrJobOptions } from '../src/jobs/job-types.js';
 import { documentId } from '../src/producer/doc-id.js';
 import type { InputDocument } from '../src/producer/input-sources.js';
@@ -13,7 +14,7 @@ import { planDocument, stageSource, type PlannedDocument, type RejectedDocument 
 import { FileStorage } from '../src/storage/file-storage.js';
 import type { Storage } from '../src/storage/storage.js';
 import { zipArchive } from './support/make-archives.js';
-import { A4, LETTER, makeCorruptPdf, makePdf, makeText } from './support/make-documents.js';
+import { A4, LETTER, makeCorruptPdf, makeEncryptedPdf, makePdf, makeText } from './support/make-documents.js';
 
 const V2: OcrJobOptions = { variant: 'v2', task: 'markdown', mode: 'gundam', dpi: 144 };
 const V3_MULTI: OcrJobOptions = { variant: 'v3', task: 'parse-multi', mode: 'base', dpi: 144 };
@@ -73,6 +74,33 @@ test('a corrupt PDF is rejected with the reason it cannot be opened', async () =
   const plan = await rejected(makeCorruptPdf());
   assert.equal(plan.uri, '/in/bad');
   assert.match(plan.reason, /^corrupt PDF: /);
+});
+
+test('an encrypted PDF with its password is planned, and its page jobs carry the password sealed to its bytes', async () => {
+  const locked = makeEncryptedPdf('s3cret');
+  const plan = await planDocument(input('/in/locked.pdf', locked), V2, { storage }, 's3cret');
+  assert.equal(plan.status, 'planned', JSON.stringify(plan));
+  const { pageJobs, documentJob } = plan as PlannedDocument;
+  assert.equal(pageJobs.length, 1);
+  const sealed = pageJobs[0].pdfPassword;
+  assert.ok(sealed !== undefined, 'the page job has no password');
+  assert.equal(openSealedPdfPassword(sealed, locked), 's3cret');
+  assert.ok(!JSON.stringify({ documentJob, pageJobs }).includes('s3cret'), 'the job data holds the password in clear');
+});
+
+test('an encrypted PDF with a wrong password is rejected: the password is incorrect', async () => {
+  const plan = await planDocument(input('/in/locked.pdf', makeEncryptedPdf('s3cret')), V2, { storage }, 'guess');
+  assert.deepEqual(plan, { status: 'rejected', uri: '/in/locked.pdf', reason: 'encrypted PDF: the password is incorrect' });
+});
+
+test('an encrypted PDF without a password is rejected: a password is required', async () => {
+  assert.equal((await rejected(makeEncryptedPdf('s3cret'))).reason, 'encrypted PDF: a password is required');
+});
+
+test('documents that open without the password carry none, though one was given', async () => {
+  const plan = await planDocument(input('/in/doc.pdf', threePages), V2, { storage }, 's3cret');
+  assert.equal(plan.status, 'planned');
+  assert.ok((plan as PlannedDocument).pageJobs.every((job) => !('pdfPassword' in job)));
 });
 
 test('a text file is rejected as unsupported content', async () => {

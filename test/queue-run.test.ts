@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 
 import type { DocumentResultJson, OcrJobOptions, PageResultJson, Stage } from '../src/jobs/job-types.js';
 import { documentId } from '../src/producer/doc-id.js';
-import { LETTER, makeCorruptPdf, makePdf, makePng } from './support/make-documents.js';
+import { LETTER, makeCorruptPdf, makeEncryptedPdf, makePdf, makePng } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING } from './support/redis-server.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
@@ -34,16 +34,7 @@ describe('scriptorium run', { skip: REDIS_SERVER_MISSING }, () => {
   let pngId: string;
   let first: RunResult;
 
-  function run(inputs: string[], outDir: string): Promise<RunResult> {
-    const args = [MAIN, 'run', ...inputs, '--out', outDir, '--model', model, '--mode', 'tiny', '--dpi', '36', '--max-tokens', '8', '--threads', '2'];
-    const env = { ...process.env };
-    delete env.REDIS_URL; // the private redis-server
-    return new Promise((resolve) => {
-      execFile(process.execPath, args, { env, timeout: 120_000 }, (error, stdout, stderr) => {
-        resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
-      });
-    });
-  }
+  const run = (inputs: string[], outDir: string) => runScriptorium(inputs, outDir, model);
 
   before(async () => {
     root = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-queue-run-'));
@@ -114,6 +105,42 @@ describe('scriptorium run', { skip: REDIS_SERVER_MISSING }, () => {
     assert.match(result.stdout, /^1 document finished: 1 complete, 0 with failed pages, 0 failed$/m);
   });
 });
+
+describe('scriptorium run on an encrypted PDF', { skip: REDIS_SERVER_MISSING }, () => {
+  test('--password-env reads it; a wrong --password rejects it with the reason; the password is never printed', async () => {
+    const root = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-queue-run-locked-'));
+    try {
+      const locked = path.join(root, 'locked.pdf');
+      await writeFile(locked, makeEncryptedPdf('0pen sesame'));
+      const model = await tinyCheckpoint('v1');
+      const out = path.join(root, 'out');
+
+      const wrong = await runScriptorium([locked], out, model, { args: ['--password', 'open sesame'] });
+      assert.equal(wrong.code, 3, wrong.stdout + wrong.stderr);
+      assert.match(wrong.stdout, new RegExp(`^rejected +${escape(locked)}: encrypted PDF: the password is incorrect$`, 'm'));
+
+      const right = await runScriptorium([locked], out, model, { args: ['--password-env', 'LOCKED_PDF_KEY'], env: { LOCKED_PDF_KEY: '0pen sesame' } });
+      assert.equal(right.code, 0, right.stdout + right.stderr);
+      assert.match(right.stdout, new RegExp(`^done +${escape(locked)}  →  .+document\\.md$`, 'm'));
+
+      for (const output of [wrong.stdout, wrong.stderr, right.stdout, right.stderr]) assert.ok(!output.includes('sesame'), output);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
+/** `scriptorium run INPUTS --out OUT` on `model` with small pages in tiny mode, 8 tokens, and a private redis-server. */
+function runScriptorium(inputs: string[], out: string, model: string, extra: { args?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<RunResult> {
+  const args = [MAIN, 'run', ...inputs, '--out', out, '--model', model, '--mode', 'tiny', '--dpi', '36', '--max-tokens', '8', '--threads', '2', ...(extra.args ?? [])];
+  const env = { ...process.env, ...extra.env };
+  delete env.REDIS_URL; // the private redis-server
+  return new Promise((resolve) => {
+    execFile(process.execPath, args, { env, timeout: 120_000 }, (error, stdout, stderr) => {
+      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
+    });
+  });
+}
 
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

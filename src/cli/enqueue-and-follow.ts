@@ -1,10 +1,16 @@
 // Enqueue inputs, print a line per input as it is queued, and optionally follow the documents to
 // their end, printing where each one's results are: `scriptorium enqueue [--wait]` and `scriptorium run`.
+// On a terminal, a progress line (enqueue-progress.ts) goes with the lines.
+import { QueueEvents } from 'bullmq';
+
 import { enqueueDocuments, type EnqueueOptions, type EnqueueSummary } from '../producer/enqueue.js';
 import { DocumentWatcher, type DocumentSettlement } from '../queue/document-watcher.js';
+import { pagesOfJobId } from '../queue/job-ids.js';
+import { PAGES } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 import type { DocumentOutcome } from '../worker/document-worker.js';
 import { enqueueSummaryLine, exitStatusOf, queuedLine, settledLine, EXIT_ALL_DONE, EXIT_INTERRUPTED, EXIT_SOME_FAILED } from './document-report.js';
+import { EnqueueProgress, type ProgressTerminal } from './enqueue-progress.js';
 
 export interface EnqueueAndFollowOptions {
   inputs: readonly string[];
@@ -18,6 +24,8 @@ export interface EnqueueAndFollowOptions {
   signal?: AbortSignal;
   /** Where the lines go. Default: stdout. */
   write?: (line: string) => void;
+  /** Where progress is drawn (see progressTerminal). Default: nowhere. */
+  progress?: ProgressTerminal;
 }
 
 /**
@@ -27,27 +35,42 @@ export interface EnqueueAndFollowOptions {
 export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promise<number> {
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
   const { storage } = options.enqueue;
-  // Started first: it hears of documents that finish while later inputs are still being enqueued.
-  const watcher = options.wait ? await DocumentWatcher.start<DocumentOutcome>(redisOptions(options.redisUrl, 'worker')) : undefined;
+  const progress = options.progress === undefined ? undefined : new EnqueueProgress(options.progress, write);
+  let watcher: DocumentWatcher<DocumentOutcome> | undefined;
+  let pageEvents: QueueEvents | undefined;
   try {
+    if (options.wait) {
+      // Started first: it hears of documents that finish while later inputs are still being enqueued.
+      watcher = await DocumentWatcher.start<DocumentOutcome>(redisOptions(options.redisUrl, 'worker'));
+      if (progress !== undefined) pageEvents = await followPageJobs(options.redisUrl, (docId, pages) => progress.pagesFinished(docId, pages));
+    }
+    const print = (line: string) => (progress === undefined ? write(line) : progress.line(line));
+
     const summary = await enqueueDocuments(options.inputs, {
       ...options.enqueue,
       connection: redisOptions(options.redisUrl, 'client'),
       signal: options.signal,
-      onDocument: (document) => write(queuedLine(document, storage)),
+      onDocument: (document) => {
+        progress?.inputSettled(document);
+        print(queuedLine(document, storage));
+      },
     });
+    progress?.clear();
     write(enqueueSummaryLine(summary));
     if (watcher === undefined) return summary.rejected.length === 0 ? EXIT_ALL_DONE : EXIT_SOME_FAILED;
 
     const following = new Map(summary.queued.filter((document) => document.state !== 'already-done').map((document) => [document.docId, document]));
     await options.beforeWaiting?.(summary);
+    if (following.size > 0) progress?.waitFor([...following.values()]);
     const settlements = await untilAborted(
       watcher.waitFor([...following.keys()], (settlement) => {
-        write(settledLine(following.get(settlement.docId)!, settlement, storage));
+        progress?.documentFinished(settlement.docId);
+        print(settledLine(following.get(settlement.docId)!, settlement, storage));
         following.delete(settlement.docId);
       }),
       options.signal,
     );
+    progress?.clear();
     if (settlements === undefined) {
       write(`interrupted with ${following.size} document${following.size === 1 ? '' : 's'} unfinished: the same command again resumes them`);
       return EXIT_INTERRUPTED;
@@ -55,8 +78,32 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
     if (settlements.length > 0) write(finishedLine(settlements));
     return exitStatusOf(summary, settlements);
   } finally {
+    progress?.clear();
+    await pageEvents?.close();
     await watcher?.close();
   }
+}
+
+/**
+ * Tells `onPages` of each page job that finishes from now on (done, or failed for good: BullMQ writes
+ * 'failed' once a job has no tries left), with its docId and page count. For progress only: a page
+ * finished before this listens is counted when its document finishes.
+ */
+async function followPageJobs(redisUrl: string, onPages: (docId: string, pages: number) => void): Promise<QueueEvents> {
+  const events = new QueueEvents(PAGES.name, { connection: redisOptions(redisUrl, 'worker'), prefix: PAGES.prefix });
+  const finished = ({ jobId }: { jobId: string }) => {
+    const job = pagesOfJobId(jobId);
+    if (job !== undefined) onPages(job.docId, job.lastPage - job.firstPage + 1);
+  };
+  events.on('completed', finished);
+  events.on('failed', finished);
+  try {
+    await events.waitUntilReady();
+  } catch (error) {
+    await events.close();
+    throw error;
+  }
+  return events;
 }
 
 /** `work`'s result, or undefined once `signal` aborts. */

@@ -6,14 +6,16 @@ import { openStorage } from '../storage/storage.js';
 import { commandLogger } from './cli-logger.js';
 import { resolveModelDir } from './default-model.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
-import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf } from './ocr-job-args.js';
+import { progressTerminal } from './enqueue-progress.js';
+import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
 import { startOcrWorkers, type OcrWorkers } from './ocr-workers.js';
 import { openQueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium run INPUT... --out DIR [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
-                      [--dpi N] [--max-tokens N] [--batch N] [--threads T]
+                      [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
+                      [--batch N] [--threads T]
 
 Reads every document of the inputs through the queue pipeline on this machine and waits for all
 of them: INPUT is a PDF or image file, a directory (recursively), a zip or tar(.gz) archive, or
@@ -30,6 +32,9 @@ $REDIS_URL names one; with a shared Redis, other workers may take part and this 
 ${OCR_JOB_ARGS_USAGE}
   --batch N         pages per batched decode (default 4)
   --threads T       engine threads (default: one per CPU)
+
+When stderr is a terminal, a progress line shows the documents found and queued, then the pages and
+documents finished; the lines on stdout stay the same.
 
 Exit status: 0 when every page of every input was read; 3 when an input was rejected or a page or
 a document failed (each is listed with its reason); 130 when interrupted.`;
@@ -56,6 +61,7 @@ export async function runRunCommand(args: string[]): Promise<number> {
   const variantOverride = values.variant === undefined ? undefined : choiceOption<Variant>(values.variant, 'variant', VARIANTS, USAGE);
   const batch = integerOption(values.batch, 'batch', 4, USAGE, 1);
   const threads = values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1);
+  const pdfPassword = pdfPasswordOf(values, USAGE);
   const model = await resolveModelDir(values.model);
   const { variant } = await loadModelConfig(model.dir, variantOverride);
   const ocr = ocrJobOptionsOf(values, variant, USAGE);
@@ -67,7 +73,14 @@ export async function runRunCommand(args: string[]): Promise<number> {
   let workers: OcrWorkers | undefined;
   try {
     workers = await startOcrWorkers({ model, variant, threads, storage, redisUrl: redis.url, batch, logger });
-    return await enqueueAndFollow({ inputs: positionals, enqueue: { ocr, storage }, redisUrl: redis.url, wait: true, signal: interrupted.signal });
+    return await enqueueAndFollow({
+      inputs: positionals,
+      enqueue: { ocr, storage, pdfPassword },
+      redisUrl: redis.url,
+      wait: true,
+      signal: interrupted.signal,
+      progress: progressTerminal(),
+    });
   } finally {
     await workers?.close();
     removeSignalHandlers();

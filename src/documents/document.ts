@@ -11,6 +11,7 @@ export { DocumentError, UnsupportedDocumentError } from './document-error.js';
 export type { DocumentType } from './document-type.js';
 export type { PdfRenderSize } from './pdf-render-size.js';
 export { PdfRenderer, type PdfRendererOptions } from './pdf-renderer.js';
+export { openSealedPdfPassword, sealPdfPassword, type SealedPdfPassword } from './sealed-pdf-password.js';
 
 export interface DocumentOptions {
   /** For encrypted PDFs. */

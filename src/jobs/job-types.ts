@@ -5,6 +5,7 @@ import type { VisionMode } from '../engine/image-tokens.js';
 import type { Variant } from '../engine/model-config.js';
 import type { OcrTask } from '../engine/prompts.js';
 import type { DocumentType } from '../documents/document-type.js';
+import type { SealedPdfPassword } from '../documents/document.js';
 
 export const DOCUMENTS_QUEUE = 'scriptorium:documents';
 export const PAGES_QUEUE = 'scriptorium:pages';
@@ -14,8 +15,9 @@ export interface OcrJobOptions {
   variant: Variant;
   task: OcrTask;
   mode: VisionMode;
-  /** PDF rasterisation. */
-  dpi: number;
+  /** PDF rasterisation: dots per inch, or else pixels on each page's longer side; never both. */
+  dpi?: number;
+  longestSide?: number;
   maxNewTokens?: number;
 }
 
@@ -47,6 +49,8 @@ export interface PageJobData {
   lastPage: number;
   keys: DocumentKeys;
   options: OcrJobOptions;
+  /** Only for an encrypted PDF: its password, sealed to the document's bytes (never in clear). */
+  pdfPassword?: SealedPdfPassword;
   enqueuedAt: number;
 }
 

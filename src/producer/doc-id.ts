@@ -21,8 +21,9 @@ const DOC_ID_PATTERN = new RegExp(`^[0-9a-f]{${DOC_ID_HEX_DIGITS}}$`);
  * Options are picked by name into a fixed key order: key order and extra properties do not matter.
  */
 export function documentId(sourceBytes: Buffer, options: OcrJobOptions): string {
-  const { variant, task, mode, dpi, maxNewTokens } = options;
-  const canonicalOptions = JSON.stringify({ dpi, maxNewTokens: maxNewTokens ?? null, mode, task, variant });
+  const { variant, task, mode, dpi, longestSide, maxNewTokens } = options;
+  // JSON.stringify leaves out an unset dpi or longestSide, so ids made before longestSide existed stay the same.
+  const canonicalOptions = JSON.stringify({ dpi, longestSide, maxNewTokens: maxNewTokens ?? null, mode, task, variant });
   return createHash('sha256').update(canonicalOptions).update(sourceBytes).digest('hex').slice(0, DOC_ID_HEX_DIGITS);
 }
 

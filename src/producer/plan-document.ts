@@ -1,7 +1,7 @@
 // From one input document to what the queueing layer enqueues: type and page count by content, the
 // docId, the storage keys, the document job and its page jobs (V3 multi-page: page groups), and
 // whether a previous run already finished it. stageSource then uploads the source once.
-import { DocumentError, openDocument, type DocumentType, type OpenedDocument } from '../documents/document.js';
+import { DocumentError, openDocument, sealPdfPassword, type DocumentType, type OpenedDocument } from '../documents/document.js';
 import { planPageGroups } from '../engine/v3-page-groups.js';
 import type { DocumentJobData, DocumentKeys, OcrJobOptions, PageJobData } from '../jobs/job-types.js';
 import { describeCause } from '../storage/storage-error.js';
@@ -42,10 +42,15 @@ export interface PlanDocumentDeps {
   storage: Storage;
 }
 
+/**
+ * `pdfPassword` opens encrypted PDFs (other documents ignore it); only the page jobs of a document
+ * that needs it carry it, sealed to the document's bytes.
+ */
 export async function planDocument(
   input: InputDocument,
   options: OcrJobOptions,
   deps: PlanDocumentDeps,
+  pdfPassword?: string,
 ): Promise<PlannedDocument | RejectedDocument> {
   let bytes: Buffer;
   try {
@@ -55,9 +60,9 @@ export async function planDocument(
     if (error instanceof StorageError && error.code === 'transient') throw error;
     return { status: 'rejected', uri: input.uri, reason: `cannot read it: ${describeCause(error)}` };
   }
-  let opened: OpenedDocument;
+  let opened: OpenedDocument & { password?: string };
   try {
-    opened = await openDocument(bytes);
+    opened = await openWithPassword(bytes, pdfPassword);
   } catch (error) {
     if (error instanceof DocumentError) return { status: 'rejected', uri: input.uri, reason: error.reason };
     throw error;
@@ -67,6 +72,7 @@ export async function planDocument(
   const keys = documentKeys(docId, type);
   const enqueuedAt = Date.now();
   const documentJob: DocumentJobData = { docId, sourceUri: input.uri, type, pageCount, keys, options, enqueuedAt };
+  const sealed = opened.password === undefined ? {} : { pdfPassword: sealPdfPassword(opened.password, bytes) };
   const pageJobs = pageRanges(pageCount, options).map(([firstPage, lastPage]): PageJobData => ({
     docId,
     sourceUri: input.uri,
@@ -75,10 +81,24 @@ export async function planDocument(
     lastPage,
     keys,
     options,
+    ...sealed,
     enqueuedAt,
   }));
   const alreadyDone = await deps.storage.exists(`${keys.results}${DONE_MARKER}`);
   return { status: 'planned', docId, keys, documentJob, pageJobs, alreadyDone, bytes };
+}
+
+/**
+ * Opens the document without the password first, so that `password` is set only on a document that
+ * cannot be opened without it; with a wrong password, the DocumentError says so.
+ */
+async function openWithPassword(bytes: Buffer, pdfPassword: string | undefined): Promise<OpenedDocument & { password?: string }> {
+  try {
+    return await openDocument(bytes);
+  } catch (error) {
+    if (!(error instanceof DocumentError) || pdfPassword === undefined) throw error;
+    return { ...(await openDocument(bytes, { password: pdfPassword })), password: pdfPassword };
+  }
 }
 
 /** [firstPage, lastPage] pairs, 1-based and inclusive: every page alone, or V3 parse-multi page groups. */

@@ -1,0 +1,63 @@
+// The reading options `enqueue` and `run` share: --dpi or --longest-side for PDF pages, and the
+// password for encrypted PDFs from --password or --password-env.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { ocrJobOptionsOf, pdfPasswordOf } from '../src/cli/ocr-job-args.js';
+import { UsageError } from '../src/cli/usage.js';
+
+const USAGE = 'Usage: test';
+
+function usageError(message: RegExp) {
+  return (error: unknown) => error instanceof UsageError && message.test(error.message) && error.usage === USAGE;
+}
+
+test('PDF pages render at 144 dpi unless --dpi says otherwise', () => {
+  assert.deepEqual(ocrJobOptionsOf({}, 'v1', USAGE), { variant: 'v1', task: 'markdown', mode: 'gundam', dpi: 144 });
+  assert.deepEqual(ocrJobOptionsOf({ dpi: '200' }, 'v1', USAGE), { variant: 'v1', task: 'markdown', mode: 'gundam', dpi: 200 });
+});
+
+test('--longest-side PX replaces the dpi in the job options', () => {
+  assert.deepEqual(ocrJobOptionsOf({ 'longest-side': '1024', 'max-tokens': '50' }, 'v3', USAGE), {
+    variant: 'v3',
+    task: 'parse',
+    mode: 'gundam',
+    longestSide: 1024,
+    maxNewTokens: 50,
+  });
+});
+
+test('--dpi and --longest-side together are refused', () => {
+  assert.throws(() => ocrJobOptionsOf({ dpi: '144', 'longest-side': '1024' }, 'v1', USAGE), usageError(/^give --dpi or --longest-side, not both$/));
+});
+
+test('--longest-side must be a positive integer', () => {
+  for (const value of ['0', '-5', '12.5', 'big']) {
+    assert.throws(() => ocrJobOptionsOf({ 'longest-side': value }, 'v1', USAGE), usageError(/^--longest-side must be an integer >= 1 /), value);
+  }
+});
+
+test('without --password or --password-env there is no password', () => {
+  assert.equal(pdfPasswordOf({}, USAGE, { SCRIPTORIUM_PDF_PASSWORD: 'unused' }), undefined);
+});
+
+test('--password gives the password itself', () => {
+  assert.equal(pdfPasswordOf({ password: 's3cret' }, USAGE, {}), 's3cret');
+});
+
+test('--password-env NAME reads the password from that environment variable', () => {
+  assert.equal(pdfPasswordOf({ 'password-env': 'ARCHIVE_KEY' }, USAGE, { ARCHIVE_KEY: 'from the environment' }), 'from the environment');
+});
+
+test('--password-env naming an unset or empty variable is refused, naming the variable', () => {
+  assert.throws(() => pdfPasswordOf({ 'password-env': 'ARCHIVE_KEY' }, USAGE, {}), usageError(/^--password-env ARCHIVE_KEY: that environment variable is not set or empty$/));
+  assert.throws(() => pdfPasswordOf({ 'password-env': 'ARCHIVE_KEY' }, USAGE, { ARCHIVE_KEY: '' }), usageError(/ARCHIVE_KEY/));
+});
+
+test('--password and --password-env together, or an empty --password, are refused without repeating the password', () => {
+  assert.throws(
+    () => pdfPasswordOf({ password: 's3cret', 'password-env': 'ARCHIVE_KEY' }, USAGE, { ARCHIVE_KEY: 'x' }),
+    (error: unknown) => usageError(/^give --password or --password-env, not both$/)(error) && !(error as Error).message.includes('s3cret'),
+  );
+  assert.throws(() => pdfPasswordOf({ password: '' }, USAGE, {}), usageError(/^--password must not be empty$/));
+});
