@@ -1,12 +1,13 @@
-// Files, directories and s3:// prefixes as producer inputs (archives: producer-archives.test.ts).
+// Files, directories, s3:// prefixes and exact S3 objects as producer inputs (archives: producer-archives.test.ts).
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { expandInputs, type ExpandInputsOptions } from '../src/producer/input-sources.js';
+import { expandInputs, type ExpandInputsOptions, type ProducerInput } from '../src/producer/input-sources.js';
 import { S3Storage } from '../src/storage/s3-storage.js';
+import { zipArchive } from './support/make-archives.js';
 import { startS3Server, useS3rverCredentials, type S3Server } from './support/s3-server.js';
 
 let directory: string;
@@ -25,7 +26,7 @@ async function makeTree(name: string, files: string[]): Promise<string> {
   return root;
 }
 
-async function expand(inputs: string[], options: ExpandInputsOptions = {}) {
+async function expand(inputs: ProducerInput[], options: ExpandInputsOptions = {}) {
   const skipped: string[] = [];
   const documents: string[] = [];
   for await (const document of expandInputs(inputs, { ...options, onSkip: (uri, reason) => skipped.push(`${uri}: ${reason}`) })) {
@@ -126,5 +127,47 @@ describe('s3:// inputs (s3rver)', () => {
     assert.deepEqual(documents, []);
     assert.equal(skipped.length, 1);
     assert.match(skipped[0], /^s3:\/\/no-such-bucket\/scans\/: cannot list it: /);
+  });
+
+  const object = (url: string): ProducerInput => ({ kind: 's3-object', url });
+
+  test('an exact object is that object alone, not the keys it begins', async () => {
+    for (const key of ['exact/scan.pdf', 'exact/scan.pdf.bak', 'exact/scan.pdf/page.png']) await storage.put(key, Buffer.from(key));
+    assert.deepEqual(await expand([object('s3://inbox/exact/scan.pdf')], { s3 }), {
+      documents: ['s3://inbox/exact/scan.pdf = exact/scan.pdf (14)'],
+      skipped: [],
+    });
+  });
+
+  test('a missing exact object is skipped as not found, never replaced by a key it begins; the next input still expands', async () => {
+    await storage.put('missing/gone.pdf.bak', Buffer.from('backup'));
+    await storage.put('missing/here.pdf', Buffer.from('here'));
+    const expansion = await expand([object('s3://inbox/missing/gone.pdf'), object('s3://inbox/missing/here.pdf')], { s3 });
+    assert.deepEqual(expansion, {
+      documents: ['s3://inbox/missing/here.pdf = here (4)'],
+      skipped: ['s3://inbox/missing/gone.pdf: object not found: s3://inbox/missing/gone.pdf'],
+    });
+  });
+
+  test('an exact object in a bucket that does not exist is not found', async () => {
+    assert.deepEqual(await expand([object('s3://no-such-bucket/scan.pdf')], { s3 }), {
+      documents: [],
+      skipped: ['s3://no-such-bucket/scan.pdf: object not found: s3://no-such-bucket/scan.pdf'],
+    });
+  });
+
+  test('an exact object needs a key', async () => {
+    const { documents, skipped } = await expand([object('s3://inbox'), object('s3://inbox/')], { s3 });
+    assert.deepEqual(documents, []);
+    assert.deepEqual(skipped, ['s3://inbox: not an S3 object: write it as s3://bucket/key', 's3://inbox/: not an S3 object: write it as s3://bucket/key']);
+  });
+
+  test('an exact object that is an archive is read as its listing reads it: one document, not expanded', async () => {
+    const zip = zipArchive([{ name: 'inner.pdf', data: Buffer.from('inner') }]);
+    await storage.put('archives/scans.zip', zip);
+    const listed = await expand(['s3://inbox/archives/'], { s3 });
+    const named = await expand([object('s3://inbox/archives/scans.zip')], { s3 });
+    assert.deepEqual(named, listed);
+    assert.deepEqual(named.documents, [`s3://inbox/archives/scans.zip = ${zip.toString()} (${zip.length})`]);
   });
 });

@@ -11,6 +11,7 @@ import { runRunCommand } from './run-command.js';
 import { runSamplesCommand } from './samples-command.js';
 import { runStatusCommand } from './status-command.js';
 import { UsageError } from './usage.js';
+import { runWatchCommand } from './watch-command.js';
 import { runWorkCommand } from './work-command.js';
 
 const HELP = `scriptorium — batch OCR on native kernels
@@ -25,6 +26,8 @@ Commands:
                                                                       stage documents and queue their pages
   scriptorium work [--model DIR] [--storage URL] [--batch N] [--concurrency N]
                                                                       a worker: reads queued pages until SIGTERM
+  scriptorium watch (--redis-list KEY | --webhook-port P | --sqs-queue URL) [--to URL] [--variant V] [--task T]
+                                                                      queue objects as they land in a bucket (S3 events)
   scriptorium status [--failed N]                                     queue depths, workers, failed jobs
   scriptorium dashboard [--host H] [--port P]                         bull-board and /healthz for the queues
   scriptorium results DOCID [--storage URL] [--format md|json]        a finished document's results
@@ -52,6 +55,8 @@ async function main(argv: string[]): Promise<number> {
       return runEnqueueCommand(rest);
     case 'work':
       return runWorkCommand(rest);
+    case 'watch':
+      return runWatchCommand(rest);
     case 'status':
       return runStatusCommand(rest);
     case 'results':

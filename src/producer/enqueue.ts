@@ -8,9 +8,9 @@
 // - already-done: results/<docId>/_DONE exists; nothing is staged or added.
 // - already-queued: its document job is still in Redis (waiting for pages, waiting or running).
 // - retried: its document job had failed (assembly, after all tries): that job is tried again.
-// - rejected: no usable document (unreadable, unsupported, damaged, encrypted, or left out while
-//   expanding the inputs). Rejected inputs have no docId: each reason is recorded in storage at
-//   rejected/<sha256 of the uri>.json, listed in the summary, and printed by the CLI.
+// - rejected: no usable document (unreadable, unsupported, damaged, encrypted without the right
+//   password, or left out while expanding the inputs). Rejected inputs have no docId: each reason is
+//   recorded in storage at rejected/<sha256 of the uri>.json, listed in the summary, and printed by the CLI.
 import { createHash } from 'node:crypto';
 
 import { FlowProducer, Queue, type FlowJob } from 'bullmq';
@@ -21,7 +21,7 @@ import { documentJobId, documentJobName, pageJobId, pageJobName } from '../queue
 import { documentJobOptions, pageJobOptions, type PageJobLifecycle } from '../queue/job-options.js';
 import { DOCUMENTS, PAGES } from '../queue/queue-names.js';
 import type { Storage } from '../storage/storage.js';
-import { expandInputs, type ExpandInputsOptions } from './input-sources.js';
+import { expandInputs, type ExpandInputsOptions, type ProducerInput } from './input-sources.js';
 import { planDocument, stageSource, type PlannedDocument } from './plan-document.js';
 
 export interface EnqueueOptions extends PageJobLifecycle {
@@ -29,6 +29,11 @@ export interface EnqueueOptions extends PageJobLifecycle {
   ocr: OcrJobOptions;
   /** Where sources are staged and results are written. */
   storage: Storage;
+  /**
+   * Opens encrypted PDFs. The page jobs of a document that needs it carry it sealed to the
+   * document's bytes (documents/sealed-pdf-password.ts), never in clear. Default: none.
+   */
+  pdfPassword?: string;
   /** Options for a `client` connection (see redisOptions). */
   connection: RedisOptions;
   /** Archive limits and S3 settings for the inputs. Default: expandInputs's defaults. */
@@ -75,7 +80,7 @@ export interface EnqueueSummary {
   queued: QueuedDocument[];
 }
 
-export async function enqueueDocuments(inputs: readonly string[], options: EnqueueOptions): Promise<EnqueueSummary> {
+export async function enqueueDocuments(inputs: readonly ProducerInput[], options: EnqueueOptions): Promise<EnqueueSummary> {
   const summary: EnqueueSummary = { documents: 0, pages: 0, skippedDone: 0, alreadyQueued: 0, rejected: [], queued: [] };
   const reject = (uri: string, reason: string) => {
     const rejected: RejectedInput = { state: 'rejected', uri, reason };
@@ -87,7 +92,7 @@ export async function enqueueDocuments(inputs: readonly string[], options: Enque
   try {
     for await (const input of expandInputs(inputs, { ...options.inputs, onSkip: reject })) {
       if (options.signal?.aborted) break;
-      const plan = await planDocument(input, options.ocr, { storage: options.storage });
+      const plan = await planDocument(input, options.ocr, { storage: options.storage }, options.pdfPassword);
       if (plan.status === 'rejected') {
         reject(plan.uri, plan.reason);
         continue;

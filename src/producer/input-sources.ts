@@ -1,6 +1,7 @@
 // The producer's inputs expanded into documents: files, directories (recursively), zip and tar
-// archives (by content, streamed one entry at a time) and s3://bucket/prefix listings. Whatever cannot
-// be used is reported through onSkip with its reason, counted, and expansion goes on.
+// archives (by content, streamed one entry at a time), s3://bucket/prefix listings and exact S3
+// objects. Whatever cannot be used is reported through onSkip with its reason, counted, and expansion
+// goes on.
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -10,12 +11,21 @@ import { detectArchiveKind, type ArchiveKind } from './archive-kind.js';
 import { resolveArchiveLimits, type ArchiveLimits } from './archive-limits.js';
 import { walkDirectory } from './directory-walk.js';
 import type { InputDocument, SkipListener } from './input-document.js';
-import { BucketStorages, isS3Input, s3Documents } from './s3-documents.js';
+import { BucketStorages, isS3Input, s3Documents, s3ObjectDocuments } from './s3-documents.js';
 import { tarDocuments } from './tar-documents.js';
 import { zipDocuments } from './zip-documents.js';
 
 export type { InputDocument, SkipListener } from './input-document.js';
 export { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './archive-limits.js';
+
+/** One S3 object named exactly: s3://bucket/key is that key alone, never a prefix of other keys. */
+export interface S3ObjectInput {
+  kind: 's3-object';
+  url: string;
+}
+
+/** A path, an s3://bucket/prefix to list, or one exact S3 object. */
+export type ProducerInput = string | S3ObjectInput;
 
 export interface ExpandInputsOptions {
   /** Told about every input or archive entry left out, and why. Default: none (the count is in `skipped`). */
@@ -36,11 +46,13 @@ export interface ExpandedInputs extends AsyncIterable<InputDocument> {
  * - a file: itself, or when its content is a zip, tar or tar.gz archive, the regular files inside
  *   (`/abs/archive.zip!inner/path.pdf`; archives inside archives are not expanded);
  * - a directory: its files as above, recursively, in path order; symbolic links below it are not followed;
- * - s3://bucket/prefix: every object whose key starts with the prefix.
- * Paths are made absolute. Bad input (a missing path, an unsafe or oversized archive entry, a bucket
- * that does not exist) is skipped and reported; only transient storage failures reject.
+ * - s3://bucket/prefix: every object whose key starts with the prefix;
+ * - { kind: 's3-object', url: 's3://bucket/key' }: that object alone.
+ * S3 objects are documents as they are, archives included. Paths are made absolute. Bad input (a missing
+ * path or S3 object, an unsafe or oversized archive entry, a bucket that does not exist) is skipped and
+ * reported; only transient storage failures reject.
  */
-export function expandInputs(inputs: readonly string[], options: ExpandInputsOptions = {}): ExpandedInputs {
+export function expandInputs(inputs: readonly ProducerInput[], options: ExpandInputsOptions = {}): ExpandedInputs {
   const limits = resolveArchiveLimits(options.archiveLimits);
   const buckets = new BucketStorages(options.s3);
   let skipped = 0;
@@ -50,7 +62,13 @@ export function expandInputs(inputs: readonly string[], options: ExpandInputsOpt
   };
   async function* documents(): AsyncGenerator<InputDocument> {
     for (const input of inputs) {
-      yield* isS3Input(input) ? s3Documents(input, buckets, skip) : localDocuments(path.resolve(input), limits, skip);
+      if (typeof input !== 'string') {
+        yield* s3ObjectDocuments(input.url, buckets, skip);
+      } else if (isS3Input(input)) {
+        yield* s3Documents(input, buckets, skip);
+      } else {
+        yield* localDocuments(path.resolve(input), limits, skip);
+      }
     }
   }
   return {

@@ -1,6 +1,7 @@
-// The objects under an s3://bucket/prefix input, listed page by page by the storage layer. The prefix
-// is an S3 prefix, as in `aws s3 ls`: s3://in/scans also lists s3://in/scans-2024/…; end it with '/'
-// to stay inside one "folder". Archives in a bucket are not expanded: they become documents.
+// S3 inputs: the objects under an s3://bucket/prefix input, listed page by page by the storage layer,
+// or one object named exactly. The prefix is an S3 prefix, as in `aws s3 ls`: s3://in/scans also lists
+// s3://in/scans-2024/…; end it with '/' to stay inside one "folder". An exact object is that key alone.
+// Archives in a bucket, listed or named, are not expanded: they become documents.
 import { describeCause } from '../storage/storage-error.js';
 import { checkKey, openStorage, StorageError, type S3StorageOptions, type Storage } from '../storage/storage.js';
 import type { InputDocument, SkipListener } from './input-document.js';
@@ -9,7 +10,7 @@ export function isS3Input(input: string): boolean {
   return /^s3:\/\//i.test(input);
 }
 
-/** Opens buckets once per expansion; the documents listed from a bucket read their bytes through its storage. */
+/** Opens buckets once per expansion; the documents from a bucket read their bytes through its storage. */
 export class BucketStorages {
   readonly #storages = new Map<string, Storage>();
 
@@ -25,13 +26,19 @@ export class BucketStorages {
   }
 }
 
+/** The bucket and the rest (a prefix or a key, '' when none) of s3://bucket/rest; undefined without a bucket. */
+function parseS3Url(url: string): { bucket: string; rest: string } | undefined {
+  const match = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(url);
+  return match === null ? undefined : { bucket: match[1], rest: match[2] };
+}
+
 export async function* s3Documents(input: string, buckets: BucketStorages, skip: SkipListener): AsyncGenerator<InputDocument> {
-  const match = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(input);
-  if (match === null) {
+  const location = parseS3Url(input);
+  if (location === undefined) {
     skip(input, 'not an S3 input: write it as s3://bucket or s3://bucket/prefix');
     return;
   }
-  const [, bucket, prefix] = match;
+  const { bucket, rest: prefix } = location;
   try {
     const storage = buckets.of(bucket);
     for await (const object of storage.list(prefix, { recursive: true })) {
@@ -49,4 +56,35 @@ export async function* s3Documents(input: string, buckets: BucketStorages, skip:
     if (!(error instanceof StorageError) || error.code === 'transient') throw error;
     skip(input, `cannot list it: ${error.message}`);
   }
+}
+
+/**
+ * The object at s3://bucket/key and nothing else: never another key that starts with this one. A
+ * missing object (or bucket) is skipped as 'object not found'; only transient failures reject.
+ */
+export async function* s3ObjectDocuments(url: string, buckets: BucketStorages, skip: SkipListener): AsyncGenerator<InputDocument> {
+  const location = parseS3Url(url);
+  if (location === undefined || location.rest === '') {
+    skip(url, 'not an S3 object: write it as s3://bucket/key');
+    return;
+  }
+  const { bucket, rest: key } = location;
+  const uri = `s3://${bucket}/${key}`;
+  try {
+    checkKey(key);
+  } catch (error) {
+    skip(uri, describeCause(error));
+    return;
+  }
+  let storage: Storage;
+  let size: number;
+  try {
+    storage = buckets.of(bucket);
+    size = (await storage.stat(key)).size;
+  } catch (error) {
+    if (!(error instanceof StorageError) || error.code === 'transient') throw error;
+    skip(uri, error.code === 'not_found' ? `object not found: ${uri}` : `cannot read it: ${error.message}`);
+    return;
+  }
+  yield { uri, size, bytes: () => storage.get(key) };
 }

@@ -1,0 +1,127 @@
+// `scriptorium watch`: objects dropped into a bucket become queued documents, with no enqueue run by
+// hand. S3 event notifications arrive from one source (a Redis list that MinIO fills, an HTTP webhook,
+// or an SQS queue); each new object is enqueued exactly as `scriptorium enqueue s3://bucket/key` would.
+import { checkRedisReachable } from '../queue/redis.js';
+import { S3EventEnqueuer } from '../watch/s3-event-enqueuer.js';
+import { startRedisListSource } from '../watch/redis-list-source.js';
+import { startSqsSource } from '../watch/sqs-source.js';
+import { EVENTS_PATH, startWebhookSource } from '../watch/webhook-source.js';
+import { commandLogger } from './cli-logger.js';
+import { ENQUEUE_ARGS, ENQUEUE_ARGS_USAGE, enqueueSettingsOf } from './enqueue-args.js';
+import { openQueueRedis } from './queue-redis.js';
+import { onShutdownSignal } from './shutdown-signals.js';
+import { integerOption, parseCommandArgs, UsageError } from './usage.js';
+
+export const WEBHOOK_SECRET_ENV = 'SCRIPTORIUM_WEBHOOK_SECRET';
+
+const USAGE = `Usage: scriptorium watch (--redis-list KEY [--events-redis URL]
+                         | --webhook-port P [--webhook-host H]
+                         | --sqs-queue URL [--sqs-endpoint URL] [--sqs-region R])
+                        [--to URL] [--model DIR | --variant v1|v2|v3] [--task T] [--mode M] [--dpi N | --longest-side PX]
+                        [--max-tokens N] [--password-env NAME | --password P] [--priority N] [--attempts N]
+
+Enqueues every object an S3 event notification announces as created, exactly as
+\`scriptorium enqueue s3://bucket/key\` would (Redis: $REDIS_URL, default redis://127.0.0.1:6379).
+An event is acknowledged only once its documents are enqueued; a failed enqueue is retried.
+Ignored: events other than object creation, folder placeholders ('name/'), objects under the
+storage's own staging/, results/ and rejected/, and uploads enqueued in the last hour.
+Runs until SIGTERM or SIGINT. Logs are JSON lines on stderr ($LOG_LEVEL, default info).
+
+One source of events:
+  --redis-list KEY     a Redis list that MinIO's Redis target fills (format=access); entries in hand
+                       wait in KEY:processing, entries that are no notification go to KEY:malformed
+  --events-redis URL   the Redis holding that list (default: the queue's Redis)
+  --webhook-port P     an HTTP endpoint: POST ${EVENTS_PATH} with the notification JSON (MinIO's webhook
+                       target, or any sender), GET /healthz. Requests must carry
+                       Authorization: Bearer <secret> (MinIO's auth_token) or
+                       X-Scriptorium-Signature: sha256=<HMAC-SHA256 of the body with the secret, hex>;
+                       the secret is $${WEBHOOK_SECRET_ENV}
+  --webhook-host H     address to listen on (default 127.0.0.1)
+  --sqs-queue URL      an SQS queue that S3 notifies, directly or through SNS
+  --sqs-endpoint URL   SQS endpoint, for SQS-compatible servers (default: the SDK's)
+  --sqs-region R       default $AWS_REGION, else the region in the queue URL, else us-east-1
+
+How documents are queued, as for \`scriptorium enqueue\`:
+${ENQUEUE_ARGS_USAGE}`;
+
+const MAX_PORT = 65_535;
+
+export async function runWatchCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    args,
+    {
+      'redis-list': { type: 'string' },
+      'events-redis': { type: 'string' },
+      'webhook-port': { type: 'string' },
+      'webhook-host': { type: 'string' },
+      'sqs-queue': { type: 'string' },
+      'sqs-endpoint': { type: 'string' },
+      'sqs-region': { type: 'string' },
+      ...ENQUEUE_ARGS,
+    },
+    USAGE,
+  );
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
+  const sources = (['redis-list', 'webhook-port', 'sqs-queue'] as const).filter((name) => values[name] !== undefined);
+  if (sources.length !== 1) throw new UsageError('give one source of events: --redis-list, --webhook-port or --sqs-queue', USAGE);
+  const [source] = sources;
+  requireSource(values['events-redis'], 'events-redis', 'redis-list', source);
+  requireSource(values['webhook-host'], 'webhook-host', 'webhook-port', source);
+  requireSource(values['sqs-endpoint'], 'sqs-endpoint', 'sqs-queue', source);
+  requireSource(values['sqs-region'], 'sqs-region', 'sqs-queue', source);
+  const listKey = nonEmpty(values['redis-list'], 'redis-list');
+  const webhookHost = nonEmpty(values['webhook-host'], 'webhook-host');
+  const webhookPort = values['webhook-port'] === undefined ? undefined : integerOption(values['webhook-port'], 'webhook-port', 0, USAGE, 1);
+  if (webhookPort !== undefined && webhookPort > MAX_PORT) throw new UsageError(`--webhook-port must be at most ${MAX_PORT} (got ${webhookPort})`, USAGE);
+  const webhookSecret = process.env[WEBHOOK_SECRET_ENV] ?? '';
+  if (webhookPort !== undefined && webhookSecret === '') {
+    throw new UsageError(`set ${WEBHOOK_SECRET_ENV} to the webhook's secret: an endpoint without one would let anyone queue work`, USAGE);
+  }
+  const sqsQueue = httpUrl(values['sqs-queue'], 'sqs-queue');
+  const sqsEndpoint = httpUrl(values['sqs-endpoint'], 'sqs-endpoint');
+  const enqueue = await enqueueSettingsOf(values, USAGE);
+
+  const logger = commandLogger('info');
+  const redis = await openQueueRedis();
+  const enqueuer = new S3EventEnqueuer({ enqueue, redisUrl: redis.url, logger });
+  try {
+    let watching: { close(): Promise<void> };
+    if (listKey !== undefined) {
+      const eventsRedis = values['events-redis'] ?? redis.url;
+      await checkRedisReachable(eventsRedis);
+      watching = await startRedisListSource({ redisUrl: eventsRedis, listKey, enqueuer, logger });
+    } else if (webhookPort !== undefined) {
+      watching = await startWebhookSource({ host: webhookHost, port: webhookPort, secret: webhookSecret, enqueuer, logger });
+    } else {
+      watching = startSqsSource({ queueUrl: sqsQueue!, endpoint: sqsEndpoint, region: values['sqs-region'], enqueuer, logger });
+    }
+    logger.info({ redis: redis.description, storage: enqueue.storage.url, ocr: enqueue.ocr }, 'watching for new objects');
+    const signal = await new Promise<NodeJS.Signals>((resolve) => onShutdownSignal(resolve));
+    logger.info({ signal }, 'stopping: finishing the event in hand');
+    await watching.close();
+    logger.info('stopped');
+    return 0;
+  } finally {
+    await enqueuer.close();
+    await redis.close();
+  }
+}
+
+function requireSource(value: string | undefined, name: string, sourceName: string, source: string): void {
+  if (value !== undefined && source !== sourceName) throw new UsageError(`--${name} goes with --${sourceName}`, USAGE);
+}
+
+function nonEmpty(value: string | undefined, name: string): string | undefined {
+  if (value === '') throw new UsageError(`--${name} must not be empty`, USAGE);
+  return value;
+}
+
+function httpUrl(value: string | undefined, name: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (!/^https?:\/\/[^/]/i.test(value) || !URL.canParse(value)) throw new UsageError(`--${name} must be an http:// or https:// URL (got "${value}")`, USAGE);
+  return value;
+}
