@@ -78,3 +78,17 @@ test('a runner that returns the wrong number of results rejects the batch', asyn
 test('maxBatch must be a positive integer', () => {
   assert.throws(() => new JobBatcher(async () => [], { maxBatch: 0 }), /maxBatch must be an integer >= 1, got 0/);
 });
+
+test('an item submitted alone runs in a batch of its own, in its place in the order', async () => {
+  const runner = gatedRunner();
+  const batcher = new JobBatcher(runner.run, { maxBatch: 4, windowMs: 20 });
+  const results = Promise.all([batcher.submit(1), batcher.submit(2), batcher.submit(3, { alone: true }), batcher.submit(4), batcher.submit(5)]);
+  for (let i = 0; i < 3; i++) await runner.release();
+  assert.deepEqual(await results, [2, 4, 6, 8, 10]);
+  assert.deepEqual(runner.batches, [[1, 2], [3], [4, 5]]);
+});
+
+test('an item submitted alone does not wait for the window', async () => {
+  const batcher = new JobBatcher(async (items: number[]) => items, { maxBatch: 4, windowMs: 60_000 });
+  assert.equal(await batcher.submit(7, { alone: true }), 7);
+});

@@ -9,12 +9,12 @@ import { after, before, describe, test } from 'node:test';
 
 import { pino } from 'pino';
 
-import { PdfRenderer, type RgbImage } from '../src/documents/document.js';
+import { PdfRenderer, sealPdfPassword, type RgbImage } from '../src/documents/document.js';
 import { OcrEngine, type PageResult } from '../src/engine/ocr-engine.js';
 import type { OcrJobOptions, PageJobData, PageResultJson, Stage } from '../src/jobs/job-types.js';
 import { openStorage, type Storage } from '../src/storage/storage.js';
 import { PagePipeline, type PageJob, type PageOutcome } from '../src/worker/page-pipeline.js';
-import { LETTER, LETTER_LANDSCAPE, makeCorruptPdf, makePdf } from './support/make-documents.js';
+import { BLACK_RECT_PT, LETTER, LETTER_LANDSCAPE, makeCorruptPdf, makeEncryptedPdf, makePdf } from './support/make-documents.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
 const STAGES: Stage[] = ['queued', 'fetch', 'render', 'preprocess', 'encode', 'prefill', 'decode', 'postprocess', 'store', 'total'];
@@ -158,26 +158,94 @@ describe('a failing batched decode', () => {
   });
 });
 
+describe('render options from the job', () => {
+  const rendered: RgbImage[] = [];
+  let pipeline: PagePipeline;
+  before(() => {
+    pipeline = new PagePipeline({ engine: engineRecording(rendered), storage, renderer, logger: pino({ level: 'silent' }), host: 'test-host', checkpointId: 'none', synthetic: true });
+  });
+
+  test('longestSide renders each PDF page with its longer side that many pixels long', async () => {
+    await storage.put('staging/portrait-ls/source.pdf', await makePdf([LETTER]));
+    await storage.put('staging/landscape-ls/source.pdf', await makePdf([LETTER_LANDSCAPE]));
+    rendered.length = 0;
+    const options: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', longestSide: 500 };
+    const outcomes = await pipeline.processPages([pageJob('portrait-ls', 1, 1, options), pageJob('landscape-ls', 1, 1, options)]);
+    assert.deepEqual(outcomes.map((outcome) => outcome.status), ['done', 'done']);
+    // Letter is 612 × 792 points: 500 / 792 × 612 = 386.4.
+    assert.deepEqual(rendered.map(({ width, height }) => [width, height]), [[386, 500], [500, 386]]);
+  });
+
+  test('an encrypted PDF renders with the password its job carries sealed', async () => {
+    const locked = makeEncryptedPdf('s3cret');
+    await storage.put('staging/locked/source.pdf', locked);
+    rendered.length = 0;
+    const job = pageJob('locked', 1, 1, V1_OPTIONS);
+    job.data.pdfPassword = sealPdfPassword('s3cret', locked);
+    const [outcome] = await pipeline.processPages([job]);
+    assert.equal(outcome.status, 'done', JSON.stringify(outcome));
+    // At 36 dpi (half a pixel per point) the black rectangle's middle is dark: the content was decrypted.
+    const [image] = rendered;
+    const x = (BLACK_RECT_PT.left + BLACK_RECT_PT.width / 2) / 2;
+    const y = (BLACK_RECT_PT.top + BLACK_RECT_PT.height / 2) / 2;
+    const at = (y * image.width + x) * 3;
+    assert.deepEqual([...image.data.subarray(at, at + 3)], [0, 0, 0]);
+  });
+
+  test('an encrypted PDF whose job carries no password fails without retry: a password is required', async () => {
+    await storage.put('staging/locked-bare/source.pdf', makeEncryptedPdf('s3cret'));
+    const [outcome] = await pipeline.processPages([pageJob('locked-bare', 1, 1, V1_OPTIONS)]);
+    assert.deepEqual(outcome.status === 'failed' && { reason: outcome.reason, retryable: outcome.retryable }, {
+      reason: 'encrypted PDF: a password is required',
+      retryable: false,
+    });
+  });
+
+  test('a password sealed to other bytes fails the job without retry', async () => {
+    await storage.put('staging/locked-other/source.pdf', makeEncryptedPdf('s3cret'));
+    const job = pageJob('locked-other', 1, 1, V1_OPTIONS);
+    job.data.pdfPassword = sealPdfPassword('s3cret', Buffer.from('%PDF-1.4 another document'));
+    const [outcome] = await pipeline.processPages([job]);
+    assert.ok(outcome.status === 'failed' && !outcome.retryable && /does not open with this source/.test(outcome.reason), JSON.stringify(outcome));
+  });
+});
+
+/** An engine that reads pages instantly, keeping every image it is given. */
+function engineRecording(images: RgbImage[]): OcrEngine {
+  const engine = {
+    variant: 'v1',
+    model: { kernels: 'test' },
+    recognizePages: async (batch: readonly RgbImage[]): Promise<PageResult[]> => {
+      images.push(...batch);
+      return batch.map(instantPageResult);
+    },
+  };
+  return engine as unknown as OcrEngine;
+}
+
 /** An engine that reads pages instantly but rejects any batch holding a landscape page; records batch sizes. */
 function engineRejectingLandscape(batchSizes: number[]): OcrEngine {
-  const read = (): PageResult => ({
-    markdown: 'text',
-    blocks: [],
-    rawText: 'text',
-    tokens: { prompt: 2, image: 1, generated: 1 },
-    finish: 'eos',
-    timings: { preprocess: 0, encode: 0, prefill: 0, decode: 0, postprocess: 0 },
-  });
   const engine = {
     variant: 'v1',
     model: { kernels: 'test' },
     recognizePages: async (images: readonly RgbImage[]): Promise<PageResult[]> => {
       batchSizes.push(images.length);
       if (images.some((image) => image.width > image.height)) throw new Error('this engine rejects landscape pages');
-      return images.map(read);
+      return images.map(instantPageResult);
     },
   };
   return engine as unknown as OcrEngine;
+}
+
+function instantPageResult(): PageResult {
+  return {
+    markdown: 'text',
+    blocks: [],
+    rawText: 'text',
+    tokens: { prompt: 2, image: 1, generated: 1 },
+    finish: 'eos',
+    timings: { preprocess: 0, encode: 0, prefill: 0, decode: 0, postprocess: 0 },
+  };
 }
 
 function pageJob(docId: string, firstPage: number, lastPage: number, options: OcrJobOptions): PageJob {

@@ -1,18 +1,31 @@
-// Which checkpoint a command runs when none is named: --model, else $SCRIPTORIUM_MODEL, else a tiny
-// synthetic checkpoint generated once into the user's cache directory, announced as such.
+// Which checkpoint a command runs: --model, else $SCRIPTORIUM_MODEL, else a tiny synthetic
+// checkpoint generated once into the user's cache directory, announced as such. A model named
+// s3://bucket/prefix/ is fetched into a local cache first (see mirrorVerified: checked against the
+// prefix's SHA256SUMS, nothing fetched again that is already there and verified).
 import { access, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
 import { synthCheckpoint } from '../engine/synth/synth-checkpoint.js';
+import { S3Storage } from '../storage/s3-storage.js';
+import { mirrorVerified, type MirrorEvent } from '../storage/verified-mirror.js';
 
 export interface ResolvedModel {
   dir: string;
   synthetic: boolean;
 }
 
+export interface ResolveModelOptions {
+  /** Where s3:// models are kept, as <cache>/<bucket>/<prefix>/. Default: ~/.cache/scriptorium/models. */
+  cacheDir?: string;
+}
+
 function cacheRoot(): string {
   return process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache');
+}
+
+export function defaultModelCacheDir(): string {
+  return path.join(cacheRoot(), 'scriptorium', 'models');
 }
 
 async function exists(file: string): Promise<boolean> {
@@ -22,8 +35,9 @@ async function exists(file: string): Promise<boolean> {
   );
 }
 
-export async function resolveModelDir(flag: string | undefined): Promise<ResolvedModel> {
+export async function resolveModelDir(flag: string | undefined, options: ResolveModelOptions = {}): Promise<ResolvedModel> {
   const named = flag ?? process.env.SCRIPTORIUM_MODEL;
+  if (named?.startsWith('s3://')) return { dir: await fetchS3Model(named, options.cacheDir ?? defaultModelCacheDir()), synthetic: false };
   if (named) return { dir: named, synthetic: false };
   const dir = path.join(cacheRoot(), 'scriptorium', 'synthetic-tiny-v3');
   if (!(await exists(path.join(dir, 'config.json')))) {
@@ -37,4 +51,33 @@ export async function resolveModelDir(flag: string | undefined): Promise<Resolve
     `scriptorium: no model given (--model or SCRIPTORIUM_MODEL): using a SYNTHETIC tiny V3 checkpoint with random weights at ${dir}; its output is meaningless text\n`,
   );
   return { dir, synthetic: true };
+}
+
+/**
+ * The local copy of the checkpoint at s3://bucket/prefix/, in <cacheDir>/<bucket>/<prefix>/: the whole
+ * prefix names the folder, so that two models called alike under different prefixes never share one.
+ */
+async function fetchS3Model(url: string, cacheDir: string): Promise<string> {
+  const storage = new S3Storage(url);
+  const dir = path.join(path.resolve(cacheDir), storage.bucket, ...storage.prefix.split('/').filter(Boolean));
+  const say = (line: string) => process.stderr.write(`scriptorium: ${line}\n`);
+  const onEvent = (event: MirrorEvent) => {
+    if (event.type === 'listed') say(`model ${storage.url}: ${event.files} files, ${gigabytes(event.bytes)}, into ${dir}`);
+    else if (event.type === 'downloaded') say(`model ${storage.url}: ${event.file} downloaded and verified (${gigabytes(event.bytes)})`);
+    else if (event.type === 'removed') say(`model ${storage.url}: removed ${event.file} from the cache (not in SHA256SUMS)`);
+  };
+  try {
+    const summary = await mirrorVerified(storage, dir, onEvent);
+    if (summary.downloaded.length === 0) say(`model ${storage.url}: all ${summary.reused.length} files already verified in ${dir}`);
+  } finally {
+    storage.destroy();
+  }
+  if (!(await exists(path.join(dir, 'config.json')))) {
+    throw new Error(`${url} holds no config.json (it must be a Hugging Face checkpoint folder, listed in its SHA256SUMS)`);
+  }
+  return dir;
+}
+
+function gigabytes(bytes: number): string {
+  return bytes >= 1e9 ? `${(bytes / 1e9).toFixed(2)} GB` : `${(bytes / 1e6).toFixed(1)} MB`;
 }

@@ -1,21 +1,30 @@
 // One worker process's queue side, shared by `scriptorium work` and `scriptorium run`: the model
-// loaded once, a page worker that batches page jobs through it, and a document worker that
-// assembles finished documents.
+// loaded once, a page worker that batches page jobs through it, a document worker that assembles
+// finished documents, and the heartbeat that lists the process among the live workers.
 import os from 'node:os';
 
+import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
 import { OcrEngine } from '../engine/ocr-engine.js';
 import type { Variant } from '../engine/model-config.js';
+import { LiveWorkerHeartbeat } from '../queue/live-workers.js';
 import { redisOptions } from '../queue/redis.js';
 import type { Storage } from '../storage/storage.js';
 import { startDocumentWorker } from '../worker/document-worker.js';
 import { PagePipeline } from '../worker/page-pipeline.js';
-import { startPageWorker } from '../worker/page-worker.js';
+import { startPageWorker, type PageWorkerOptions } from '../worker/page-worker.js';
+import { WorkerActivity } from '../worker/worker-activity.js';
 import { checkpointIdentity } from './checkpoint-identity.js';
 import type { ResolvedModel } from './default-model.js';
 
-export interface OcrWorkersOptions {
+/** Exit status of a worker process whose engine hung: its supervisor should start a fresh one. */
+export const EXIT_ENGINE_HUNG = 70;
+
+/** Page worker settings passed through as they are (see PageWorkerOptions for their defaults). */
+export type PageFaultOptions = Pick<PageWorkerOptions, 'pageTimeoutMs' | 'hangGraceMs' | 'lockDurationMs' | 'stalledIntervalMs' | 'maxStalledCount'>;
+
+export interface OcrWorkersOptions extends PageFaultOptions {
   model: ResolvedModel;
   /** Overrides the variant detected from config.json (V1 and V3 checkpoints can look alike). */
   variant?: Variant;
@@ -28,12 +37,14 @@ export interface OcrWorkersOptions {
   /** Page jobs claimed at once. Default 2 × batch. */
   concurrency?: number;
   logger: Logger;
+  /** Interval of the live-worker heartbeat. Default DEFAULT_HEARTBEAT_MS. */
+  heartbeatMs?: number;
 }
 
 export interface OcrWorkers {
   engine: OcrEngine;
   checkpointId: string;
-  /** Stops claiming jobs, waits for the claimed ones to finish, closes the Redis connections. */
+  /** Stops claiming jobs, waits for the claimed ones to finish, unregisters, closes the Redis connections. */
   close(): Promise<void>;
 }
 
@@ -43,22 +54,74 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads }),
     checkpointIdentity(model.dir),
   ]);
-  const pipeline = new PagePipeline({ engine, storage, logger, host: os.hostname(), checkpointId, synthetic: model.synthetic });
+  const redis = new Redis(redisOptions(options.redisUrl, 'client'));
+  // Reconnection is automatic; a failed heartbeat or counter is logged where it is used.
+  redis.on('error', (error) => logger.debug({ err: error }, 'worker status connection: Redis error'));
+  const activity = new WorkerActivity(redis, logger);
+  const host = os.hostname();
+  const pipeline = new PagePipeline({
+    engine,
+    storage,
+    logger,
+    host,
+    checkpointId,
+    synthetic: model.synthetic,
+    onDecoded: (decoded) => activity.decoded(decoded),
+  });
   const connection = redisOptions(options.redisUrl, 'worker');
-  const pages = startPageWorker({ pipeline, connection, logger, batch: options.batch, concurrency: options.concurrency });
-  const documents = startDocumentWorker({ storage, connection, logger });
+  const pages = startPageWorker({
+    pipeline,
+    connection,
+    logger,
+    batch: options.batch,
+    concurrency: options.concurrency,
+    pageTimeoutMs: options.pageTimeoutMs,
+    hangGraceMs: options.hangGraceMs,
+    lockDurationMs: options.lockDurationMs,
+    stalledIntervalMs: options.stalledIntervalMs,
+    maxStalledCount: options.maxStalledCount,
+    onEngineHung: () => {
+      logger.fatal({ exitCode: EXIT_ENGINE_HUNG }, 'the engine is hung: closing the workers and exiting so that a fresh process takes over');
+      void close().finally(() => process.exit(EXIT_ENGINE_HUNG));
+    },
+  });
+  const documents = startDocumentWorker({
+    storage,
+    connection,
+    logger,
+    lockDurationMs: options.lockDurationMs,
+    stalledIntervalMs: options.stalledIntervalMs,
+  });
+  activity.watchPages(pages);
+  activity.watchDocuments(documents);
   await Promise.all([pages.waitUntilReady(), documents.waitUntilReady()]);
+  const heartbeat = await LiveWorkerHeartbeat.start(
+    redis,
+    {
+      host,
+      pid: process.pid,
+      backend: `cpu-${engine.model.kernels}`,
+      threads: engine.model.threads,
+      variant: engine.variant,
+      checkpoint: checkpointId,
+      startedAt: Date.now(),
+    },
+    () => activity.progress(),
+    { intervalMs: options.heartbeatMs, onError: (error) => logger.warn({ err: error }, 'live-worker heartbeat failed; retrying at the next one') },
+  );
   logger.info(
-    { variant: engine.variant, checkpoint: checkpointId, kernels: engine.model.kernels, threads: engine.model.threads, storage: storage.url },
+    { variant: engine.variant, checkpoint: checkpointId, kernels: engine.model.kernels, threads: engine.model.threads, storage: storage.url, worker: heartbeat.key },
     'worker ready',
   );
+
   let closing: Promise<void> | undefined;
-  return {
-    engine,
-    checkpointId,
-    close() {
-      closing ??= Promise.all([pages.close(), documents.close()]).then(() => undefined);
-      return closing;
-    },
-  };
+  function close(): Promise<void> {
+    closing ??= (async () => {
+      await Promise.all([pages.close(), documents.close()]);
+      await heartbeat.stop().catch((error: unknown) => logger.warn({ err: error }, 'could not remove the live-worker entry; it expires on its own'));
+      redis.disconnect();
+    })();
+    return closing;
+  }
+  return { engine, checkpointId, close };
 }

@@ -1,39 +1,74 @@
 // `scriptorium work`: a worker process: loads one model, takes page jobs from Redis in batches and
 // assembles finished documents, until SIGTERM or SIGINT (then it finishes the jobs it holds).
 import { VARIANTS, type Variant } from '../engine/model-config.js';
+import {
+  DEFAULT_HANG_GRACE_MS,
+  DEFAULT_LOCK_DURATION_MS,
+  DEFAULT_MAX_STALLED_COUNT,
+  DEFAULT_PAGE_TIMEOUT_MS,
+  DEFAULT_STALLED_INTERVAL_MS,
+} from '../worker/page-worker.js';
+import { serveMetrics, type MetricsServer } from '../worker/worker-metrics.js';
 import { commandLogger } from './cli-logger.js';
 import { resolveModelDir } from './default-model.js';
-import { startOcrWorkers } from './ocr-workers.js';
+import { EXIT_ENGINE_HUNG, startOcrWorkers } from './ocr-workers.js';
 import { openQueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
 import { choiceOption, integerOption, parseCommandArgs, UsageError } from './usage.js';
 
-const USAGE = `Usage: scriptorium work [--model DIR] [--variant v1|v2|v3] [--storage URL] [--batch N] [--concurrency N] [--threads T]
+const S = 1000;
+
+const USAGE = `Usage: scriptorium work [--model DIR|s3://bucket/prefix/] [--model-cache DIR] [--variant v1|v2|v3] [--storage URL]
+                       [--batch N] [--concurrency N] [--threads T] [--metrics-port P [--metrics-host H]]
+                       [--page-timeout S] [--hang-grace S] [--lock-duration S] [--stalled-interval S] [--max-stalled N]
 
 Takes page jobs from Redis ($REDIS_URL, default redis://127.0.0.1:6379), reads them with the model
 and writes results/<docId>/pages/* to the storage; assembles each document once all its pages have
 settled. Runs until SIGTERM or SIGINT, then finishes the jobs it holds and exits (a second signal
 exits at once; its jobs are then retried elsewhere). Logs are JSON lines on stderr ($LOG_LEVEL, default info).
+While it runs, \`scriptorium status\` lists it among the live workers.
 
-  --model DIR       checkpoint (default $SCRIPTORIUM_MODEL, else the synthetic tiny V3 checkpoint);
-                    jobs enqueued for another variant fail on this worker
-  --variant V       overrides the variant detected from config.json
-  --storage URL     ${STORAGE_URL_USAGE}; the producer's storage
-  --batch N         page jobs per batched decode (default 4)
-  --concurrency N   page jobs held at once (default 2 × batch, so the next batch waits ready)
-  --threads T       engine threads (default: one per CPU)`;
+  --model M           checkpoint folder, or s3://bucket/prefix/ holding the checkpoint files and a
+                      SHA256SUMS of them (\`sha256sum * > SHA256SUMS\`), fetched and verified once into
+                      the cache (default $SCRIPTORIUM_MODEL, else the synthetic tiny V3 checkpoint);
+                      jobs enqueued for another variant fail on this worker
+  --model-cache DIR   where s3:// models are kept, as DIR/<bucket>/<prefix>/ (default ~/.cache/scriptorium/models)
+  --variant V         overrides the variant detected from config.json
+  --storage URL       ${STORAGE_URL_USAGE}; the producer's storage
+  --batch N           page jobs per batched decode (default 4)
+  --concurrency N     page jobs held at once (default 2 × batch, so the next batch waits ready)
+  --threads T         engine threads (default: one per CPU)
+  --metrics-port P    serve Prometheus metrics at http://H:P/metrics (pages done and failed, stage
+                      times, generated tokens and decode time, queue depths, process metrics)
+  --metrics-host H    the address to listen on (default 0.0.0.0: every interface)
+  --page-timeout S    a batch of pages still decoding after S seconds stops, and its pages fail with
+                      "timed out" and are tried again (default ${DEFAULT_PAGE_TIMEOUT_MS / S})
+  --hang-grace S      an engine that has not returned S seconds after the timeout is hung: its pages
+                      fail, the jobs held for later go back to the queue, and the process exits with
+                      status ${EXIT_ENGINE_HUNG} for its supervisor to restart it (default ${DEFAULT_HANG_GRACE_MS / S})
+  --lock-duration S   how long a dead worker's jobs wait before another worker takes them over (default ${DEFAULT_LOCK_DURATION_MS / S})
+  --stalled-interval S  how often to look for such jobs (default ${DEFAULT_STALLED_INTERVAL_MS / S})
+  --max-stalled N     a page whose worker died more than N times fails (default ${DEFAULT_MAX_STALLED_COUNT})`;
 
 export async function runWorkCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(
     args,
     {
       model: { type: 'string' },
+      'model-cache': { type: 'string' },
       variant: { type: 'string' },
       storage: { type: 'string' },
       batch: { type: 'string' },
       concurrency: { type: 'string' },
       threads: { type: 'string' },
+      'metrics-port': { type: 'string' },
+      'metrics-host': { type: 'string' },
+      'page-timeout': { type: 'string' },
+      'hang-grace': { type: 'string' },
+      'lock-duration': { type: 'string' },
+      'stalled-interval': { type: 'string' },
+      'max-stalled': { type: 'string' },
     },
     USAGE,
   );
@@ -46,14 +81,29 @@ export async function runWorkCommand(args: string[]): Promise<number> {
   const batch = integerOption(values.batch, 'batch', 4, USAGE, 1);
   const concurrency = integerOption(values.concurrency, 'concurrency', 2 * batch, USAGE, 1);
   const threads = values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1);
+  const metricsPort = values['metrics-port'] === undefined ? undefined : integerOption(values['metrics-port'], 'metrics-port', 0, USAGE, 1);
+  if (metricsPort !== undefined && metricsPort > 65_535) throw new UsageError(`--metrics-port must be at most 65535 (got ${metricsPort})`, USAGE);
+  if (values['metrics-host'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-host needs --metrics-port', USAGE);
+  const faults = {
+    pageTimeoutMs: integerOption(values['page-timeout'], 'page-timeout', DEFAULT_PAGE_TIMEOUT_MS / S, USAGE, 1) * S,
+    hangGraceMs: integerOption(values['hang-grace'], 'hang-grace', DEFAULT_HANG_GRACE_MS / S, USAGE, 1) * S,
+    lockDurationMs: integerOption(values['lock-duration'], 'lock-duration', DEFAULT_LOCK_DURATION_MS / S, USAGE, 1) * S,
+    stalledIntervalMs: integerOption(values['stalled-interval'], 'stalled-interval', DEFAULT_STALLED_INTERVAL_MS / S, USAGE, 1) * S,
+    maxStalledCount: integerOption(values['max-stalled'], 'max-stalled', DEFAULT_MAX_STALLED_COUNT, USAGE, 0),
+  };
   const storage = openCommandStorage(values.storage);
   const logger = commandLogger('info');
 
   const redis = await openQueueRedis();
+  let metrics: MetricsServer | undefined;
   try {
-    const model = await resolveModelDir(values.model);
-    const workers = await startOcrWorkers({ model, variant, threads, storage, redisUrl: redis.url, batch, concurrency, logger });
-    logger.info({ redis: redis.description, batch, concurrency }, 'taking jobs');
+    if (metricsPort !== undefined) {
+      metrics = await serveMetrics({ port: metricsPort, host: values['metrics-host'], redisUrl: redis.url, logger });
+      logger.info({ url: metrics.url }, 'serving metrics');
+    }
+    const model = await resolveModelDir(values.model, { cacheDir: values['model-cache'] });
+    const workers = await startOcrWorkers({ model, variant, threads, storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
+    logger.info({ redis: redis.description, batch, concurrency, ...faults }, 'taking jobs');
     await new Promise<void>((resolve, reject) => {
       onShutdownSignal((signal) => {
         logger.info({ signal }, 'stopping: finishing claimed jobs');
@@ -63,6 +113,7 @@ export async function runWorkCommand(args: string[]): Promise<number> {
     logger.info('stopped');
     return 0;
   } finally {
+    await metrics?.close();
     await redis.close();
   }
 }

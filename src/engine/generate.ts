@@ -88,9 +88,15 @@ function chooseToken(active: Active, raw: Float32Array): number {
   return argmax(logits);
 }
 
+export interface GenerateOptions {
+  /** Checked before the prefill and before every decode step: once aborted, generate rejects with its reason. */
+  signal?: AbortSignal;
+}
+
 export async function generate(
   decoder: NativeModel,
   requests: readonly GenerationRequest[],
+  options: GenerateOptions = {},
 ): Promise<GenerationResult[]> {
   for (const request of requests) validate(request, decoder.vocab);
   const eos = decoder.config.eosId;
@@ -109,6 +115,7 @@ export async function generate(
     done: false,
   }));
   try {
+    options.signal?.throwIfAborted();
     const prefillStart = performance.now();
     let logits = await decoder.forward(
       actives.map(({ request, sequence }) => ({
@@ -150,6 +157,7 @@ export async function generate(
         }
       });
       if (next.length === 0) break;
+      options.signal?.throwIfAborted();
       const stepStart = performance.now();
       logits = await decoder.forward(
         next.map(({ sequence, result }) => ({ sequence, ids: Int32Array.of(result.ids[result.ids.length - 1]) })),

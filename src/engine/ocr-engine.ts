@@ -29,6 +29,8 @@ export interface OcrOptions {
   maxNewTokens?: number;
   /** Streams text as it is decoded, per page (page index within the call). */
   onText?: (page: number, delta: string) => void;
+  /** Stops decoding between steps once aborted: the call then rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 /** Everything the decoder needs for one prompt, before any decoding. */
@@ -132,6 +134,7 @@ export class OcrEngine {
     const results = await generate(
       this.model,
       prepared.map((p, i) => this.request(p, task, options, i)),
+      { signal: options.signal },
     );
     return results.map((result, i) => {
       const started = performance.now();
@@ -145,7 +148,7 @@ export class OcrEngine {
   async recognizeSinglePass(images: readonly RgbImage[], options: OcrOptions = {}): Promise<PageResult[]> {
     if (this.variant !== 'v3') throw new Error('single-pass multi-page reading is a V3 (Unlimited-OCR) feature');
     const prepared = await this.prepare(images, 'parse-multi', 'base');
-    const [result] = await generate(this.model, [this.request(prepared, 'parse-multi', options, 0)]);
+    const [result] = await generate(this.model, [this.request(prepared, 'parse-multi', options, 0)], { signal: options.signal });
     const started = performance.now();
     const rawText = this.tokenizer.decode(result.ids);
     const pages = parseMultiPageOutput(rawText, images.map((image) => ({ width: image.width, height: image.height })));

@@ -1,7 +1,7 @@
 // Collects jobs that a worker claimed concurrently into batches, and runs one batch at a time: a
 // batch starts once `maxBatch` items are waiting, or once the oldest has waited `windowMs`, and only
 // when the previous batch has finished. Items that arrive during a run form the next batch, so a
-// busy worker always starts with a full one.
+// busy worker always starts with a full one. An item submitted `alone` runs in a batch of its own.
 
 export interface JobBatcherOptions {
   /** Most items per run. Default 4. */
@@ -12,6 +12,7 @@ export interface JobBatcherOptions {
 
 interface Waiting<I, O> {
   item: I;
+  alone: boolean;
   /** performance.now() when it was submitted. */
   at: number;
   resolve(value: O): void;
@@ -37,18 +38,22 @@ export class JobBatcher<I, O> {
     if (!(this.#windowMs >= 0)) throw new RangeError(`windowMs must be >= 0, got ${this.#windowMs}`);
   }
 
-  /** Resolves with this item's result once the batch it joined has run; rejects if that run rejects. */
-  submit(item: I): Promise<O> {
+  /**
+   * Resolves with this item's result once the batch it joined has run; rejects if that run rejects.
+   * `alone`: run it in a batch of its own, neither waiting for others nor joined by them.
+   */
+  submit(item: I, options: { alone?: boolean } = {}): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.#waiting.push({ item, at: performance.now(), resolve, reject });
+      this.#waiting.push({ item, alone: options.alone ?? false, at: performance.now(), resolve, reject });
       this.#startIfDue();
     });
   }
 
   #startIfDue(): void {
     if (this.#running || this.#waiting.length === 0) return;
-    const waited = performance.now() - this.#waiting[0].at;
-    if (this.#waiting.length < this.#maxBatch && waited < this.#windowMs) {
+    const first = this.#waiting[0];
+    const waited = performance.now() - first.at;
+    if (!first.alone && this.#waiting.length < this.#maxBatch && waited < this.#windowMs) {
       this.#timer ??= setTimeout(() => {
         this.#timer = undefined;
         this.#startIfDue();
@@ -58,7 +63,14 @@ export class JobBatcher<I, O> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#running = true;
-    void this.#runBatch(this.#waiting.splice(0, this.#maxBatch));
+    void this.#runBatch(this.#waiting.splice(0, this.#batchLength()));
+  }
+
+  /** The waiting items of the next batch: the first alone, or the leading items up to the first that runs alone. */
+  #batchLength(): number {
+    if (this.#waiting[0].alone) return 1;
+    const firstAlone = this.#waiting.findIndex((waiting) => waiting.alone);
+    return Math.min(this.#maxBatch, firstAlone === -1 ? this.#waiting.length : firstAlone);
   }
 
   async #runBatch(batch: Waiting<I, O>[]): Promise<void> {

@@ -13,6 +13,13 @@ import type { Storage } from '../storage/storage.js';
 import { assembleDocument, documentResultKeys, type PageStatus } from './document-assembler.js';
 import type { DonePageOutcome } from './page-worker.js';
 
+/** BullMQ's reason for a job whose worker died more often than the page worker's maxStalledCount allows. */
+const BULLMQ_STALLED_REASON = 'job stalled more than allowable limit';
+
+/** What document.json says of such a page instead. */
+export const STALLED_PAGE_REASON =
+  'every worker that read this page stopped before finishing it (crashed, was killed or lost its lock), so it was given up: the page may crash the engine';
+
 /** A document job's return value. */
 export interface DocumentOutcome {
   docId: string;
@@ -31,6 +38,10 @@ export interface DocumentWorkerOptions {
   logger: Logger;
   /** Documents assembled at once (storage reads and writes only). Default 4. */
   concurrency?: number;
+  /** As for the page worker: how long a dead worker's document jobs wait before another takes them over. Default 30 s. */
+  lockDurationMs?: number;
+  /** How often this worker looks for document jobs whose worker died. Default 30 s. */
+  stalledIntervalMs?: number;
 }
 
 export function startDocumentWorker(options: DocumentWorkerOptions): Worker<DocumentJobData, DocumentOutcome> {
@@ -50,7 +61,13 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
       logger.info({ docId: outcome.docId, pages: outcome.pages, failedPages: outcome.failedPages.length }, 'document done');
       return outcome;
     },
-    { connection, prefix: DOCUMENTS.prefix, concurrency: options.concurrency ?? 4 },
+    {
+      connection,
+      prefix: DOCUMENTS.prefix,
+      concurrency: options.concurrency ?? 4,
+      lockDuration: options.lockDurationMs ?? 30_000,
+      stalledInterval: options.stalledIntervalMs ?? 30_000,
+    },
   );
   worker.on('error', (error) => logger.error({ err: error }, 'document worker: queue error'));
   return worker;
@@ -60,7 +77,8 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
 export async function pageStatusesOf(job: Job<DocumentJobData>): Promise<PageStatus[]> {
   const [values, failures] = await Promise.all([job.getChildrenValues<DonePageOutcome>(), job.getIgnoredChildrenFailures()]);
   const done = Object.values(values).flatMap((outcome) => outcome.pages.map(({ page, key }): PageStatus => ({ page, status: 'done', key })));
-  const failed = Object.entries(failures).flatMap(([key, reason]) => {
+  const failed = Object.entries(failures).flatMap(([key, bullmqReason]) => {
+    const reason = bullmqReason === BULLMQ_STALLED_REASON ? STALLED_PAGE_REASON : bullmqReason;
     const pages = pagesOfJobId(jobIdOfKey(PAGES, key) ?? '');
     if (pages === undefined) throw new Error(`document ${job.data.docId}: a failed child ${key} is not a page job of ${PAGES.prefix}:${PAGES.name}`);
     return Array.from({ length: pages.lastPage - pages.firstPage + 1 }, (_, i): PageStatus => ({ page: pages.firstPage + i, status: 'failed', reason }));

@@ -2,7 +2,16 @@
 // batches and read by one PagePipeline.processPages call each, so their decode steps share every
 // pass over the weights. A job's return value is its outcome (result keys and stage timings); a
 // failed page throws its reason, as an UnrecoverableError when another try cannot help.
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+//
+// Faults: a batch gets a deadline (pageTimeoutMs); decoding stops there and its jobs fail with
+// "timed out after …", to be tried again. An engine that does not return even `hangGraceMs` after the
+// deadline is hung (native code never came back): the batch's jobs fail with that reason, jobs held
+// for later batches go back to the queue untouched, and onEngineHung tells the process to exit so that
+// its supervisor starts a fresh one. A worker that dies outright holds its jobs until their locks
+// expire; another worker then takes them over, and a page whose workers died more than
+// maxStalledCount times fails. A page that failed or stalled before is read alone, so that it cannot
+// take the pages batched with it down again.
+import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
@@ -12,6 +21,12 @@ import { PAGES } from '../queue/queue-names.js';
 import type { PageJob, PageOutcome, PagePipeline } from './page-pipeline.js';
 
 export type DonePageOutcome = Extract<PageOutcome, { status: 'done' }>;
+
+export const DEFAULT_PAGE_TIMEOUT_MS = 600_000;
+export const DEFAULT_HANG_GRACE_MS = 120_000;
+export const DEFAULT_LOCK_DURATION_MS = 120_000;
+export const DEFAULT_STALLED_INTERVAL_MS = 30_000;
+export const DEFAULT_MAX_STALLED_COUNT = 2;
 
 export interface PageWorkerOptions {
   pipeline: PagePipeline;
@@ -31,22 +46,97 @@ export interface PageWorkerOptions {
    * The lock on a claimed job, renewed every half of it while the job is held (inference runs off the
    * event loop, so renewals are never starved). It only has to outlast a stalled event loop or a
    * Redis hiccup, not a page; it is also how long a crashed worker's jobs wait before another worker
-   * takes them over. Default 120 s.
+   * takes them over. Default DEFAULT_LOCK_DURATION_MS.
    */
   lockDurationMs?: number;
+  /** How often this worker looks for jobs whose lock expired (their worker died). Default DEFAULT_STALLED_INTERVAL_MS. */
+  stalledIntervalMs?: number;
+  /**
+   * Times a page job may lose its worker and be taken over; one more and it fails (document.json
+   * then gives STALLED_PAGE_REASON). Jobs held beside a page that kills its worker lose theirs too, hence a limit
+   * above 1. Default DEFAULT_MAX_STALLED_COUNT.
+   */
+  maxStalledCount?: number;
+  /** Deadline of one batch, from its start. Default DEFAULT_PAGE_TIMEOUT_MS. */
+  pageTimeoutMs?: number;
+  /** How long past the deadline the engine may take to stop before it counts as hung. Default DEFAULT_HANG_GRACE_MS. */
+  hangGraceMs?: number;
+  /**
+   * Called once when the engine hangs. The engine can take no more work: the process should close its
+   * workers (which waits until the hung batch's jobs are failed and the others handed back) and exit
+   * non-zero. Default: only logged.
+   */
+  onEngineHung?: (error: EngineHungError) => void;
 }
+
+/** Why a batch's jobs failed when the deadline stopped their decode. */
+export class PageTimeoutError extends Error {
+  override readonly name = 'PageTimeoutError';
+  constructor(timeoutMs: number, jobs: number) {
+    super(`timed out after ${seconds(timeoutMs)} s${jobs > 1 ? ` (a batch of ${jobs} page jobs read together)` : ''}: the page timeout stopped its decode`);
+  }
+}
+
+/** Why a batch's jobs failed when the engine did not return at all. */
+export class EngineHungError extends Error {
+  override readonly name = 'EngineHungError';
+  constructor(
+    waitedMs: number,
+    /** The hung batch's jobs. */
+    readonly jobIds: readonly string[],
+  ) {
+    super(`the engine did not return within ${seconds(waitedMs)} s (page timeout and grace): its worker exits to be restarted`);
+  }
+}
+
+/** A job claimed after the engine hung: handed back to the queue without using up a try. */
+class EngineUnavailableError extends Error {}
 
 export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData, DonePageOutcome> {
   const { pipeline, connection, logger } = options;
   const batch = options.batch ?? 4;
-  const batcher = new JobBatcher<PageJob, PageOutcome>((jobs) => pipeline.processPages(jobs), {
-    maxBatch: batch,
-    windowMs: options.batchWindowMs,
-  });
+  const timeoutMs = options.pageTimeoutMs ?? DEFAULT_PAGE_TIMEOUT_MS;
+  const graceMs = options.hangGraceMs ?? DEFAULT_HANG_GRACE_MS;
+  let hung: EngineHungError | undefined;
+
+  const readBatch = async (jobs: PageJob[]): Promise<PageOutcome[]> => {
+    if (hung !== undefined) throw new EngineUnavailableError();
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new PageTimeoutError(timeoutMs, jobs.length)), timeoutMs);
+    let watchdog: NodeJS.Timeout | undefined;
+    const engineHung = new Promise<never>((_, reject) => {
+      watchdog = setTimeout(() => reject(new EngineHungError(timeoutMs + graceMs, jobs.map((job) => job.jobId ?? ''))), timeoutMs + graceMs);
+    });
+    try {
+      return await Promise.race([pipeline.processPages(jobs, deadline.signal), engineHung]);
+    } catch (error) {
+      if (error instanceof EngineHungError) {
+        hung = error;
+        const hungJobs = jobs.map(({ data, jobId }) => ({ docId: data.docId, jobId }));
+        logger.fatal({ jobs: hungJobs, err: error }, 'the engine is hung: failing its batch and handing held jobs back');
+        // After the batch's jobs have been rejected: closing the worker then waits until they are failed.
+        setImmediate(() => options.onEngineHung?.(error));
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      clearTimeout(watchdog);
+    }
+  };
+  const batcher = new JobBatcher<PageJob, PageOutcome>(readBatch, { maxBatch: batch, windowMs: options.batchWindowMs });
+
   const worker = new Worker<PageJobData, DonePageOutcome>(
     PAGES.name,
-    async (job: Job<PageJobData>) => {
-      const outcome = await batcher.submit({ data: job.data, attempt: job.attemptsStarted, jobId: job.id });
+    async (job: Job<PageJobData>, token?: string) => {
+      const pageJob: PageJob = { data: job.data, attempt: job.attemptsStarted, jobId: job.id };
+      let outcome: PageOutcome;
+      try {
+        outcome = await batcher.submit(pageJob, { alone: job.attemptsMade > 0 || job.stalledCounter > 0 });
+      } catch (error) {
+        if (!(error instanceof EngineUnavailableError)) throw error;
+        await job.moveToWait(token);
+        throw new WaitingError();
+      }
       if (outcome.status === 'done') return outcome;
       throw outcome.retryable ? new Error(outcome.reason) : new UnrecoverableError(outcome.reason);
     },
@@ -54,9 +144,15 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
       connection,
       prefix: PAGES.prefix,
       concurrency: options.concurrency ?? 2 * batch,
-      lockDuration: options.lockDurationMs ?? 120_000,
+      lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
+      stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
+      maxStalledCount: options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT,
     },
   );
   worker.on('error', (error) => logger.error({ err: error }, 'page worker: queue error'));
   return worker;
+}
+
+function seconds(ms: number): string {
+  return String(Math.round(ms / 100) / 10);
 }

@@ -1,6 +1,8 @@
 // Redis for the queue tests: a private redis-server child process per test file (the one
-// `scriptorium run` starts), or a reason to skip the tests when redis-server is not installed.
-import { spawnSync } from 'node:child_process';
+// `scriptorium run` starts), or a reason to skip the tests when redis-server is not installed; and,
+// for the fault tests, one with an append-only file that can be killed and started again.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import { after, before } from 'node:test';
 
 import { Redis } from 'ioredis';
@@ -44,4 +46,71 @@ export function useTestRedis(): TestRedis {
       }
     },
   };
+}
+
+/** A redis-server that keeps its data in an append-only file and can be killed and started again where it was. */
+export interface PersistentRedis {
+  /** redis://127.0.0.1:<port> */
+  readonly url: string;
+  readonly port: number;
+  /** Kills the server (SIGKILL by default, as a crash) and waits for it to exit. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts it again on the same port with the same directory, once it has been killed. */
+  start(): Promise<void>;
+  /** Stops the server. The directory is the caller's. */
+  close(): Promise<void>;
+}
+
+/**
+ * A redis-server child process with `appendonly yes` and `appendfsync always` (every acknowledged
+ * write is on disk, so even SIGKILL loses nothing) in `dir`, on a port that was free when it started.
+ */
+export async function startPersistentRedis(dir: string): Promise<PersistentRedis> {
+  const port = await freePort();
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always'];
+  args.push('--maxmemory-policy', 'noeviction', '--dir', dir, '--loglevel', 'warning');
+  let child: ChildProcess | undefined;
+  const exited = (process: ChildProcess) =>
+    new Promise<void>((resolve) => (process.exitCode !== null || process.signalCode !== null ? resolve() : process.once('exit', () => resolve())));
+  const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
+    const running = child;
+    child = undefined;
+    if (running === undefined) return;
+    running.kill(signal);
+    await exited(running);
+  };
+  const start = async () => {
+    if (child !== undefined) throw new Error('the persistent redis-server is already running');
+    child = spawn('redis-server', args, { stdio: 'ignore' });
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      client.on('error', () => undefined);
+      const answered = await client
+        .connect()
+        .then(() => client.ping())
+        .then(
+          (reply) => reply === 'PONG',
+          () => false,
+        )
+        .finally(() => client.disconnect());
+      if (answered) return;
+      if (Date.now() > deadline) throw new Error(`redis-server with the append-only file in ${dir} did not answer on port ${port}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  process.once('exit', () => child?.kill('SIGKILL'));
+  await start();
+  return { url: `redis://127.0.0.1:${port}`, port, kill, start, close: () => kill('SIGTERM') };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }

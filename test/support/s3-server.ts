@@ -1,5 +1,6 @@
 // An in-process s3rver for tests: listens on 127.0.0.1 (a free port unless one is asked for),
-// keeps its objects in a fresh temp directory, and creates the buckets it is given.
+// keeps its objects in a fresh temp directory, and creates the buckets it is given. It can be stopped
+// and started again on the same port with the same objects, as an outage would look to clients.
 import crypto from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
@@ -15,7 +16,16 @@ export const S3RVER_SECRET = 'S3RVER';
 interface S3rverInstance {
   run(): Promise<AddressInfo>;
   close(): Promise<void>;
+  on(event: 'event', listener: (notification: S3rverNotification) => void): void;
   httpServer?: Server;
+}
+
+/**
+ * What s3rver emits after each object is stored, copied or deleted: AWS's notification shape, except
+ * that the key is not URL-encoded as S3 encodes it.
+ */
+export interface S3rverNotification {
+  Records: Array<{ eventName: string; eventTime: string; s3: { bucket: { name: string }; object: { key: string; size?: number; eTag?: string } } }>;
 }
 type S3rverConstructor = new (options: {
   address: string;
@@ -39,30 +49,58 @@ export interface S3Server {
   /** http://127.0.0.1:<port> */
   endpoint: string;
   port: number;
+  /** Calls `listener` with the notification of every object stored, copied or deleted from now on. */
+  onNotification(listener: (notification: S3rverNotification) => void): void;
+  /** Drops open connections and stops listening, keeping the objects: clients then see the server down. */
+  stop(): Promise<void>;
+  /** Listens again on the same port with the same objects, after stop(). */
+  start(): Promise<void>;
   /** Drops open connections, stops listening and removes the server's directory. */
   close(): Promise<void>;
 }
 
 export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Server> {
   const directory = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-s3rver-'));
-  const server = new S3rver({
-    address: '127.0.0.1',
-    port: options.port ?? 0,
-    directory,
-    silent: true,
-    vhostBuckets: false,
-    configureBuckets: (options.buckets ?? []).map((name) => ({ name })),
-  });
-  const { port } = await server.run().catch(async (error: unknown) => {
+  const notificationListeners: Array<(notification: S3rverNotification) => void> = [];
+  const listen = async (port: number) => {
+    const server = new S3rver({
+      address: '127.0.0.1',
+      port,
+      directory,
+      silent: true,
+      vhostBuckets: false,
+      configureBuckets: (options.buckets ?? []).map((name) => ({ name })),
+    });
+    server.on('event', (notification) => notificationListeners.forEach((listener) => listener(notification)));
+    const address = await server.run();
+    return { server, port: address.port };
+  };
+  let running: S3rverInstance | undefined;
+  const stop = async () => {
+    const server = running;
+    running = undefined;
+    server?.httpServer?.closeAllConnections(); // kept-alive client sockets would hold close() open
+    await server?.close();
+  };
+  const first = await listen(options.port ?? 0).catch(async (error: unknown) => {
     await rm(directory, { recursive: true, force: true });
     throw error;
   });
+  running = first.server;
+  const { port } = first;
   return {
     endpoint: `http://127.0.0.1:${port}`,
     port,
+    onNotification(listener) {
+      notificationListeners.push(listener);
+    },
+    stop,
+    async start() {
+      if (running !== undefined) throw new Error('the S3 server is already running');
+      running = (await listen(port)).server;
+    },
     async close() {
-      server.httpServer?.closeAllConnections(); // kept-alive client sockets would hold close() open
-      await server.close();
+      await stop();
       await rm(directory, { recursive: true, force: true });
     },
   };

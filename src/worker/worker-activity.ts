@@ -1,0 +1,78 @@
+// What one worker process is doing, gathered from its workers' events: the page jobs it holds and
+// the pages it finished, for its heartbeat (live workers in `scriptorium status`); the same events
+// feed the Prometheus metrics and the per-minute throughput counters in Redis.
+import type { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+
+import type { DocumentJobData, PageJobData } from '../jobs/job-types.js';
+import type { LiveWorkerProgress } from '../queue/live-workers.js';
+import { DOCUMENTS, PAGES, type QueueName } from '../queue/queue-names.js';
+import { countCompleted } from '../queue/throughput.js';
+import type { DocumentOutcome } from './document-worker.js';
+import type { DecodeStats } from './page-pipeline.js';
+import type { DonePageOutcome } from './page-worker.js';
+import { observeStageTimes, workerMetrics } from './worker-metrics.js';
+
+export class WorkerActivity {
+  readonly #redis: Redis;
+  readonly #logger: Logger;
+  readonly #currentJobs = new Set<string>();
+  #pagesDone = 0;
+  #pagesFailed = 0;
+
+  /** `redis`: a `client` connection for the throughput counters. */
+  constructor(redis: Redis, logger: Logger) {
+    this.#redis = redis;
+    this.#logger = logger;
+  }
+
+  watchPages(worker: Worker<PageJobData, DonePageOutcome>): void {
+    const metrics = workerMetrics();
+    worker.on('active', (job) => {
+      if (job.id !== undefined) this.#currentJobs.add(job.id);
+    });
+    worker.on('completed', (job, outcome) => {
+      this.#currentJobs.delete(job.id ?? '');
+      const pages = outcome.pages.length;
+      this.#pagesDone += pages;
+      metrics.pagesDone.inc(pages);
+      for (const page of outcome.pages) observeStageTimes(page.timings_ms);
+      this.#count(PAGES, pages);
+    });
+    worker.on('failed', (job) => {
+      if (job === undefined) return;
+      this.#currentJobs.delete(job.id ?? '');
+      const pages = job.data.lastPage - job.data.firstPage + 1;
+      // BullMQ sets finishedOn only when the job has no tries left.
+      if (job.finishedOn === undefined) {
+        metrics.pageRetries.inc(pages);
+      } else {
+        this.#pagesFailed += pages;
+        metrics.pagesFailed.inc(pages);
+      }
+    });
+  }
+
+  watchDocuments(worker: Worker<DocumentJobData, DocumentOutcome>): void {
+    worker.on('completed', () => this.#count(DOCUMENTS, 1));
+  }
+
+  /** For PagePipelineOptions.onDecoded. */
+  decoded({ generatedTokens, decodeMs }: DecodeStats): void {
+    const metrics = workerMetrics();
+    metrics.generatedTokens.inc(generatedTokens);
+    metrics.decodeSeconds.inc(decodeMs / 1000);
+    if (decodeMs > 0) metrics.decodeTokensPerSecond.set(generatedTokens / (decodeMs / 1000));
+  }
+
+  progress(): LiveWorkerProgress {
+    return { currentJobs: [...this.#currentJobs], pagesDone: this.#pagesDone, pagesFailed: this.#pagesFailed };
+  }
+
+  #count(queue: QueueName, amount: number): void {
+    countCompleted(this.#redis, queue, amount).catch((error: unknown) =>
+      this.#logger.warn({ err: error, queue: queue.name, amount }, 'could not count completed work for the throughput of `scriptorium status`'),
+    );
+  }
+}
