@@ -40,7 +40,8 @@
         "native/src/sam_encoder.cc",
         "native/src/clip_encoder.cc",
         "native/src/qwen2_encoder.cc",
-        "native/src/vision_encoder.cc"
+        "native/src/vision_encoder.cc",
+        "native/src/ceilings.cc"
       ],
       "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
       "libraries": ["-lpthread"]

@@ -1,6 +1,7 @@
 #include "vision_encoder.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -28,6 +29,16 @@ namespace {
 const VisionDims& validated(const VisionDims& dims) {
   dims.validate();
   return dims;
+}
+
+using Clock = std::chrono::steady_clock;
+
+/* milliseconds from `start` to now; `start` moves to now */
+double lap_ms(Clock::time_point& start) {
+  const Clock::time_point now = Clock::now();
+  const double ms = std::chrono::duration<double, std::milli>(now - start).count();
+  start = now;
+  return ms;
 }
 
 }  // namespace
@@ -78,8 +89,10 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t n, int64_t side,
   VisionOutput result;
   result.tokens_per_view = tokens;
 
+  Clock::time_point lap = Clock::now();
   std::vector<float> sam;  // [n, grid, grid, C]: row-major token order is the §5.2 flattening
   sam_.encode(pixels, n, side, sam);
+  result.stage_ms.sam = lap_ms(lap);
 
   std::vector<float> encoded;  // [n, tokens, width]
   std::vector<float> features;
@@ -88,6 +101,7 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t n, int64_t side,
     const int64_t W = dims_.clip.width;
     encoded.resize(rows * W);
     clip_->encode(sam.data(), n, tokens, encoded.data());
+    result.stage_ms.encoder = lap_ms(lap);
     // Projector input per token: CLIP output first, then the SAM features.
     const int64_t F = W + C;
     features.resize(rows * F);
@@ -99,10 +113,12 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t n, int64_t side,
   } else {
     encoded.resize(rows * dims_.qwen2.dim);
     qwen2_->encode(sam.data(), n, tokens, encoded.data());
+    result.stage_ms.encoder = lap_ms(lap);
     projector_in = encoded.data();
   }
   result.projected.resize(rows * dims_.embed);
   linear(pool_, projector_, projector_in, result.projected.data(), rows);
+  result.stage_ms.projector = lap_ms(lap);
 
   if (keep_intermediates) {
     result.sam_shape = {n, C, grid, grid};

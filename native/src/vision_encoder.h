@@ -29,9 +29,17 @@ struct VisionDims {
   void validate() const;  // throws std::invalid_argument when the components do not fit together
 };
 
+// Wall time of each stage of one encode() call, in milliseconds.
+struct VisionStageTimes {
+  double sam = 0;
+  double encoder = 0;    // CLIP or Qwen2
+  double projector = 0;  // projector input assembly and the projector
+};
+
 struct VisionOutput {
   int64_t tokens_per_view = 0;
   std::vector<float> projected;     // [n, tokens, embed]
+  VisionStageTimes stage_ms;
   // Filled only when intermediates are asked for:
   std::vector<float> sam;           // [n, C, h, w] (official NCHW layout), tokens = h * w
   std::vector<int64_t> sam_shape;   // {n, C, h, w}

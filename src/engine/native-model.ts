@@ -40,13 +40,56 @@ export interface EncodedViews {
   encoder?: Float32Array;
 }
 
+/** Wall time of each vision stage of one encodeImages call, in milliseconds. */
+export interface VisionStageTimes {
+  sam: number;
+  /** CLIP (V1/V3) or the Qwen2 encoder (V2). */
+  encoder: number;
+  /** Projector input assembly and the projector. */
+  projector: number;
+}
+
+/** What one encodeImages call returns: its views and the time each stage took. */
+export interface EncodedViewBatch extends EncodedViews {
+  stageMs: VisionStageTimes;
+}
+
+/** Options of the ceilings probe; defaults: every hardware thread, 1 GiB, 5 passes, 0.5 s. */
+export interface CeilingOptions {
+  threads?: number;
+  /** Size of the buffer the read-bandwidth passes stream through; far larger than the caches. */
+  bufferBytes?: number;
+  passes?: number;
+  /** Wall time of each compute measurement, in seconds. */
+  seconds?: number;
+}
+
+/** The machine's ceilings, measured with every thread busy (native/src/ceilings.h). */
+export interface MachineCeilings {
+  /** The active kernel set. */
+  kernels: string;
+  threads: number;
+  /** Vector width of the read loop: avx512, avx2, sse2 or scalar. */
+  readSimd: string;
+  /** Memory read bandwidth, 1e9 bytes/s (best pass). */
+  readGBps: number;
+  /** The active set's gemm_f32 / gemm_bf16 on blocks resident in L2. */
+  gemmF32Gflops: number;
+  gemmBf16Gflops: number;
+  /** Instruction-throughput peaks of the multiply-add those kernels use; 0 when unknown (scalar). */
+  peakF32Gflops: number;
+  peakBf16Gflops: number;
+  /** One core's clock from a chain of dependent adds; 0 when not measurable. */
+  clockGhz: number;
+}
+
 /** Learned vectors used to assemble visual embeddings (MODELS.md §5.6); V2 has no image_newline. */
 export type SpecialVectorName = 'image_newline' | 'view_seperator';
 
 interface NativeModelHandle {
   createSequence(): NativeSequence;
   forward(batch: ForwardInput[]): Promise<Float32Array>;
-  encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViews>;
+  encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViewBatch>;
   specialVector(name: SpecialVectorName): Float32Array;
   readonly kernels: string;
   readonly threads: number;
@@ -56,6 +99,7 @@ interface NativeModelHandle {
 interface NativeBinding {
   NativeModel: new (dir: string, dims: object, threads: number, visionDims?: VisionDims) => NativeModelHandle;
   supportedKernelSets(): string[];
+  measureCeilings(options?: CeilingOptions): Promise<MachineCeilings>;
 }
 
 const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -132,7 +176,7 @@ export class NativeModel {
    * patch size; for V2 anything but 768 or 1024). keepIntermediates adds the SAM and encoder outputs.
    * The call waits behind earlier ones on this model: leave `pixels` unchanged until it settles.
    */
-  encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates = false): Promise<EncodedViews> {
+  encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates = false): Promise<EncodedViewBatch> {
     const run = this.queue.then(() => this.handle.encodeImages(pixels, n, side, keepIntermediates));
     this.queue = run.catch(() => undefined);
     return run;

@@ -1,0 +1,39 @@
+// Batched decode in this process: for each batch size B, B sequences get the same-length prefix of
+// seeded random ids in one batched prefill, then advance together, one greedy token each per forward
+// call. Only the forward calls of the decode steps are timed.
+import { argmax } from '../src/engine/logits-processors.js';
+import { NativeModel } from '../src/engine/native-model.js';
+import { randomIds, warmUpDecoder } from './decoder-warm-up.js';
+import { peakRssBytes, type BatchAnswer, type BatchJob } from './measure-jobs.js';
+import { decodeRunBytes } from './work-counts.js';
+
+export async function measureBatch(job: BatchJob, progress: (line: string) => void): Promise<BatchAnswer> {
+  const model = await NativeModel.load(job.modelDir, { threads: job.threads });
+  progress('warming up the decoder');
+  await warmUpDecoder(model);
+  const rows: BatchAnswer['rows'] = [];
+  for (const batch of job.batches) {
+    const ms: number[] = [];
+    for (let run = 1; run <= job.runs; run++) {
+      progress(`batch ${batch}, run ${run}/${job.runs}: prefill ${batch}×${job.prefixTokens} tokens, then ${job.steps} steps`);
+      const sequences = Array.from({ length: batch }, () => model.createSequence());
+      try {
+        let logits = await model.forward(
+          sequences.map((sequence, i) => ({ sequence, ids: randomIds(job.prefixTokens, i + 1) })),
+        );
+        let elapsed = 0;
+        for (let step = 0; step < job.steps; step++) {
+          const next = logits.map((l) => argmax(l));
+          const started = performance.now();
+          logits = await model.forward(sequences.map((sequence, i) => ({ sequence, ids: Int32Array.of(next[i]) })));
+          elapsed += performance.now() - started;
+        }
+        ms.push(elapsed);
+      } finally {
+        for (const sequence of sequences) sequence.release();
+      }
+    }
+    rows.push({ batch, ms, bytes: decodeRunBytes(model.config.decoder, batch, job.prefixTokens, job.steps) });
+  }
+  return { variant: model.config.variant, prefixTokens: job.prefixTokens, steps: job.steps, rows, peakRssBytes: peakRssBytes() };
+}

@@ -1,0 +1,90 @@
+// What the benchmark asks of a measuring process and what it answers. Each job runs in a process of
+// its own (one model loaded once, every run of the job in it), so its peak resident memory is the
+// job's own. Answers carry raw per-run samples and the work counted from the dims; the parent
+// takes medians and ratios to the ceilings.
+import type { Variant } from '../src/engine/model-config.js';
+import type { Flops } from './work-counts.js';
+
+interface JobSettings {
+  modelDir: string;
+  threads: number;
+  runs: number;
+}
+
+/** One page case: its encoders (per stage) and/or its prefill and batch-1 decode. */
+export interface PageJob extends JobSettings {
+  part: 'page';
+  caseId: string;
+  encoders: boolean;
+  decode: boolean;
+  /** Tokens generated after the prefill; the first comes from the prefill's logits. */
+  decodeTokens: number;
+}
+
+/** Decode steps of `batch` sequences together, for each batch size. */
+export interface BatchJob extends JobSettings {
+  part: 'batch';
+  batches: number[];
+  prefixTokens: number;
+  steps: number;
+}
+
+/** Per-step decode latency of one sequence after a multi-page prefix. */
+export interface LatencyJob extends JobSettings {
+  part: 'latency';
+  pages: number;
+  steps: number;
+}
+
+export type MeasureJob = PageJob | BatchJob | LatencyJob;
+
+/** Milliseconds of one run's encodeImages calls, summed over the calls, per stage and in all. */
+export interface EncodeSample {
+  sam: number;
+  encoder: number;
+  projector: number;
+  total: number;
+}
+
+export interface PageAnswer {
+  caseId: string;
+  /** One entry per encodeImages call: the global views of every page, then each page's tiles. */
+  views: { side: number; count: number }[];
+  promptTokens: number;
+  imageTokens: number;
+  decodeTokens: number;
+  work: { sam: Flops; encoder: Flops; projector: Flops; prefill: Flops; decodeBytes: number };
+  /** Per run; empty when not measured. */
+  encode: EncodeSample[];
+  prefillMs: number[];
+  decodeMs: number[];
+  peakRssBytes: number;
+  weightBytes: number;
+}
+
+export interface BatchAnswer {
+  variant: Variant;
+  prefixTokens: number;
+  steps: number;
+  /** Per batch size: the forward time of all steps, per run, and the bytes those steps read. */
+  rows: { batch: number; ms: number[]; bytes: number }[];
+  peakRssBytes: number;
+}
+
+export interface LatencyAnswer {
+  variant: Variant;
+  prefixTokens: number;
+  prefillMs: number[];
+  /** [run][step]: milliseconds of decode step `step` (generated length step + 1). */
+  stepMs: number[][];
+  /** Bytes each step reads (weights and KV cache). */
+  stepBytes: number[];
+  peakRssBytes: number;
+}
+
+export type MeasureAnswer = PageAnswer | BatchAnswer | LatencyAnswer;
+
+/** Peak resident memory of this process so far, in bytes. */
+export function peakRssBytes(): number {
+  return process.resourceUsage().maxRSS * 1024;
+}

@@ -1,0 +1,27 @@
+// A measuring process: runs the one job given as its JSON argument and sends the answer (or the
+// error) to the parent over IPC. Started by runMeasureProcess (measure-client.ts).
+import { measureBatch } from './measure-batch.js';
+import { measureLatency } from './measure-latency.js';
+import { measurePage } from './measure-page.js';
+import type { MeasureAnswer, MeasureJob } from './measure-jobs.js';
+
+function label(job: MeasureJob): string {
+  if (job.part === 'page') return job.caseId;
+  return `${job.part} ${job.modelDir}`;
+}
+
+async function run(job: MeasureJob): Promise<MeasureAnswer> {
+  const started = performance.now();
+  const progress = (line: string) =>
+    process.stderr.write(`bench [${label(job)}] ${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s  ${line}\n`);
+  if (job.part === 'page') return measurePage(job, progress);
+  if (job.part === 'batch') return measureBatch(job, progress);
+  return measureLatency(job, progress);
+}
+
+const reply = (message: { answer: MeasureAnswer } | { error: string }) => process.send!(message, () => process.disconnect());
+
+run(JSON.parse(process.argv[2]) as MeasureJob).then(
+  (answer) => reply({ answer }),
+  (error: unknown) => reply({ error: error instanceof Error ? error.message : String(error) }),
+);

@@ -1,0 +1,99 @@
+// The benchmark's results as plain-text tables for stdout.
+import type { MachineCeilings } from '../src/engine/native-model.js';
+import type { BatchSummary, ComputeFigure, LatencySummary, PageSummary } from './summary.js';
+
+/** Columns padded to their widest cell; the first column left-aligned, the others right-aligned. */
+export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: readonly string[]) =>
+    cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+const percent = (fraction: number) => `${(100 * fraction).toFixed(fraction < 0.1 ? 1 : 0)}%`;
+const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`;
+
+function fixed(value: number): string {
+  if (value >= 100) return value.toFixed(0);
+  if (value >= 10) return value.toFixed(1);
+  return value.toFixed(2);
+}
+
+const stage = (f: ComputeFigure | undefined) => (f ? `${fixed(f.ms)} ms ${percent(f.efficiency)}` : '-');
+
+export function ceilingsText(c: MachineCeilings, bufferBytes: number, passes: number): string {
+  const peak = (value: number) => (value > 0 ? `${fixed(value)} GFLOP/s` : 'unknown');
+  return [
+    `Ceilings: ${c.kernels} kernels, ${c.threads} threads, one core at ${c.clockGhz > 0 ? `${c.clockGhz.toFixed(2)} GHz` : 'an unknown clock'}`,
+    formatTable(
+      ['ceiling', 'measured', 'instruction peak'],
+      [
+        [`memory read (${c.readSimd} loads, best of ${passes} passes over ${(bufferBytes / 2 ** 20).toFixed(0)} MiB)`, `${fixed(c.readGBps)} GB/s`, ''],
+        ['gemm_f32 on L2-resident blocks', `${fixed(c.gemmF32Gflops)} GFLOP/s`, peak(c.peakF32Gflops)],
+        ['gemm_bf16 on L2-resident blocks', `${fixed(c.gemmBf16Gflops)} GFLOP/s`, peak(c.peakBf16Gflops)],
+      ],
+    ),
+  ].join('\n');
+}
+
+export function encodersText(pages: readonly PageSummary[]): string {
+  const rows = pages
+    .filter((p) => p.encode)
+    .map((p) => [
+      p.id,
+      p.views.map((v) => `${v.count}×${v.side}`).join(' + '),
+      stage(p.encode!.sam),
+      stage(p.encode!.encoder),
+      stage(p.encode!.projector),
+      fixed(p.encode!.totalMs),
+    ]);
+  if (rows.length === 0) return '';
+  return [
+    'Vision encoders: median ms per page prompt, % of the GEMM ceiling',
+    formatTable(['case', 'views', 'SAM', 'CLIP / Qwen2', 'projector', 'total ms'], rows),
+  ].join('\n');
+}
+
+export function decoderText(pages: readonly PageSummary[]): string {
+  const rows = pages
+    .filter((p) => p.prefill && p.decode)
+    .map((p) => [
+      p.id,
+      String(p.promptTokens),
+      `${fixed(p.prefill!.tokensPerSecond)} ${percent(p.prefill!.efficiency)}`,
+      `${fixed(p.decode!.tokensPerSecond)} ${percent(p.decode!.efficiency)}`,
+      gb(p.peakRssBytes),
+    ]);
+  if (rows.length === 0) return '';
+  return [
+    'Decoder, one sequence: tokens/s (median), % of the GEMM ceiling (prefill) or of the read bandwidth (decode)',
+    formatTable(['case', 'prompt', 'prefill tok/s', 'decode tok/s', 'peak RSS'], rows),
+  ].join('\n');
+}
+
+export function batchText(b: BatchSummary): string {
+  return [
+    `Batched decode (${b.variant}, ${b.prefixTokens}-token prefixes, ${b.steps} steps; peak RSS ${gb(b.peakRssBytes)})`,
+    formatTable(
+      ['batch', 'tok/s', 'ms/step', 'read/step', '% of bandwidth', 'tok/s at bandwidth'],
+      b.rows.map((r) => [
+        String(r.batch),
+        fixed(r.tokensPerSecond),
+        fixed(r.msPerStep),
+        gb(r.bytesPerStep),
+        percent(r.efficiency),
+        fixed(r.ceilingTokensPerSecond),
+      ]),
+    ),
+  ].join('\n');
+}
+
+export function latencyText(latency: readonly LatencySummary[], plotFile: string): string {
+  const rows = latency.flatMap((l) =>
+    l.points.map((p) => [`${l.variant} (prefix ${l.prefixTokens})`, String(p.generated), fixed(p.ms), fixed(p.ceilingMs), percent(p.efficiency)]),
+  );
+  return [
+    `Decode latency against generated length (median of the 32 steps up to each length; plot: ${plotFile})`,
+    formatTable(['variant', 'generated', 'ms/step', 'ms at bandwidth', '% of bandwidth'], rows),
+  ].join('\n');
+}
