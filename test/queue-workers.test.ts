@@ -1,5 +1,5 @@
 // The page and document workers against a real Redis, on a tiny V1 checkpoint and file:// storage:
-// claimed page jobs share batches, failed pages end up in document.json with their reasons, and a
+// claimed page jobs are read side by side, failed pages end up in document.json with their reasons, and a
 // closing worker finishes the jobs it holds.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -39,13 +39,20 @@ class FlakyStorage extends FileStorage {
   }
 }
 
-/** Records the size of every batch the page worker hands to the pipeline. */
+/** Records how many jobs each call held and how many calls were in flight at once. */
 class RecordingPipeline extends PagePipeline {
-  readonly batchSizes: number[] = [];
+  readonly jobsPerCall: number[] = [];
+  inFlight = 0;
+  mostInFlight = 0;
 
-  override processPages(jobs: readonly PageJob[]): Promise<PageOutcome[]> {
-    this.batchSizes.push(jobs.length);
-    return super.processPages(jobs);
+  override async processPages(jobs: readonly PageJob[], deadline?: AbortSignal): Promise<PageOutcome[]> {
+    this.jobsPerCall.push(jobs.length);
+    this.mostInFlight = Math.max(this.mostInFlight, ++this.inFlight);
+    try {
+      return await super.processPages(jobs, deadline);
+    } finally {
+      this.inFlight -= 1;
+    }
   }
 }
 
@@ -107,13 +114,11 @@ describe('page and document workers', { skip: REDIS_SERVER_MISSING }, () => {
     return JSON.parse((await storageOf.get(`results/${docId}/document.json`)).toString()) as DocumentResultJson;
   }
 
-  test('four page jobs claimed together are read in one processPages call', async () => {
-    const { settlements } = await untilAssembled(
-      () => enqueuePdf(4),
-      () => startWorkers({ batch: 4, concurrency: 8, batchWindowMs: 500 }),
-    );
+  test('page jobs held at once are read concurrently, one job per call, so their decodes share steps', async () => {
+    const { settlements } = await untilAssembled(() => enqueuePdf(4), () => startWorkers({ concurrency: 8 }));
     assert.equal(settlements[0].status, 'completed');
-    assert.deepEqual(pipeline.batchSizes, [4]);
+    assert.deepEqual(pipeline.jobsPerCall, [1, 1, 1, 1]);
+    assert.ok(pipeline.mostInFlight >= 2, `at most ${pipeline.mostInFlight} page read at a time`);
   });
 
   test('a page job returns the keys of its results and its stage timings', async () => {

@@ -6,7 +6,7 @@ import os from 'node:os';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
-import { OcrEngine } from '../engine/ocr-engine.js';
+import { DEFAULT_MAX_SEQUENCES, OcrEngine } from '../engine/ocr-engine.js';
 import type { Variant } from '../engine/model-config.js';
 import { LiveWorkerHeartbeat } from '../queue/live-workers.js';
 import { redisOptions } from '../queue/redis.js';
@@ -32,9 +32,9 @@ export interface OcrWorkersOptions extends PageFaultOptions {
   threads?: number;
   storage: Storage;
   redisUrl: string;
-  /** Page jobs per batched decode. Default 4. */
+  /** Most pages decoded together (the engine's continuous batch). Default DEFAULT_MAX_SEQUENCES. */
   batch?: number;
-  /** Page jobs claimed at once. Default 2 × batch. */
+  /** Page jobs held at once. Default 2 × batch: the next pages are rendered and encoded, ready to join. */
   concurrency?: number;
   logger: Logger;
   /** Interval of the live-worker heartbeat. Default DEFAULT_HEARTBEAT_MS. */
@@ -51,7 +51,7 @@ export interface OcrWorkers {
 export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWorkers> {
   const { model, storage, logger } = options;
   const [engine, checkpointId] = await Promise.all([
-    OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads }),
+    OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, maxSequences: options.batch }),
     checkpointIdentity(model.dir),
   ]);
   const redis = new Redis(redisOptions(options.redisUrl, 'client'));
@@ -73,8 +73,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     pipeline,
     connection,
     logger,
-    batch: options.batch,
-    concurrency: options.concurrency,
+    concurrency: options.concurrency ?? 2 * (options.batch ?? DEFAULT_MAX_SEQUENCES),
     pageTimeoutMs: options.pageTimeoutMs,
     hangGraceMs: options.hangGraceMs,
     lockDurationMs: options.lockDurationMs,

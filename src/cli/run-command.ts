@@ -2,6 +2,7 @@
 // (unless REDIS_URL names one), file storage in the output folder, a worker in this process,
 // enqueue, wait for every document, report where the results are, shut everything down.
 import { loadModelConfig, VARIANTS, type Variant } from '../engine/model-config.js';
+import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import { openStorage } from '../storage/storage.js';
 import { commandLogger } from './cli-logger.js';
 import { resolveModelDir } from './default-model.js';
@@ -30,7 +31,7 @@ $REDIS_URL names one; with a shared Redis, other workers may take part and this 
   --model DIR       checkpoint (default $SCRIPTORIUM_MODEL, else the synthetic tiny V3 checkpoint)
   --variant V       overrides the variant detected from config.json
 ${OCR_JOB_ARGS_USAGE}
-  --batch N         pages per batched decode (default 4)
+  --batch N         most pages decoded together (default 8, continuous batching)
   --threads T       engine threads (default: one per CPU)
 
 When stderr is a terminal, a progress line shows the documents found and queued, then the pages and
@@ -59,7 +60,7 @@ export async function runRunCommand(args: string[]): Promise<number> {
   if (positionals.length === 0) throw new UsageError('give at least one INPUT', USAGE);
   const storage = openStorage(requireOption(values.out, 'out', USAGE));
   const variantOverride = values.variant === undefined ? undefined : choiceOption<Variant>(values.variant, 'variant', VARIANTS, USAGE);
-  const batch = integerOption(values.batch, 'batch', 4, USAGE, 1);
+  const batch = integerOption(values.batch, 'batch', DEFAULT_MAX_SEQUENCES, USAGE, 1);
   const threads = values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1);
   const pdfPassword = pdfPasswordOf(values, USAGE);
   const model = await resolveModelDir(values.model);

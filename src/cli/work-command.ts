@@ -1,6 +1,7 @@
-// `scriptorium work`: a worker process: loads one model, takes page jobs from Redis in batches and
+// `scriptorium work`: a worker process: loads one model, takes page jobs from Redis, decodes them together and
 // assembles finished documents, until SIGTERM or SIGINT (then it finishes the jobs it holds).
 import { VARIANTS, type Variant } from '../engine/model-config.js';
+import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import {
   DEFAULT_HANG_GRACE_MS,
   DEFAULT_LOCK_DURATION_MS,
@@ -36,13 +37,14 @@ While it runs, \`scriptorium status\` lists it among the live workers.
   --model-cache DIR   where s3:// models are kept, as DIR/<bucket>/<prefix>/ (default ~/.cache/scriptorium/models)
   --variant V         overrides the variant detected from config.json
   --storage URL       ${STORAGE_URL_USAGE}; the producer's storage
-  --batch N           page jobs per batched decode (default 4)
-  --concurrency N     page jobs held at once (default 2 × batch, so the next batch waits ready)
+  --batch N           most pages decoded together (default 8): pages join the running decode steps as
+                      soon as they are encoded and leave when done (continuous batching)
+  --concurrency N     page jobs held at once (default 2 × batch: the next pages are encoded, ready to join)
   --threads T         engine threads (default: one per CPU)
   --metrics-port P    serve Prometheus metrics at http://H:P/metrics (pages done and failed, stage
                       times, generated tokens and decode time, queue depths, process metrics)
   --metrics-host H    the address to listen on (default 0.0.0.0: every interface)
-  --page-timeout S    a batch of pages still decoding after S seconds stops, and its pages fail with
+  --page-timeout S    a page still decoding after S seconds stops, and fails with
                       "timed out" and are tried again (default ${DEFAULT_PAGE_TIMEOUT_MS / S})
   --hang-grace S      an engine that has not returned S seconds after the timeout is hung: its pages
                       fail, the jobs held for later go back to the queue, and the process exits with
@@ -78,7 +80,7 @@ export async function runWorkCommand(args: string[]): Promise<number> {
   }
   if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
   const variant = values.variant === undefined ? undefined : choiceOption<Variant>(values.variant, 'variant', VARIANTS, USAGE);
-  const batch = integerOption(values.batch, 'batch', 4, USAGE, 1);
+  const batch = integerOption(values.batch, 'batch', DEFAULT_MAX_SEQUENCES, USAGE, 1);
   const concurrency = integerOption(values.concurrency, 'concurrency', 2 * batch, USAGE, 1);
   const threads = values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1);
   const metricsPort = values['metrics-port'] === undefined ? undefined : integerOption(values['metrics-port'], 'metrics-port', 0, USAGE, 1);

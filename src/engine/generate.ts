@@ -1,5 +1,7 @@
-// Batched greedy generation over the native decoder: every active sequence advances by one token
-// per forward call, so concurrent requests share each pass over the weights.
+// Greedy generation over the native decoder with continuous batching: every active sequence
+// advances by one token per forward call, so concurrent requests share each pass over the weights;
+// a new request joins between steps (its prefill rides in the same forward call) and a finished
+// one leaves at once.
 import {
   applyRepetitionPenalty,
   argmax,
@@ -9,7 +11,7 @@ import {
   type NoRepeatNgramOptions,
   type TopK,
 } from './logits-processors.js';
-import type { NativeModel, NativeSequence } from './native-model.js';
+import type { ForwardInput, NativeModel, NativeSequence } from './native-model.js';
 
 /** Turns token ids into text as they arrive; holds back bytes of an incomplete UTF-8 character. */
 export interface TextStream {
@@ -51,16 +53,18 @@ export interface GenerationResult {
   promptTokens: number;
   topk: TopK[];
   prefillLogits?: Float32Array;
-  /** Wall time of the batched prefill call, and of the decode steps after it (shared by the batch). */
+  /** Wall time of the forward call that held the prefill, and of the decode steps after it (shared by the batch). */
   timings: { prefillMs: number; decodeMs: number };
 }
 
-interface Active {
+interface Member {
   request: GenerationRequest;
-  sequence: NativeSequence;
+  sequence: NativeSequence | undefined;  // created when the member joins the batch
   result: GenerationResult;
   limit: number;
-  done: boolean;
+  signal: AbortSignal | undefined;
+  resolve(result: GenerationResult): void;
+  reject(error: unknown): void;
 }
 
 function validate(request: GenerationRequest, vocab: number): void {
@@ -74,8 +78,8 @@ function validate(request: GenerationRequest, vocab: number): void {
 }
 
 /** Applies the request's processors to a copy of `raw` and picks the next token. */
-function chooseToken(active: Active, raw: Float32Array): number {
-  const { request, result } = active;
+function chooseToken(member: Member, raw: Float32Array): number {
+  const { request, result } = member;
   let logits = raw;
   if (request.noRepeatNgram || (request.repetitionPenalty && request.repetitionPenalty !== 1)) {
     logits = Float32Array.from(raw);
@@ -93,88 +97,165 @@ export interface GenerateOptions {
   signal?: AbortSignal;
 }
 
+/** Decodes `requests` together (a one-off batch); resolves with one result per request, in order. */
 export async function generate(
   decoder: NativeModel,
   requests: readonly GenerationRequest[],
   options: GenerateOptions = {},
 ): Promise<GenerationResult[]> {
   for (const request of requests) validate(request, decoder.vocab);
-  const eos = decoder.config.eosId;
-  const actives: Active[] = requests.map((request) => ({
-    request,
-    sequence: decoder.createSequence(),
-    result: {
-      ids: [],
-      chosen: [],
-      finish: 'length',
-      promptTokens: request.promptIds.length,
-      topk: [],
-      timings: { prefillMs: 0, decodeMs: 0 },
-    },
-    limit: request.forceIds ? request.forceIds.length : request.maxNewTokens,
-    done: false,
-  }));
-  try {
-    options.signal?.throwIfAborted();
-    const prefillStart = performance.now();
-    let logits = await decoder.forward(
-      actives.map(({ request, sequence }) => ({
-        sequence,
-        ids: Int32Array.from(request.promptIds),
-        embeds: request.embeds?.values,
-        embedRows: request.embeds?.rows,
-      })),
-    );
-    const prefillMs = performance.now() - prefillStart;
-    let stepping = actives;
-    actives.forEach((active, i) => {
-      active.result.timings.prefillMs = prefillMs;
-      if (active.request.keepPrefillLogits) active.result.prefillLogits = Float32Array.from(logits[i]);
-    });
-    for (;;) {
-      const next: Active[] = [];
-      stepping.forEach((active, i) => {
-        const { request, result } = active;
-        if (result.ids.length >= active.limit) {
-          active.done = true;
-          return;
-        }
-        const chosen = chooseToken(active, logits[i]);
-        const fed = request.forceIds ? request.forceIds[result.ids.length] : chosen;
-        result.chosen.push(chosen);
-        result.ids.push(fed);
-        if (request.stream) {
-          const text = request.stream.text.push(fed);
-          if (text) request.stream.onText(text);
-        }
-        if (request.stopAtEos !== false && !request.forceIds && (request.stopIds ?? [eos]).includes(fed)) {
-          result.finish = 'eos';
-          active.done = true;
-        } else if (result.ids.length >= active.limit) {
-          active.done = true;
-        } else {
-          next.push(active);
-        }
+  const batch = new ContinuousBatch(decoder, Math.max(1, requests.length));
+  return Promise.all(requests.map((request) => batch.generate(request, options.signal)));
+}
+
+/**
+ * Continuous batching on one model: at most `maxSequences` sequences decode together; a request
+ * joins at the next step once there is room, and leaves as soon as it is done. Every sequence's
+ * logits are bitwise the same whatever else shares its steps (the native kernels are
+ * row-invariant), so batching changes speed, never text.
+ */
+export class ContinuousBatch {
+  readonly #model: NativeModel;
+  readonly #maxSequences: number;
+  readonly #waiting: Member[] = [];
+  #members: Member[] = [];
+  #running = false;
+
+  constructor(model: NativeModel, maxSequences: number) {
+    if (!(Number.isInteger(maxSequences) && maxSequences >= 1)) throw new RangeError(`maxSequences must be an integer >= 1, got ${maxSequences}`);
+    this.#model = model;
+    this.#maxSequences = maxSequences;
+  }
+
+  /** Sequences decoding now, and requests waiting for a place. */
+  get size(): { active: number; waiting: number } {
+    return { active: this.#members.length, waiting: this.#waiting.length };
+  }
+
+  /**
+   * Generates for one request within the shared batch. `signal` is checked before the request's
+   * every step: once aborted, it leaves the batch and the promise rejects with the signal's reason.
+   */
+  generate(request: GenerationRequest, signal?: AbortSignal): Promise<GenerationResult> {
+    validate(request, this.#model.vocab);
+    return new Promise<GenerationResult>((resolve, reject) => {
+      this.#waiting.push({
+        request,
+        sequence: undefined,
+        result: {
+          ids: [],
+          chosen: [],
+          finish: 'length',
+          promptTokens: request.promptIds.length,
+          topk: [],
+          timings: { prefillMs: 0, decodeMs: 0 },
+        },
+        limit: request.forceIds ? request.forceIds.length : request.maxNewTokens,
+        signal,
+        resolve,
+        reject,
       });
-      if (next.length === 0) break;
-      options.signal?.throwIfAborted();
-      const stepStart = performance.now();
-      logits = await decoder.forward(
-        next.map(({ sequence, result }) => ({ sequence, ids: Int32Array.of(result.ids[result.ids.length - 1]) })),
-      );
-      const stepMs = performance.now() - stepStart;
-      for (const active of next) active.result.timings.decodeMs += stepMs;
-      stepping = next;
-    }
-  } finally {
-    for (const active of actives) {
-      active.sequence.release();
-      const { stream } = active.request;
-      if (stream) {
-        const rest = stream.text.flush();
-        if (rest) stream.onText(rest);
+      if (!this.#running) void this.#run();
+    });
+  }
+
+  async #run(): Promise<void> {
+    this.#running = true;
+    try {
+      for (;;) {
+        for (const member of this.#waiting.filter((m) => m.signal?.aborted)) this.#leave(member, member.signal!.reason);
+        for (const member of this.#members.filter((m) => m.signal?.aborted)) this.#leave(member, member.signal!.reason);
+        while (this.#members.length < this.#maxSequences && this.#waiting.length > 0) {
+          const member = this.#waiting.shift()!;
+          member.sequence = this.#model.createSequence();
+          this.#members.push(member);
+        }
+        if (this.#members.length === 0) return;
+        await this.#step([...this.#members]);
       }
+    } catch (error) {
+      // Only a bug gets here: fail everything rather than hang the callers.
+      for (const member of [...this.#members, ...this.#waiting]) this.#leave(member, error);
+    } finally {
+      this.#running = false;
     }
   }
-  return actives.map((active) => active.result);
+
+  /** One forward call for `members`. When it fails, each member is retried alone so a bad one fails by itself. */
+  async #step(members: Member[]): Promise<void> {
+    const started = performance.now();
+    let logits: Float32Array[];
+    try {
+      logits = await this.#model.forward(members.map((member) => this.#input(member)));
+    } catch (error) {
+      if (members.length === 1) {
+        this.#leave(members[0], error);
+      } else {
+        for (const member of members) await this.#step([member]);
+      }
+      return;
+    }
+    const ms = performance.now() - started;
+    members.forEach((member, i) => {
+      const { result } = member;
+      if (member.sequence!.length === result.promptTokens) {
+        result.timings.prefillMs = ms;
+        if (member.request.keepPrefillLogits) result.prefillLogits = Float32Array.from(logits[i]);
+      } else {
+        result.timings.decodeMs += ms;
+      }
+      this.#advance(member, logits[i]);
+    });
+  }
+
+  /** The member's next forward input: its prompt when it has just joined, else its last id. */
+  #input(member: Member): ForwardInput {
+    const { request, result } = member;
+    const sequence = member.sequence!;
+    if (sequence.length === 0) {
+      return { sequence, ids: Int32Array.from(request.promptIds), embeds: request.embeds?.values, embedRows: request.embeds?.rows };
+    }
+    return { sequence, ids: Int32Array.of(result.ids[result.ids.length - 1]) };
+  }
+
+  /** Takes the token chosen from `logits`; the member leaves once it is done. */
+  #advance(member: Member, logits: Float32Array): void {
+    const { request, result } = member;
+    if (result.ids.length >= member.limit) {
+      this.#leave(member);
+      return;
+    }
+    const chosen = chooseToken(member, logits);
+    const fed = request.forceIds ? request.forceIds[result.ids.length] : chosen;
+    result.chosen.push(chosen);
+    result.ids.push(fed);
+    if (request.stream) {
+      const text = request.stream.text.push(fed);
+      if (text) request.stream.onText(text);
+    }
+    if (request.stopAtEos !== false && !request.forceIds && (request.stopIds ?? [this.#model.config.eosId]).includes(fed)) {
+      result.finish = 'eos';
+      this.#leave(member);
+    } else if (result.ids.length >= member.limit) {
+      this.#leave(member);
+    }
+  }
+
+  /** Removes the member from the batch, releases its cache and settles its promise. */
+  #leave(member: Member, error?: unknown): void {
+    this.#members = this.#members.filter((m) => m !== member);
+    const waiting = this.#waiting.indexOf(member);
+    if (waiting >= 0) this.#waiting.splice(waiting, 1);
+    member.sequence?.release();
+    const { stream } = member.request;
+    if (stream) {
+      const rest = stream.text.flush();
+      if (rest) stream.onText(rest);
+    }
+    if (error === undefined) {
+      member.resolve(member.result);
+    } else {
+      member.reject(error);
+    }
+  }
 }

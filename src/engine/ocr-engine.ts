@@ -2,7 +2,7 @@
 // embeddings -> prompt -> batched greedy decode -> markdown and blocks, with per-stage timings.
 // V3 can also read several pages in one pass (one prefill, one decode; spec MODELS.md §9).
 import type { RgbImage } from './pillow-resize.js';
-import { generate, type GenerationRequest, type GenerationResult } from './generate.js';
+import { ContinuousBatch, type GenerationRequest, type GenerationResult } from './generate.js';
 import type { VisionMode } from './image-tokens.js';
 import { preprocessPage, type PreprocessedPage } from './image-preprocess.js';
 import type { Variant } from './model-config.js';
@@ -54,23 +54,39 @@ export interface PageResult extends OcrPage {
   timings: StageTimings;
 }
 
+/** Sequences decoded together at most, across all concurrent recognitions of one engine. */
+export const DEFAULT_MAX_SEQUENCES = 8;
+
+export interface OcrEngineOptions {
+  /** Overrides the variant detected from config.json. */
+  variant?: Variant;
+  /** Engine threads. Default: one per CPU. */
+  threads?: number;
+  /** Most sequences in one decode step; more wait for a place. Default DEFAULT_MAX_SEQUENCES. */
+  maxSequences?: number;
+}
+
 export class OcrEngine {
   /** The learned assembly vectors (§5.6), read once: image_newline is absent in V2. */
   private readonly newline: Float32Array | undefined;
   private readonly separator: Float32Array;
+  /** Every recognition on this engine decodes here: concurrent calls share their decode steps. */
+  private readonly decoding: ContinuousBatch;
 
   private constructor(
     readonly model: NativeModel,
     readonly tokenizer: Tokenizer,
+    maxSequences: number,
   ) {
     this.newline = model.vision!.kind === 'deepencoderv2' ? undefined : model.specialVector('image_newline');
     this.separator = model.specialVector('view_seperator');
+    this.decoding = new ContinuousBatch(model, maxSequences);
   }
 
-  static async load(modelDir: string, options: { variant?: Variant; threads?: number } = {}): Promise<OcrEngine> {
+  static async load(modelDir: string, options: OcrEngineOptions = {}): Promise<OcrEngine> {
     const [model, tokenizer] = await Promise.all([NativeModel.load(modelDir, options), Tokenizer.fromDir(modelDir)]);
     if (!model.vision) throw new Error(`${modelDir}: config.json has no vision_config; this checkpoint cannot read pages`);
-    return new OcrEngine(model, tokenizer);
+    return new OcrEngine(model, tokenizer, options.maxSequences ?? DEFAULT_MAX_SEQUENCES);
   }
 
   get variant(): Variant {
@@ -125,16 +141,17 @@ export class OcrEngine {
     };
   }
 
-  /** OCR of pages, one prompt each, decoded together as one batch. */
+  /**
+   * OCR of pages, one prompt each. Their decodes join the engine's running batch, beside those of
+   * any other call in flight, and leave it one by one as they finish.
+   */
   async recognizePages(images: readonly RgbImage[], options: OcrOptions = {}): Promise<PageResult[]> {
     const task = options.task ?? this.defaultTask();
     const mode = options.mode ?? 'gundam';
     const prepared: PreparedPrompt[] = [];
     for (const image of images) prepared.push(await this.prepare([image], task, mode));
-    const results = await generate(
-      this.model,
-      prepared.map((p, i) => this.request(p, task, options, i)),
-      { signal: options.signal },
+    const results = await Promise.all(
+      prepared.map((p, i) => this.decoding.generate(this.request(p, task, options, i), options.signal)),
     );
     return results.map((result, i) => {
       const started = performance.now();
@@ -148,7 +165,7 @@ export class OcrEngine {
   async recognizeSinglePass(images: readonly RgbImage[], options: OcrOptions = {}): Promise<PageResult[]> {
     if (this.variant !== 'v3') throw new Error('single-pass multi-page reading is a V3 (Unlimited-OCR) feature');
     const prepared = await this.prepare(images, 'parse-multi', 'base');
-    const [result] = await generate(this.model, [this.request(prepared, 'parse-multi', options, 0)], { signal: options.signal });
+    const result = await this.decoding.generate(this.request(prepared, 'parse-multi', options, 0), options.signal);
     const started = performance.now();
     const rawText = this.tokenizer.decode(result.ids);
     const pages = parseMultiPageOutput(rawText, images.map((image) => ({ width: image.width, height: image.height })));

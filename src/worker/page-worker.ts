@@ -1,23 +1,25 @@
-// The BullMQ worker of the pages queue: page jobs claimed concurrently are collected into small
-// batches and read by one PagePipeline.processPages call each, so their decode steps share every
-// pass over the weights. A job's return value is its outcome (result keys and stage timings); a
-// failed page throws its reason, as an UnrecoverableError when another try cannot help.
+// The BullMQ worker of the pages queue: every claimed page job is read by its own
+// PagePipeline.processPages call, and the engine's continuous batch merges their decodes: a page
+// joins the running decode steps as soon as it is encoded and leaves when it is done, so concurrent
+// pages share every pass over the weights. A job's return value is its outcome (result keys and
+// stage timings); a failed page throws its reason, as an UnrecoverableError when another try cannot help.
 //
-// Faults: a batch gets a deadline (pageTimeoutMs); decoding stops there and its jobs fail with
+// Faults: each page gets a deadline (pageTimeoutMs); its decode stops there and the job fails with
 // "timed out after …", to be tried again. An engine that does not return even `hangGraceMs` after the
-// deadline is hung (native code never came back): the batch's jobs fail with that reason, jobs held
-// for later batches go back to the queue untouched, and onEngineHung tells the process to exit so that
-// its supervisor starts a fresh one. A worker that dies outright holds its jobs until their locks
-// expire; another worker then takes them over, and a page whose workers died more than
-// maxStalledCount times fails. A page that failed or stalled before is read alone, so that it cannot
-// take the pages batched with it down again.
+// deadline is hung (native code never came back): that page fails with the reason, pages held for
+// later go back to the queue untouched, and onEngineHung tells the process to exit so that its
+// supervisor starts a fresh one. A worker that dies outright holds its jobs until their locks expire;
+// another worker then takes them over, and a page whose workers died more than maxStalledCount times
+// fails. A page that failed or stalled before is read alone (no other page of this worker in the
+// engine meanwhile), so that it cannot take other pages down with it again.
 import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
+import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import type { PageJobData } from '../jobs/job-types.js';
-import { JobBatcher } from '../queue/job-batcher.js';
 import { PAGES } from '../queue/queue-names.js';
+import { SharedOrAlone } from './shared-or-alone.js';
 import type { PageJob, PageOutcome, PagePipeline } from './page-pipeline.js';
 
 export type DonePageOutcome = Extract<PageOutcome, { status: 'done' }>;
@@ -33,15 +35,11 @@ export interface PageWorkerOptions {
   /** Options for a `worker` connection (see redisOptions). */
   connection: RedisOptions;
   logger: Logger;
-  /** Most page jobs per processPages call (one batched decode). Default 4. */
-  batch?: number;
   /**
-   * Page jobs held at once. Default 2 × batch: while one batch is read, the next one is already
-   * claimed and waits, so the engine never idles on a queue round trip.
+   * Page jobs held at once. Default 2 × DEFAULT_MAX_SEQUENCES: beyond the pages decoding together
+   * (the engine's maxSequences), the next ones are fetched, rendered and encoded, ready to join.
    */
   concurrency?: number;
-  /** How long a batch's first job waits for more to arrive. Default 5 ms. */
-  batchWindowMs?: number;
   /**
    * The lock on a claimed job, renewed every half of it while the job is held (inference runs off the
    * event loop, so renewals are never starved). It only has to outlast a stalled event loop or a
@@ -57,7 +55,7 @@ export interface PageWorkerOptions {
    * above 1. Default DEFAULT_MAX_STALLED_COUNT.
    */
   maxStalledCount?: number;
-  /** Deadline of one batch, from its start. Default DEFAULT_PAGE_TIMEOUT_MS. */
+  /** Deadline of one page job, from its start. Default DEFAULT_PAGE_TIMEOUT_MS. */
   pageTimeoutMs?: number;
   /** How long past the deadline the engine may take to stop before it counts as hung. Default DEFAULT_HANG_GRACE_MS. */
   hangGraceMs?: number;
@@ -69,20 +67,20 @@ export interface PageWorkerOptions {
   onEngineHung?: (error: EngineHungError) => void;
 }
 
-/** Why a batch's jobs failed when the deadline stopped their decode. */
+/** Why a page job failed when the deadline stopped its decode. */
 export class PageTimeoutError extends Error {
   override readonly name = 'PageTimeoutError';
-  constructor(timeoutMs: number, jobs: number) {
-    super(`timed out after ${seconds(timeoutMs)} s${jobs > 1 ? ` (a batch of ${jobs} page jobs read together)` : ''}: the page timeout stopped its decode`);
+  constructor(timeoutMs: number) {
+    super(`timed out after ${seconds(timeoutMs)} s: the page timeout stopped its decode`);
   }
 }
 
-/** Why a batch's jobs failed when the engine did not return at all. */
+/** Why a page job failed when the engine did not return at all. */
 export class EngineHungError extends Error {
   override readonly name = 'EngineHungError';
   constructor(
     waitedMs: number,
-    /** The hung batch's jobs. */
+    /** The hung page's job. */
     readonly jobIds: readonly string[],
   ) {
     super(`the engine did not return within ${seconds(waitedMs)} s (page timeout and grace): its worker exits to be restarted`);
@@ -94,27 +92,33 @@ class EngineUnavailableError extends Error {}
 
 export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData, DonePageOutcome> {
   const { pipeline, connection, logger } = options;
-  const batch = options.batch ?? 4;
   const timeoutMs = options.pageTimeoutMs ?? DEFAULT_PAGE_TIMEOUT_MS;
   const graceMs = options.hangGraceMs ?? DEFAULT_HANG_GRACE_MS;
+  const lanes = new SharedOrAlone();
   let hung: EngineHungError | undefined;
+  // Rejects once the engine is found hung: pages in flight beside the hung one are stuck behind it
+  // in the engine, and go back to the queue untried.
+  let engineUnavailable: (error: EngineUnavailableError) => void = () => undefined;
+  const unavailable = new Promise<never>((_, reject) => (engineUnavailable = reject));
+  unavailable.catch(() => undefined);
 
-  const readBatch = async (jobs: PageJob[]): Promise<PageOutcome[]> => {
+  const readPage = async (job: PageJob): Promise<PageOutcome> => {
     if (hung !== undefined) throw new EngineUnavailableError();
     const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(new PageTimeoutError(timeoutMs, jobs.length)), timeoutMs);
+    const timer = setTimeout(() => deadline.abort(new PageTimeoutError(timeoutMs)), timeoutMs);
     let watchdog: NodeJS.Timeout | undefined;
     const engineHung = new Promise<never>((_, reject) => {
-      watchdog = setTimeout(() => reject(new EngineHungError(timeoutMs + graceMs, jobs.map((job) => job.jobId ?? ''))), timeoutMs + graceMs);
+      watchdog = setTimeout(() => reject(new EngineHungError(timeoutMs + graceMs, [job.jobId ?? ''])), timeoutMs + graceMs);
     });
     try {
-      return await Promise.race([pipeline.processPages(jobs, deadline.signal), engineHung]);
+      const [outcome] = await Promise.race([pipeline.processPages([job], deadline.signal), engineHung, unavailable]);
+      return outcome;
     } catch (error) {
-      if (error instanceof EngineHungError) {
+      if (error instanceof EngineHungError && hung === undefined) {
         hung = error;
-        const hungJobs = jobs.map(({ data, jobId }) => ({ docId: data.docId, jobId }));
-        logger.fatal({ jobs: hungJobs, err: error }, 'the engine is hung: failing its batch and handing held jobs back');
-        // After the batch's jobs have been rejected: closing the worker then waits until they are failed.
+        engineUnavailable(new EngineUnavailableError());
+        logger.fatal({ docId: job.data.docId, jobId: job.jobId, err: error }, 'the engine is hung: failing its page and handing held jobs back');
+        // After the page's job has been rejected: closing the worker then waits until it is failed.
         setImmediate(() => options.onEngineHung?.(error));
       }
       throw error;
@@ -123,15 +127,15 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
       clearTimeout(watchdog);
     }
   };
-  const batcher = new JobBatcher<PageJob, PageOutcome>(readBatch, { maxBatch: batch, windowMs: options.batchWindowMs });
 
   const worker = new Worker<PageJobData, DonePageOutcome>(
     PAGES.name,
     async (job: Job<PageJobData>, token?: string) => {
       const pageJob: PageJob = { data: job.data, attempt: job.attemptsStarted, jobId: job.id };
+      const alone = job.attemptsMade > 0 || job.stalledCounter > 0;
       let outcome: PageOutcome;
       try {
-        outcome = await batcher.submit(pageJob, { alone: job.attemptsMade > 0 || job.stalledCounter > 0 });
+        outcome = await lanes.run(alone, () => readPage(pageJob));
       } catch (error) {
         if (!(error instanceof EngineUnavailableError)) throw error;
         await job.moveToWait(token);
@@ -143,7 +147,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
     {
       connection,
       prefix: PAGES.prefix,
-      concurrency: options.concurrency ?? 2 * batch,
+      concurrency: options.concurrency ?? 2 * DEFAULT_MAX_SEQUENCES,
       lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
       stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
       maxStalledCount: options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT,
