@@ -1,7 +1,6 @@
 // Inputs shared by the decoder measurements: seeded token ids, and a warm-up that brings the
 // decoder's weights into memory before anything is timed (the checkpoint is memory-mapped, so the
 // first pass over each weight would otherwise pay for page faults).
-import { argmax } from '../src/engine/logits-processors.js';
 import type { NativeModel } from '../src/engine/native-model.js';
 
 /** Lowest id of the tokenizer's added (special and OCR) tokens: generated prompts stay below it. */
@@ -20,8 +19,8 @@ export function randomIds(count: number, seed: number): Int32Array {
 export async function warmUpDecoder(model: NativeModel): Promise<void> {
   const sequence = model.createSequence();
   try {
-    const [logits] = await model.forward([{ sequence, ids: randomIds(64, 12345) }]);
-    await model.forward([{ sequence, ids: Int32Array.of(argmax(logits)) }]);
+    const [first] = await model.forward([{ sequence, ids: randomIds(64, 12345), logits: false }]);
+    await model.forward([{ sequence, ids: Int32Array.of(first.best), logits: false }]);
   } finally {
     sequence.release();
   }

@@ -1,7 +1,6 @@
 // Batched decode in this process: for each batch size B, B sequences get the same-length prefix of
 // seeded random ids in one batched prefill, then advance together, one greedy token each per forward
 // call. Only the forward calls of the decode steps are timed.
-import { argmax } from '../src/engine/logits-processors.js';
 import { NativeModel } from '../src/engine/native-model.js';
 import { randomIds, warmUpDecoder } from './decoder-warm-up.js';
 import { peakRssBytes, type BatchAnswer, type BatchJob } from './measure-jobs.js';
@@ -18,14 +17,14 @@ export async function measureBatch(job: BatchJob, progress: (line: string) => vo
       progress(`batch ${batch}, run ${run}/${job.runs}: prefill ${batch}×${job.prefixTokens} tokens, then ${job.steps} steps`);
       const sequences = Array.from({ length: batch }, () => model.createSequence());
       try {
-        let logits = await model.forward(
-          sequences.map((sequence, i) => ({ sequence, ids: randomIds(job.prefixTokens, i + 1) })),
+        let outputs = await model.forward(
+          sequences.map((sequence, i) => ({ sequence, ids: randomIds(job.prefixTokens, i + 1), logits: false })),
         );
         let elapsed = 0;
         for (let step = 0; step < job.steps; step++) {
-          const next = logits.map((l) => argmax(l));
+          const next = outputs.map((output) => output.best);
           const started = performance.now();
-          logits = await model.forward(sequences.map((sequence, i) => ({ sequence, ids: Int32Array.of(next[i]) })));
+          outputs = await model.forward(sequences.map((sequence, i) => ({ sequence, ids: Int32Array.of(next[i]), logits: false })));
           elapsed += performance.now() - started;
         }
         ms.push(elapsed);

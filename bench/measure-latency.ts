@@ -3,7 +3,6 @@
 // fed as token ids alone: at batch 1 a step reads the same weights whatever the content (top-k
 // experts plus the shared ones), so the image rows need no encoder outputs.
 import { imageTokenCount } from '../src/engine/image-tokens.js';
-import { argmax } from '../src/engine/logits-processors.js';
 import { NativeModel } from '../src/engine/native-model.js';
 import { buildPromptIds, promptText } from '../src/engine/prompts.js';
 import { Tokenizer } from '../src/engine/tokenizer.js';
@@ -36,14 +35,14 @@ export async function measureLatency(job: LatencyJob, progress: (line: string) =
     try {
       progress(`run ${run}/${job.runs}: prefill of ${prefix.length} tokens`);
       let started = performance.now();
-      let [logits] = await model.forward([{ sequence, ids: Int32Array.from(prefix) }]);
+      let [output] = await model.forward([{ sequence, ids: Int32Array.from(prefix), logits: false }]);
       answer.prefillMs.push(performance.now() - started);
       const stepMs: number[] = [];
       for (let step = 0; step < job.steps; step++) {
         if (step > 0 && step % 512 === 0) progress(`run ${run}/${job.runs}: ${step} / ${job.steps} steps`);
-        const next = argmax(logits);
+        const next = output.best;
         started = performance.now();
-        [logits] = await model.forward([{ sequence, ids: Int32Array.of(next) }]);
+        [output] = await model.forward([{ sequence, ids: Int32Array.of(next), logits: false }]);
         stepMs.push(performance.now() - started);
       }
       answer.stepMs.push(stepMs);

@@ -74,6 +74,31 @@ describe('generate', () => {
     for (const piece of pieces) assert.ok(!/[\uD800-\uDBFF]$/.test(piece), 'a piece ends inside a surrogate pair');
   });
 
+  test('the streamed head returns the argmax of the logits, skipping banned ids', async () => {
+    const [withLogits, streamed] = [decoder.createSequence(), decoder.createSequence()];
+    try {
+      const [full] = await decoder.forward([{ sequence: withLogits, ids: Int32Array.from(PROMPTS[1]) }]);
+      const order = [...full.logits!.keys()].sort((a, b) => full.logits![b] - full.logits![a] || a - b);
+      assert.equal(full.best, order[0]);
+      const [best] = await decoder.forward([
+        { sequence: streamed, ids: Int32Array.from(PROMPTS[1]), logits: false, banned: Int32Array.of(order[1], order[0]) },
+      ]);
+      assert.deepEqual(best, { best: order[2] });
+    } finally {
+      withLogits.release();
+      streamed.release();
+    }
+  });
+
+  test('generation on the streamed argmax picks the same ids as on full logits, n-gram bans included', async () => {
+    const request = { promptIds: PROMPTS[0], maxNewTokens: 120, stopIds: [], noRepeatNgram: { size: 3, window: 1000 } };
+    const [streamed] = await generate(decoder, [request]);
+    const [onLogits] = await generate(decoder, [{ ...request, recordTopK: 1 }]);
+    const [unbanned] = await generate(decoder, [{ ...request, noRepeatNgram: undefined }]);
+    assert.deepEqual(streamed.ids, onLogits.ids);
+    assert.notDeepEqual(streamed.ids, unbanned.ids, 'the bans never changed a token: the test proves nothing');
+  });
+
   test('a prompt id outside the vocabulary is rejected before any work', async () => {
     await assert.rejects(generate(decoder, [{ promptIds: [0, 129280], maxNewTokens: 1 }]), /outside \[0, 129280\)/);
   });

@@ -184,16 +184,24 @@ class ForwardWorker : public Napi::AsyncWorker {
   void Execute() override {
     std::lock_guard<std::mutex> lock(engine_->mutex);
     try {
-      logits_.resize(entries_.size() * engine_->decoder->dims().vocab);
-      engine_->decoder->forward(entries_, logits_.data());
+      size_t rows = 0;
+      for (const ForwardEntry& entry : entries_) rows += entry.want_logits ? 1 : 0;
+      logits_.resize(rows * engine_->decoder->dims().vocab);
+      best_.resize(entries_.size());
+      engine_->decoder->forward(entries_, logits_.data(), best_.data());
     } catch (const std::exception& e) {
       SetError(e.what());
     }
   }
 
   void OnOK() override {
-    Napi::Float32Array out = Napi::Float32Array::New(Env(), logits_.size());
-    std::memcpy(out.Data(), logits_.data(), logits_.size() * sizeof(float));
+    Napi::Float32Array logits = Napi::Float32Array::New(Env(), logits_.size());
+    std::memcpy(logits.Data(), logits_.data(), logits_.size() * sizeof(float));
+    Napi::Int32Array best = Napi::Int32Array::New(Env(), best_.size());
+    std::memcpy(best.Data(), best_.data(), best_.size() * sizeof(int32_t));
+    Napi::Object out = Napi::Object::New(Env());
+    out.Set("logits", logits);
+    out.Set("best", best);
     deferred_.Resolve(out);
   }
 
@@ -205,6 +213,7 @@ class ForwardWorker : public Napi::AsyncWorker {
   std::vector<ForwardEntry> entries_;
   std::vector<std::shared_ptr<KvCache>> caches_;  // keep the caches alive while the worker runs
   std::vector<float> logits_;
+  std::vector<int32_t> best_;
 };
 
 class EncodeWorker : public Napi::AsyncWorker {
@@ -431,8 +440,10 @@ Napi::Value ModelWrap::CreateSequence(const Napi::CallbackInfo& info) {
   return object;
 }
 
-// forward(batch: {sequence, ids: Int32Array, embeds?: Float32Array, embedRows?: Int32Array}[])
-//   -> Promise<Float32Array>  logits [batch.length, vocab] of each sequence's last new token
+// forward(batch: {sequence, ids: Int32Array, embeds?: Float32Array, embedRows?: Int32Array,
+//                 logits?: boolean (default true), banned?: Int32Array}[])
+//   -> Promise<{best: Int32Array [batch.length], logits: Float32Array [entries with logits, vocab]}>
+//   best: each sequence's argmax over the ids not banned; logits of its last new token when asked
 Napi::Value ModelWrap::Forward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsArray()) throw Napi::TypeError::New(env, "forward(batch: array)");
@@ -465,6 +476,18 @@ Napi::Value ModelWrap::Forward(const Napi::CallbackInfo& info) {
       Napi::Int32Array r = rows.As<Napi::Int32Array>();
       entries[i].embeds.assign(e.Data(), e.Data() + e.ElementLength());
       entries[i].embed_rows.assign(r.Data(), r.Data() + r.ElementLength());
+    }
+    Napi::Value want_logits = item.Get("logits");
+    if (!want_logits.IsUndefined()) {
+      if (!want_logits.IsBoolean()) throw Napi::TypeError::New(env, "forward: entry.logits must be a boolean");
+      entries[i].want_logits = want_logits.As<Napi::Boolean>().Value();
+    }
+    Napi::Value banned = item.Get("banned");
+    if (!banned.IsUndefined()) {
+      if (!banned.IsTypedArray() || banned.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+        throw Napi::TypeError::New(env, "forward: entry.banned must be an Int32Array");
+      Napi::Int32Array b = banned.As<Napi::Int32Array>();
+      entries[i].banned.assign(b.Data(), b.Data() + b.ElementLength());
     }
     entries[i].cache = sequence->cache.get();
     caches.push_back(sequence->cache);

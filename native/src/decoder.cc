@@ -112,7 +112,7 @@ Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPo
   lm_head_ = bf16("lm_head.weight", {dims_.vocab, H});
 }
 
-void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits) {
+void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t* best) {
   const int64_t H = dims_.hidden;
   // Validate everything before touching any cache.
   std::set<const KvCache*> seen;
@@ -135,6 +135,8 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits) {
       throw std::invalid_argument("forward: embeds must hold hidden_size floats per replaced row");
     for (int32_t row : entry.embed_rows)
       if (row < 0 || row >= n) throw std::invalid_argument("forward: embed row outside the sequence's new tokens");
+    for (int32_t id : entry.banned)
+      if (id < 0 || id >= dims_.vocab) throw std::invalid_argument("forward: banned id outside the vocabulary");
     rows += n;
   }
 
@@ -187,7 +189,50 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits) {
     end += static_cast<int64_t>(entries[b].ids.size());
     kernels_.rmsnorm(x_.data() + (end - 1) * H, final_norm_, last_rows_.data() + b * H, H, dims_.rms_eps);
   }
-  matmul_bf16(pool_, last_rows_.data(), lm_head_, logits, static_cast<int64_t>(entries.size()), dims_.vocab, H);
+  head(entries, logits, best);
+}
+
+void Decoder::head(std::vector<ForwardEntry>& entries, float* logits, int32_t* best) {
+  constexpr int64_t kChunk = 1024;  // vocabulary rows per task: 4 KB of logits per sequence
+  const int64_t B = static_cast<int64_t>(entries.size()), V = dims_.vocab, H = dims_.hidden;
+  const int64_t chunks = (V + kChunk - 1) / kChunk;
+  logits_row_.resize(B);
+  int64_t rows = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    logits_row_[b] = entries[b].want_logits ? rows++ : -1;
+    std::sort(entries[b].banned.begin(), entries[b].banned.end());
+  }
+  chunk_best_.resize(chunks * B);
+  pool_.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    thread_local std::vector<float> y;
+    if (static_cast<int64_t>(y.size()) < B * kChunk) y.resize(B * kChunk);
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t n0 = c * kChunk, width = std::min(kChunk, V - n0);
+      kernels_.gemm_bf16(last_rows_.data(), H, lm_head_ + n0 * H, y.data(), kChunk, B, 0, width, H);
+      for (int64_t b = 0; b < B; ++b) {
+        const float* row = y.data() + b * kChunk;
+        if (logits_row_[b] >= 0) std::copy_n(row, width, logits + logits_row_[b] * V + n0);
+        const std::vector<int32_t>& banned = entries[b].banned;
+        const auto is_banned = [&](int64_t j) { return std::binary_search(banned.begin(), banned.end(), static_cast<int32_t>(n0 + j)); };
+        int64_t pick = kernels_.argmax(row, width);
+        if (is_banned(pick)) {  // rare: scan the chunk past its banned ids
+          pick = -1;
+          for (int64_t j = 0; j < width; ++j)
+            if (!is_banned(j) && (pick < 0 || row[j] > row[pick])) pick = j;
+        }
+        chunk_best_[c * B + b] = pick < 0 ? std::make_pair(0.f, -1) : std::make_pair(row[pick], static_cast<int32_t>(n0 + pick));
+      }
+    }
+  });
+  for (int64_t b = 0; b < B; ++b) {
+    int32_t id = -1;
+    float value = 0.f;
+    for (int64_t c = 0; c < chunks; ++c) {  // in id order: an earlier chunk keeps a tie
+      const auto& [v, i] = chunk_best_[c * B + b];
+      if (i >= 0 && (id < 0 || v > value)) value = v, id = i;
+    }
+    best[b] = id < 0 ? 0 : id;
+  }
 }
 
 void Decoder::attention(int64_t l, std::vector<ForwardEntry>& entries, int64_t rows) {

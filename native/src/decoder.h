@@ -67,6 +67,8 @@ struct ForwardEntry {
   std::vector<int32_t> ids;            // [n] token ids, n >= 1
   std::vector<float> embeds;           // [embed_rows.size(), hidden] rows replacing token embeddings
   std::vector<int32_t> embed_rows;     // offsets within `ids` whose embedding is replaced
+  bool want_logits = true;             // write the full logits row of the last token
+  std::vector<int32_t> banned;         // ids the returned argmax skips (any order)
 };
 
 class Decoder {
@@ -75,10 +77,13 @@ class Decoder {
 
   const DecoderDims& dims() const { return dims_; }
 
-  // Runs every entry's new tokens through the model, appending to its cache, and writes the
-  // logits of each entry's last token: logits[entries.size(), vocab]. Throws std::invalid_argument
-  // for bad ids, a full context or a repeated cache; the caches are left untouched in that case.
-  void forward(std::vector<ForwardEntry>& entries, float* logits);
+  // Runs every entry's new tokens through the model, appending to its cache. For each entry's last
+  // token, best[b] is the argmax of its logits over the ids not banned (lowest id on ties; 0 when
+  // every id is banned), and entries that want them get their logits row: logits[rows, vocab], one
+  // row per such entry in entry order. The vocabulary head streams: chunks of it are computed,
+  // reduced and dropped, so only wanted rows are ever stored. Throws std::invalid_argument for bad
+  // ids, a full context or a repeated cache; the caches are left untouched in that case.
+  void forward(std::vector<ForwardEntry>& entries, float* logits, int32_t* best);
 
  private:
   struct Expert {
@@ -94,6 +99,7 @@ class Decoder {
   };
 
   void attention(int64_t layer, std::vector<ForwardEntry>& entries, int64_t rows);
+  void head(std::vector<ForwardEntry>& entries, float* logits, int32_t* best);
   // One MLP over some rows of norm_, each row's output added to x_ with its weight.
   struct ExpertTask {
     const Expert* expert;
@@ -120,6 +126,8 @@ class Decoder {
   std::vector<std::pair<int64_t, float>> all_rows_;                     // every row, weight 1
   std::vector<ExpertTask> tasks_;
   std::vector<MatmulBf16> products_;
+  std::vector<int64_t> logits_row_;                  // [entries] row in `logits`, or -1
+  std::vector<std::pair<float, int32_t>> chunk_best_;  // [head chunks, entries] (value, id; -1: none)
 };
 
 }  // namespace scriptorium

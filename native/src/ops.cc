@@ -43,15 +43,14 @@ void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, in
 }
 
 void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group) {
-  int64_t columns = 0, max_m = 0;
-  for (const MatmulBf16& p : group) {
-    columns += p.N;
-    max_m = std::max(max_m, p.M);
-  }
+  int64_t columns = 0;
+  for (const MatmulBf16& p : group) columns += p.N;
   const auto gemm = active_kernels().gemm_bf16;
   const std::vector<MatmulBf16>* g = &group;
-  // Chunk [c0, c1) of the concatenated columns: each product it overlaps gets its share.
-  pool.parallel_for(columns, column_grain(pool, max_m, columns), [g, gemm](int64_t c0, int64_t c1) {
+  // Chunk [c0, c1) of the concatenated columns: each product it overlaps gets its share. The
+  // products' row counts differ (experts get different numbers of tokens), so equal column counts
+  // are not equal work: the finest grain lets the pool's shared cursor balance the threads.
+  pool.parallel_for(columns, kColumnGrain, [g, gemm](int64_t c0, int64_t c1) {
     int64_t first = 0;
     for (const MatmulBf16& p : *g) {
       const int64_t n0 = std::max<int64_t>(c0 - first, 0), n1 = std::min(c1 - first, p.N);

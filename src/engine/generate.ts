@@ -11,7 +11,7 @@ import {
   type NoRepeatNgramOptions,
   type TopK,
 } from './logits-processors.js';
-import type { ForwardInput, NativeModel, NativeSequence } from './native-model.js';
+import type { ForwardInput, ForwardOutput, NativeModel, NativeSequence } from './native-model.js';
 
 /** Turns token ids into text as they arrive; holds back bytes of an incomplete UTF-8 character. */
 export interface TextStream {
@@ -75,6 +75,11 @@ function validate(request: GenerationRequest, vocab: number): void {
   if (!Number.isInteger(request.maxNewTokens) || request.maxNewTokens < 0) {
     throw new Error('generate: maxNewTokens must be a non-negative integer');
   }
+}
+
+/** A processor of the request reads more than the argmax: the full logits must come back. */
+function needsLogits(request: GenerationRequest): boolean {
+  return (request.repetitionPenalty !== undefined && request.repetitionPenalty !== 1) || (request.recordTopK ?? 0) > 0;
 }
 
 /** Applies the request's processors to a copy of `raw` and picks the next token. */
@@ -184,9 +189,9 @@ export class ContinuousBatch {
   /** One forward call for `members`. When it fails, each member is retried alone so a bad one fails by itself. */
   async #step(members: Member[]): Promise<void> {
     const started = performance.now();
-    let logits: Float32Array[];
+    let outputs: ForwardOutput[];
     try {
-      logits = await this.#model.forward(members.map((member) => this.#input(member)));
+      outputs = await this.#model.forward(members.map((member) => this.#input(member)));
     } catch (error) {
       if (members.length === 1) {
         this.#leave(members[0], error);
@@ -200,32 +205,39 @@ export class ContinuousBatch {
       const { result } = member;
       if (member.sequence!.length === result.promptTokens) {
         result.timings.prefillMs = ms;
-        if (member.request.keepPrefillLogits) result.prefillLogits = Float32Array.from(logits[i]);
+        if (member.request.keepPrefillLogits) result.prefillLogits = Float32Array.from(outputs[i].logits!);
       } else {
         result.timings.decodeMs += ms;
       }
-      this.#advance(member, logits[i]);
+      this.#advance(member, outputs[i]);
     });
   }
 
-  /** The member's next forward input: its prompt when it has just joined, else its last id. */
+  /**
+   * The member's next forward input: its prompt when it has just joined, else its last id. Full
+   * logits come back only when a processor needs them (repetition penalty, top-k records, the kept
+   * prefill logits); otherwise the native head returns the argmax, skipping the n-gram bans.
+   */
   #input(member: Member): ForwardInput {
     const { request, result } = member;
     const sequence = member.sequence!;
-    if (sequence.length === 0) {
-      return { sequence, ids: Int32Array.from(request.promptIds), embeds: request.embeds?.values, embedRows: request.embeds?.rows };
+    const prefill = sequence.length === 0;
+    const logits = needsLogits(request) || (prefill && request.keepPrefillLogits === true);
+    const banned = !logits && request.noRepeatNgram ? Int32Array.from(noRepeatNgramBans(result.ids, request.noRepeatNgram)) : undefined;
+    if (prefill) {
+      return { sequence, ids: Int32Array.from(request.promptIds), embeds: request.embeds?.values, embedRows: request.embeds?.rows, logits, banned };
     }
-    return { sequence, ids: Int32Array.of(result.ids[result.ids.length - 1]) };
+    return { sequence, ids: Int32Array.of(result.ids[result.ids.length - 1]), logits, banned };
   }
 
-  /** Takes the token chosen from `logits`; the member leaves once it is done. */
-  #advance(member: Member, logits: Float32Array): void {
+  /** Takes the token chosen from `output`; the member leaves once it is done. */
+  #advance(member: Member, output: ForwardOutput): void {
     const { request, result } = member;
     if (result.ids.length >= member.limit) {
       this.#leave(member);
       return;
     }
-    const chosen = chooseToken(member, logits);
+    const chosen = output.logits ? chooseToken(member, output.logits) : output.best;
     const fed = request.forceIds ? request.forceIds[result.ids.length] : chosen;
     result.chosen.push(chosen);
     result.ids.push(fed);

@@ -26,6 +26,16 @@ export interface ForwardInput {
   ids: Int32Array;
   embeds?: Float32Array;
   embedRows?: Int32Array;
+  /** Return the full logits[vocab] of the last new token (default true); the argmax comes either way. */
+  logits?: boolean;
+  /** Ids the returned argmax skips (the no-repeat-n-gram bans, say). */
+  banned?: Int32Array;
+}
+
+/** One input's result: the argmax over its ids not banned, and its logits[vocab] when asked. */
+export interface ForwardOutput {
+  best: number;
+  logits?: Float32Array;
 }
 
 /** Encoded views of one side. Shapes in PyTorch order; every array is row-major F32. */
@@ -88,7 +98,7 @@ export type SpecialVectorName = 'image_newline' | 'view_seperator';
 
 interface NativeModelHandle {
   createSequence(): NativeSequence;
-  forward(batch: ForwardInput[]): Promise<Float32Array>;
+  forward(batch: ForwardInput[]): Promise<{ best: Int32Array; logits: Float32Array }>;
   encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViewBatch>;
   specialVector(name: SpecialVectorName): Float32Array;
   readonly kernels: string;
@@ -161,13 +171,24 @@ export class NativeModel {
     return this.handle.createSequence();
   }
 
-  /** Runs one batched step; returns logits[vocab] of each input's last new token, in input order. */
-  forward(batch: ForwardInput[]): Promise<Float32Array[]> {
+  /**
+   * Runs one batched step; returns, in input order, each input's argmax over the ids it does not ban
+   * (lowest id on ties) and, unless it set `logits: false`, the logits[vocab] of its last new token.
+   * Without logits the vocabulary head streams through a running argmax and nothing vocab-sized is
+   * copied.
+   */
+  forward(batch: ForwardInput[]): Promise<ForwardOutput[]> {
     const run = this.queue.then(() => this.handle.forward(batch));
     this.queue = run.catch(() => undefined);
-    return run.then((logits) =>
-      batch.map((_, i) => logits.subarray(i * this.vocab, (i + 1) * this.vocab)),
-    );
+    return run.then(({ best, logits }) => {
+      let row = 0;
+      return batch.map((input, i) => {
+        if (input.logits === false) return { best: best[i] };
+        const rowLogits = logits.subarray(row * this.vocab, (row + 1) * this.vocab);
+        row += 1;
+        return { best: best[i], logits: rowLogits };
+      });
+    });
   }
 
   /**
