@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -15,6 +14,7 @@ import { runWatchCommand, WEBHOOK_SECRET_ENV } from '../src/cli/watch-command.js
 import { UsageError } from '../src/cli/usage.js';
 import type { OcrJobOptions } from '../src/jobs/job-types.js';
 import { documentId } from '../src/producer/doc-id.js';
+import { freePort } from '../src/queue/embedded-redis.js';
 import { DOCUMENTS } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
@@ -108,14 +108,3 @@ describe('a scriptorium watch process', { skip: REDIS_SERVER_MISSING }, () => {
     assert.equal(stderr.includes(SECRET), false);
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}

@@ -4,7 +4,7 @@
 import { loadModelConfig, VARIANTS, type Variant } from '../engine/model-config.js';
 import type { EnqueueOptions } from '../producer/enqueue.js';
 import { resolveModelDir } from './default-model.js';
-import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf, pdfPasswordOf, PRIORITY_USAGE, priorityOf } from './ocr-job-args.js';
+import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf, pdfPasswordOf, PRIORITY_USAGE, priorityOf, type OcrJobArgValues } from './ocr-job-args.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
 import { choiceOption, integerOption, UsageError } from './usage.js';
 
@@ -25,19 +25,12 @@ ${OCR_JOB_ARGS_USAGE}
 ${PRIORITY_USAGE}
   --attempts N      tries per page before it is recorded as failed (default 3)`;
 
-interface EnqueueArgValues {
+interface EnqueueArgValues extends OcrJobArgValues {
   to?: string;
   model?: string;
   variant?: string;
   attempts?: string;
   priority?: string;
-  task?: string;
-  mode?: string;
-  dpi?: string;
-  'longest-side'?: string;
-  'max-tokens'?: string;
-  password?: string;
-  'password-env'?: string;
 }
 
 export type EnqueueSettings = Pick<EnqueueOptions, 'ocr' | 'storage' | 'pdfPassword' | 'priority' | 'attempts'>;

@@ -32,7 +32,7 @@ export const PRIORITY_USAGE = `  --priority N      ${MIN_PRIORITY} (served first
 
 const DEFAULT_DPI = 144;
 
-interface OcrJobArgValues {
+export interface OcrJobArgValues {
   task?: string;
   mode?: string;
   dpi?: string;

@@ -67,7 +67,7 @@ function serverArguments(port: number, dir: string): string[] {
 }
 
 /** A port that was free a moment ago: redis-server cannot listen on port 0 and report the port. */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);

@@ -2,12 +2,11 @@
 // `scriptorium run` starts), or a reason to skip the tests when redis-server is not installed; and,
 // for the fault tests, one with an append-only file that can be killed and started again.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { after, before } from 'node:test';
 
 import { Redis } from 'ioredis';
 
-import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/queue/embedded-redis.js';
+import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../../src/queue/embedded-redis.js';
 
 /** false when redis-server can run; otherwise why the queue tests are skipped (for `describe(…, { skip })`). */
 export const REDIS_SERVER_MISSING: string | false =
@@ -102,15 +101,4 @@ export async function startPersistentRedis(dir: string): Promise<PersistentRedis
   process.once('exit', () => child?.kill('SIGKILL'));
   await start();
   return { url: `redis://127.0.0.1:${port}`, port, kill, start, close: () => kill('SIGTERM') };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
