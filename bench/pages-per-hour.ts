@@ -1,0 +1,64 @@
+// Pages per hour of one worker's engine at several decode batch sizes: every page is prepared
+// (preprocess + vision encode) and then decoded in a ContinuousBatch, all pages concurrently, the way
+// the page worker runs them. Random weights give random text, so every page generates exactly
+// --tokens tokens (no EOS stop). Outside `npm run bench` because it takes minutes per batch size:
+//   node dist/bench/pages-per-hour.js --model DIR [--pages 20] [--batch 1,8] [--tokens 400]
+import { integerOption, parseCommandArgs, UsageError } from '../src/cli/usage.js';
+import { ContinuousBatch } from '../src/engine/generate.js';
+import { OcrEngine } from '../src/engine/ocr-engine.js';
+import { generationDefaults } from '../src/engine/prompts.js';
+import { warmUpDecoder } from './decoder-warm-up.js';
+import { syntheticPage } from './page-cases.js';
+
+const USAGE = `Usage: node dist/bench/pages-per-hour.js --model DIR [--pages N] [--batch B1,B2,...] [--tokens T]
+
+Reads N synthetic A4 pages (base mode) at each batch size and prints pages/hour.`;
+
+const A4_150_DPI: [number, number] = [1240, 1754];
+
+async function main(args: string[]): Promise<void> {
+  const { values, positionals } = parseCommandArgs(
+    args,
+    { model: { type: 'string' }, pages: { type: 'string' }, batch: { type: 'string' }, tokens: { type: 'string' } },
+    USAGE,
+  );
+  if (values.help) return void process.stdout.write(`${USAGE}\n`);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
+  if (values.model === undefined) throw new UsageError('give --model DIR', USAGE);
+  const pages = integerOption(values.pages, 'pages', 20, USAGE, 1);
+  const tokens = integerOption(values.tokens, 'tokens', 400, USAGE, 1);
+  const batches = (values.batch ?? '1,8').split(',').map((b) => integerOption(b, 'batch', 1, USAGE, 1));
+
+  const engine = await OcrEngine.load(values.model);
+  await warmUpDecoder(engine.model);
+  await engine.prepare([syntheticPage(A4_150_DPI, 0)], 'markdown', 'base');  // untimed: vision weights into memory
+  const { noRepeatNgram } = generationDefaults(engine.variant, 'markdown');
+  process.stdout.write(`${engine.variant}, ${engine.model.kernels} × ${engine.model.threads} threads, ${pages} pages, ${tokens} tokens each\n`);
+  process.stdout.write('batch  seconds  pages/hour  generated tok/s\n');
+  for (const batch of batches) {
+    const decoding = new ContinuousBatch(engine.model, batch);
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: pages }, async (_, i) => {
+        const prepared = await engine.prepare([syntheticPage(A4_150_DPI, i)], 'markdown', 'base');
+        const result = await decoding.generate({
+          promptIds: prepared.promptIds,
+          embeds: { rows: prepared.imagePositions, values: prepared.visionEmbeds },
+          maxNewTokens: tokens,
+          stopAtEos: false,
+          noRepeatNgram,
+        });
+        if (result.ids.length !== tokens) throw new Error(`page ${i} generated ${result.ids.length} tokens, not ${tokens}`);
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    process.stdout.write(
+      `${String(batch).padStart(5)}  ${seconds.toFixed(1).padStart(7)}  ${((pages * 3600) / seconds).toFixed(0).padStart(10)}  ${((pages * tokens) / seconds).toFixed(1).padStart(15)}\n`,
+    );
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+});
