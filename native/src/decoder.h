@@ -120,7 +120,7 @@ class Decoder {
   // Scratch, grown on demand and reused across calls.
   std::vector<float> x_, norm_, q_, k_, v_, attn_, proj_, gate_, up_, router_logits_;
   std::vector<float> expert_in_, expert_out_, last_rows_;
-  std::vector<int64_t> row_pos_, row_entry_;
+  std::vector<int64_t> row_pos_, row_entry_, single_rows_;
   std::vector<std::vector<std::pair<int64_t, float>>> rows_of_expert_;  // [n_routed] (row, weight)
   std::vector<int64_t> expert_order_;                                   // [n_routed]
   std::vector<std::pair<int64_t, float>> all_rows_;                     // every row, weight 1
