@@ -18,12 +18,12 @@ import { documentId } from '../src/producer/doc-id.js';
 import { enqueueDocuments, rejectedInputKey } from '../src/producer/enqueue.js';
 import { DOCUMENTS } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
-import { FileStorage } from '../src/storage/file-storage.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
-import { openStorage, StorageError, type Storage } from '../src/storage/storage.js';
+import { openStorage, type Storage } from '../src/storage/storage.js';
 import { DEFAULT_REMEMBER_SECONDS } from '../src/watch/recent-uploads.js';
 import { S3EventEnqueuer } from '../src/watch/s3-event-enqueuer.js';
 import { S3NotificationError } from '../src/watch/s3-notifications.js';
+import { FlakyStorage } from './support/flaky-storage.js';
 import { LETTER, makePdf, makePng } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING, useTestRedis } from './support/redis-server.js';
 import { startS3Server, useS3rverCredentials, type S3Server } from './support/s3-server.js';
@@ -31,16 +31,6 @@ import { createdNotification } from './support/s3-notifications.js';
 
 const OCR: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 36, maxNewTokens: 6 };
 const logger = pino({ level: 'silent' });
-
-/** file:// storage whose writes fail as an unreachable backend's would while `failing` is set. */
-class FlakyStorage extends FileStorage {
-  failing = false;
-
-  override put(key: string, body: Parameters<FileStorage['put']>[1]): Promise<void> {
-    if (this.failing) return Promise.reject(new StorageError('transient', `put ${key}: the storage backend is unreachable`, { key }));
-    return super.put(key, body);
-  }
-}
 
 describe('the watch enqueuer', { skip: REDIS_SERVER_MISSING }, () => {
   const redis = useTestRedis();

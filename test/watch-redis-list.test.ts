@@ -15,11 +15,11 @@ import type { OcrJobOptions } from '../src/jobs/job-types.js';
 import { documentId } from '../src/producer/doc-id.js';
 import { DOCUMENTS } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
-import { FileStorage } from '../src/storage/file-storage.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
-import { openStorage, StorageError } from '../src/storage/storage.js';
+import { openStorage } from '../src/storage/storage.js';
 import { malformedListKey, processingListKey, startRedisListSource, type RedisListSource } from '../src/watch/redis-list-source.js';
 import { S3EventEnqueuer } from '../src/watch/s3-event-enqueuer.js';
+import { FlakyStorage } from './support/flaky-storage.js';
 import { LETTER, makePdf, makePng } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING, useTestRedis } from './support/redis-server.js';
 import { startS3Server, useS3rverCredentials, type S3Server } from './support/s3-server.js';
@@ -28,19 +28,6 @@ import { encodeS3EventKey, eventRecord } from './support/s3-notifications.js';
 const OCR: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 36, maxNewTokens: 6 };
 const LIST = 'minio-events';
 const logger = pino({ level: 'silent' });
-
-class FlakyStorage extends FileStorage {
-  failing = false;
-  failedPuts = 0;
-
-  override put(key: string, body: Parameters<FileStorage['put']>[1]): Promise<void> {
-    if (this.failing) {
-      this.failedPuts++;
-      return Promise.reject(new StorageError('transient', `put ${key}: the storage backend is unreachable`, { key }));
-    }
-    return super.put(key, body);
-  }
-}
 
 /** A list entry as MinIO's Redis target writes it for one upload to the inbox bucket. */
 function minioEntry(key: string, eTag: string): string {

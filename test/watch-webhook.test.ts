@@ -15,11 +15,11 @@ import type { OcrJobOptions } from '../src/jobs/job-types.js';
 import { documentId } from '../src/producer/doc-id.js';
 import { DOCUMENTS } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
-import { FileStorage } from '../src/storage/file-storage.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
-import { openStorage, StorageError } from '../src/storage/storage.js';
+import { openStorage } from '../src/storage/storage.js';
 import { S3EventEnqueuer } from '../src/watch/s3-event-enqueuer.js';
 import { startWebhookSource, type WebhookSource } from '../src/watch/webhook-source.js';
+import { FlakyStorage } from './support/flaky-storage.js';
 import { LETTER, makePdf } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING, useTestRedis } from './support/redis-server.js';
 import { startS3Server, useS3rverCredentials, type S3Server } from './support/s3-server.js';
@@ -29,15 +29,6 @@ const OCR: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', dpi:
 const SECRET = 'correct horse battery staple';
 const MAX_BODY_BYTES = 64 * 1024;
 const logger = pino({ level: 'silent' });
-
-class FlakyStorage extends FileStorage {
-  failing = false;
-
-  override put(key: string, body: Parameters<FileStorage['put']>[1]): Promise<void> {
-    if (this.failing) return Promise.reject(new StorageError('transient', `put ${key}: the storage backend is unreachable`, { key }));
-    return super.put(key, body);
-  }
-}
 
 const signature = (body: string, secret = SECRET) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 

@@ -1,0 +1,17 @@
+// file:// storage whose writes fail as an unreachable backend's would while `failing` is set.
+import { FileStorage } from '../../src/storage/file-storage.js';
+import { StorageError } from '../../src/storage/storage.js';
+
+export class FlakyStorage extends FileStorage {
+  failing = false;
+  /** Writes refused so far. */
+  failedPuts = 0;
+
+  override put(key: string, body: Parameters<FileStorage['put']>[1]): Promise<void> {
+    if (this.failing) {
+      this.failedPuts++;
+      return Promise.reject(new StorageError('transient', `put ${key}: the storage backend is unreachable`, { key }));
+    }
+    return super.put(key, body);
+  }
+}
