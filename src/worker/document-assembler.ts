@@ -2,7 +2,8 @@
 // pages' markdown in order), document.json (pages, failed pages with reasons, stage statistics),
 // then the _DONE marker. The marker goes last, so a crash part-way never leaves a marker without
 // the files, and assembling again after a crash rewrites the same files.
-import type { DocumentJobData, DocumentKeys, DocumentResultJson, PageResultJson, Stage } from '../jobs/job-types.js';
+import type { DocumentJobData, DocumentResultJson, PageResultJson, Stage } from '../jobs/job-types.js';
+import { documentResultKeys } from '../jobs/storage-layout.js';
 import { StorageError, type Storage } from '../storage/storage.js';
 import { summarizeStageTimes, type StageSummary } from './stage-stats.js';
 
@@ -16,10 +17,6 @@ export const PAGE_SPLIT = '\n\n<--- Page Split --->\n\n';
 
 /** Page results read at once from storage. */
 const READ_CONCURRENCY = 16;
-
-export function documentResultKeys(keys: DocumentKeys): { markdown: string; json: string; done: string } {
-  return { markdown: `${keys.results}document.md`, json: `${keys.results}document.json`, done: `${keys.results}_DONE` };
-}
 
 type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJson } | { page: number; status: 'failed'; reason: string };
 
@@ -57,7 +54,7 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
   };
   const markdown = pages.map((page) => (page.status === 'done' ? page.result.markdown : failedPageNote(page.page, page.reason))).join(PAGE_SPLIT);
 
-  const keys = documentResultKeys(job.keys);
+  const keys = documentResultKeys(job.docId);
   await Promise.all([
     storage.put(keys.markdown, Buffer.from(`${markdown}\n`), { contentType: 'text/markdown; charset=utf-8' }),
     storage.put(keys.json, Buffer.from(`${JSON.stringify(document, null, 2)}\n`), { contentType: 'application/json' }),
