@@ -16,7 +16,7 @@ import { enqueueDocuments } from '../src/producer/enqueue.js';
 import { PAGES } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
-import { openStorage } from '../src/storage/storage.js';
+import { openStorage } from '../src/storage/open-storage.js';
 import { LETTER, makePdf } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING, useTestRedis } from './support/redis-server.js';
 import { startS3Server, useS3rverCredentials, type S3Server } from './support/s3-server.js';

@@ -18,7 +18,7 @@ import { PAGES } from '../src/queue/queue-names.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
 import { redisOptions } from '../src/queue/redis.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
-import { openStorage } from '../src/storage/storage.js';
+import { openStorage } from '../src/storage/open-storage.js';
 import { zipArchive } from './support/make-archives.js';
 import { LETTER, makeCorruptPdf, makeEncryptedPdf, makePdf, makePng, makeTwoPageTiff } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING } from './support/redis-server.js';

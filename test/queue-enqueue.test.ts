@@ -15,7 +15,8 @@ import { planDocument, type PlannedDocument } from '../src/producer/plan-documen
 import { DEFAULT_PRIORITY } from '../src/queue/job-options.js';
 import { DOCUMENTS, PAGES } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
-import { openStorage, type Storage } from '../src/storage/storage.js';
+import { openStorage } from '../src/storage/open-storage.js';
+import type { Storage } from '../src/storage/storage.js';
 import { LETTER, makeCorruptPdf, makePdf, makePng } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING, useTestRedis } from './support/redis-server.js';
 

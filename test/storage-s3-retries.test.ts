@@ -9,7 +9,7 @@ import { before, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 
 import { S3Storage } from '../src/storage/s3-storage.js';
-import { StorageError } from '../src/storage/storage.js';
+import { StorageError } from '../src/storage/storage-error.js';
 import { S3RVER_SECRET, startS3Server, useS3rverCredentials } from './support/s3-server.js';
 
 before(useS3rverCredentials);

@@ -18,7 +18,7 @@ import { freePort } from '../src/queue/embedded-redis.js';
 import { DOCUMENTS } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
-import { openStorage } from '../src/storage/storage.js';
+import { openStorage } from '../src/storage/open-storage.js';
 import { LETTER, makePdf } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING, useTestRedis } from './support/redis-server.js';
 import { S3RVER_SECRET, startS3Server, useS3rverCredentials, type S3Server } from './support/s3-server.js';

@@ -13,7 +13,7 @@ import type { DocumentResultJson, OcrJobOptions } from '../src/jobs/job-types.js
 import { documentId } from '../src/producer/doc-id.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
-import { openStorage } from '../src/storage/storage.js';
+import { openStorage } from '../src/storage/open-storage.js';
 import { processingListKey, startRedisListSource, type RedisListSource } from '../src/watch/redis-list-source.js';
 import { S3EventEnqueuer, type UploadOutcome } from '../src/watch/s3-event-enqueuer.js';
 import { LETTER, makePdf, makePng } from './support/make-documents.js';

@@ -16,7 +16,7 @@ import { documentId } from '../src/producer/doc-id.js';
 import { DOCUMENTS } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
-import { openStorage } from '../src/storage/storage.js';
+import { openStorage } from '../src/storage/open-storage.js';
 import { S3EventEnqueuer } from '../src/watch/s3-event-enqueuer.js';
 import { startWebhookSource, type WebhookSource } from '../src/watch/webhook-source.js';
 import { FlakyStorage } from './support/flaky-storage.js';

@@ -9,7 +9,8 @@ import { after, before, test } from 'node:test';
 
 import type { DocumentJobData, DocumentResultJson, PageResultJson, StageTimings } from '../src/jobs/job-types.js';
 import { documentKeys, pageResultKey } from '../src/jobs/storage-layout.js';
-import { openStorage, type Storage } from '../src/storage/storage.js';
+import { openStorage } from '../src/storage/open-storage.js';
+import type { Storage } from '../src/storage/storage.js';
 import { assembleDocument, failedPageNote, type PageStatus } from '../src/worker/document-assembler.js';
 
 let root: string;

@@ -11,7 +11,8 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 
 import { resolveModelDir } from '../src/cli/default-model.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
-import { openStorage, type Storage, type StoredObject } from '../src/storage/storage.js';
+import { openStorage } from '../src/storage/open-storage.js';
+import type { Storage, StoredObject } from '../src/storage/storage.js';
 import { mirrorVerified, parseManifest, VERIFIED_MARKER_NAME, type MirrorSummary } from '../src/storage/verified-mirror.js';
 import { startS3Server, useS3rverCredentials, type S3Server } from './support/s3-server.js';
 

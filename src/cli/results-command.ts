@@ -1,6 +1,6 @@
 // `scriptorium results DOCID`: a finished document's markdown or JSON from the storage.
 import { documentResultKeys } from '../jobs/storage-layout.js';
-import { StorageError } from '../storage/storage.js';
+import { StorageError } from '../storage/storage-error.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
 import { choiceOption, parseCommandArgs, UsageError } from './usage.js';
 

@@ -3,7 +3,7 @@
 // enqueue, wait for every document, report where the results are, shut everything down.
 import { loadModelConfig, VARIANTS, type Variant } from '../engine/model-config.js';
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
-import { openStorage } from '../storage/storage.js';
+import { openStorage } from '../storage/open-storage.js';
 import { commandLogger } from './cli-logger.js';
 import { resolveModelDir } from './default-model.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';

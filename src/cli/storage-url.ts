@@ -1,7 +1,8 @@
 // Which storage a queue command uses: the command's flag, else $SCRIPTORIUM_STORAGE, else a folder
 // in the working directory. Producers and workers must name the same storage: jobs carry keys
 // relative to it, not its URL.
-import { openStorage, type Storage } from '../storage/storage.js';
+import { openStorage } from '../storage/open-storage.js';
+import type { Storage } from '../storage/storage.js';
 
 export const DEFAULT_STORAGE = './scriptorium-data';
 

@@ -5,7 +5,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 
-import type { S3StorageOptions } from '../storage/storage.js';
+import type { S3StorageOptions } from '../storage/s3-config.js';
 import { describeCause } from '../storage/storage-error.js';
 import { detectArchiveKind, type ArchiveKind } from './archive-kind.js';
 import { resolveArchiveLimits, type ArchiveLimits } from './archive-limits.js';

@@ -5,8 +5,8 @@ import { DocumentError, openDocument, sealPdfPassword, type DocumentType, type O
 import { planPageGroups } from '../engine/v3-page-groups.js';
 import type { DocumentJobData, OcrJobOptions, PageJobData } from '../jobs/job-types.js';
 import { documentKeys, documentResultKeys, type DocumentKeys } from '../jobs/storage-layout.js';
-import { describeCause } from '../storage/storage-error.js';
-import { StorageError, type Storage } from '../storage/storage.js';
+import type { Storage } from '../storage/storage.js';
+import { describeCause, StorageError } from '../storage/storage-error.js';
 import { documentId } from './doc-id.js';
 import type { InputDocument } from './input-document.js';
 

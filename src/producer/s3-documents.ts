@@ -2,12 +2,16 @@
 // or one object named exactly. The prefix is an S3 prefix, as in `aws s3 ls`: s3://in/scans also lists
 // s3://in/scans-2024/…; end it with '/' to stay inside one "folder". An exact object is that key alone.
 // Archives in a bucket, listed or named, are not expanded: they become documents.
-import { describeCause } from '../storage/storage-error.js';
-import { checkKey, openStorage, StorageError, type S3StorageOptions, type Storage } from '../storage/storage.js';
+import { openStorage } from '../storage/open-storage.js';
+import type { S3StorageOptions } from '../storage/s3-config.js';
+import { isS3Url, parseS3Url, type S3Location } from '../storage/s3-url.js';
+import type { Storage } from '../storage/storage.js';
+import { describeCause, StorageError } from '../storage/storage-error.js';
+import { checkKey } from '../storage/storage-key.js';
 import type { InputDocument, SkipListener } from './input-document.js';
 
 export function isS3Input(input: string): boolean {
-  return /^s3:\/\//i.test(input);
+  return isS3Url(input);
 }
 
 /** Opens buckets once per expansion; the documents from a bucket read their bytes through its storage. */
@@ -26,19 +30,20 @@ export class BucketStorages {
   }
 }
 
-/** The bucket and the rest (a prefix or a key, '' when none) of s3://bucket/rest; undefined without a bucket. */
-function parseS3Url(url: string): { bucket: string; rest: string } | undefined {
-  const match = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(url);
-  return match === null ? undefined : { bucket: match[1], rest: match[2] };
+/** The bucket and path of an s3:// input, or undefined once `skip` was told why it is none. */
+function s3LocationOf(url: string, skip: SkipListener): S3Location | undefined {
+  try {
+    return parseS3Url(url);
+  } catch (error) {
+    skip(url, describeCause(error));
+    return undefined;
+  }
 }
 
 export async function* s3Documents(input: string, buckets: BucketStorages, skip: SkipListener): AsyncGenerator<InputDocument> {
-  const location = parseS3Url(input);
-  if (location === undefined) {
-    skip(input, 'not an S3 input: write it as s3://bucket or s3://bucket/prefix');
-    return;
-  }
-  const { bucket, rest: prefix } = location;
+  const location = s3LocationOf(input, skip);
+  if (location === undefined) return;
+  const { bucket, path: prefix } = location;
   try {
     const storage = buckets.of(bucket);
     for await (const object of storage.list(prefix, { recursive: true })) {
@@ -63,12 +68,13 @@ export async function* s3Documents(input: string, buckets: BucketStorages, skip:
  * missing object (or bucket) is skipped as 'object not found'; only transient failures reject.
  */
 export async function* s3ObjectDocuments(url: string, buckets: BucketStorages, skip: SkipListener): AsyncGenerator<InputDocument> {
-  const location = parseS3Url(url);
-  if (location === undefined || location.rest === '') {
+  const location = s3LocationOf(url, skip);
+  if (location === undefined) return;
+  if (location.path === '') {
     skip(url, 'not an S3 object: write it as s3://bucket/key');
     return;
   }
-  const { bucket, rest: key } = location;
+  const { bucket, path: key } = location;
   const uri = `s3://${bucket}/${key}`;
   try {
     checkKey(key);

@@ -13,6 +13,7 @@ import { PassThrough, type Readable } from 'node:stream';
 
 import { describeEndpoint, resolveS3Config, type S3Config, type S3StorageOptions } from './s3-config.js';
 import { s3StorageError } from './s3-errors.js';
+import { parseS3Url } from './s3-url.js';
 import type { ListOptions, PutOptions, Storage, StoredObject } from './storage.js';
 import { existsBy, StorageError } from './storage-error.js';
 import { checkKey, checkPrefix } from './storage-key.js';
@@ -28,10 +29,12 @@ export class S3Storage implements Storage {
   private readonly endpoint: string;
 
   constructor(url: string, options: S3StorageOptions = {}) {
-    const { bucket, prefix } = parseS3Url(url);
+    const { bucket, path } = parseS3Url(url);
+    const prefix = path.replace(/\/$/, '');
+    if (prefix !== '') checkKey(prefix);
     this.bucket = bucket;
-    this.prefix = prefix;
-    this.url = `s3://${bucket}${prefix === '' ? '' : `/${prefix.slice(0, -1)}`}`;
+    this.prefix = prefix === '' ? '' : `${prefix}/`;
+    this.url = `s3://${bucket}${prefix === '' ? '' : `/${prefix}`}`;
     this.config = resolveS3Config(options);
     this.endpoint = describeEndpoint(this.config);
     const config = this.config;
@@ -153,19 +156,4 @@ export class S3Storage implements Storage {
   private error(error: unknown, operation: string, key: string): StorageError {
     return s3StorageError(error, { operation, key, url: this.url, bucket: this.bucket, endpoint: this.endpoint });
   }
-}
-
-/** s3://bucket/prefix → bucket and '' or 'prefix/'; the prefix must be a valid key ('a/b', not 'a//b'). */
-function parseS3Url(url: string): { bucket: string; prefix: string } {
-  const match = /^s3:\/\/([^/]*)(?:\/(.*))?$/i.exec(url);
-  const bucket = match?.[1] ?? '';
-  if (!/^[a-z0-9][a-z0-9._-]{2,254}$/i.test(bucket)) {
-    throw new StorageError(
-      'permanent',
-      `invalid S3 storage URL ${url}: write it as s3://bucket or s3://bucket/prefix, the bucket name being 3 or more letters, digits, '.', '-' or '_'`,
-    );
-  }
-  const prefix = (match?.[2] ?? '').replace(/\/$/, '');
-  if (prefix !== '') checkKey(prefix);
-  return { bucket, prefix: prefix === '' ? '' : `${prefix}/` };
 }

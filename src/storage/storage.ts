@@ -1,18 +1,6 @@
-// The one storage interface of the pipeline, and openStorage to get a backend from a URL:
-// file:///abs/dir or a plain directory path (the embedded default), or s3://bucket/prefix.
-// Storage holds bytes under keys; it knows nothing about what the bytes mean.
-import path from 'node:path';
+// The one storage interface of the pipeline. Storage holds bytes under keys (storage-key.ts); it
+// knows nothing about what the bytes mean. openStorage (open-storage.ts) picks a backend from a URL.
 import type { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
-
-import { FileStorage } from './file-storage.js';
-import type { S3StorageOptions } from './s3-config.js';
-import { S3Storage } from './s3-storage.js';
-import { StorageError, describeCause } from './storage-error.js';
-
-export { StorageError, type StorageErrorCode } from './storage-error.js';
-export { checkKey, checkPrefix, joinKey } from './storage-key.js';
-export type { S3StorageOptions } from './s3-config.js';
 
 /** One stored object, as listed or stat'ed. `key` is relative to the storage root. */
 export interface StoredObject {
@@ -57,36 +45,4 @@ export interface Storage {
   list(prefix: string, options?: ListOptions): AsyncIterable<StoredObject>;
   /** Size and metadata of one object; rejects with code 'not_found' if there is none. */
   stat(key: string): Promise<StoredObject>;
-}
-
-export interface OpenStorageOptions {
-  /** Settings for s3:// URLs (default: everything from the environment, see S3StorageOptions). */
-  s3?: S3StorageOptions;
-}
-
-const SUPPORTED_URLS = 'use file:///absolute/dir, a directory path, or s3://bucket/prefix';
-
-/** Opens the backend for `url`: file:///abs/dir, a plain path (relative to the working directory), or s3://bucket/prefix. */
-export function openStorage(url: string, options: OpenStorageOptions = {}): Storage {
-  if (url.trim() === '') throw new StorageError('permanent', `the storage URL is empty: ${SUPPORTED_URLS}`);
-  // Two or more letters, so that a Windows drive ('C:') is never taken for a scheme.
-  const scheme = /^([a-z][a-z0-9+.-]+):/i.exec(url)?.[1]?.toLowerCase();
-  switch (scheme) {
-    case undefined:
-      return new FileStorage(path.resolve(url));
-    case 'file':
-      return new FileStorage(directoryOfFileUrl(url));
-    case 's3':
-      return new S3Storage(url, options.s3);
-    default:
-      throw new StorageError('permanent', `unsupported storage URL scheme '${scheme}:' in ${url}: ${SUPPORTED_URLS}`);
-  }
-}
-
-function directoryOfFileUrl(url: string): string {
-  try {
-    return fileURLToPath(url);
-  } catch (error) {
-    throw new StorageError('permanent', `invalid file URL ${url} (${describeCause(error)}): ${SUPPORTED_URLS}`, { cause: error });
-  }
 }

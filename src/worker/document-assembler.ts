@@ -4,7 +4,8 @@
 // the files, and assembling again after a crash rewrites the same files.
 import type { DocumentJobData, DocumentResultJson, PageResultJson, Stage } from '../jobs/job-types.js';
 import { documentResultKeys } from '../jobs/storage-layout.js';
-import { StorageError, type Storage } from '../storage/storage.js';
+import type { Storage } from '../storage/storage.js';
+import { StorageError } from '../storage/storage-error.js';
 import { summarizeStageTimes, type StageSummary } from './stage-stats.js';
 
 /** How one page of the document ended, as its page job reported it. */

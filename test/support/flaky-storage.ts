@@ -1,6 +1,6 @@
 // file:// storage whose writes fail as an unreachable backend's would while `failing` is set.
 import { FileStorage } from '../../src/storage/file-storage.js';
-import { StorageError } from '../../src/storage/storage.js';
+import { StorageError } from '../../src/storage/storage-error.js';
 
 export class FlakyStorage extends FileStorage {
   failing = false;
