@@ -10,7 +10,8 @@ import { after, before, describe, test } from 'node:test';
 
 import sharp from 'sharp';
 
-import type { DocumentResultJson, OcrJobOptions } from '../src/jobs/job-types.js';
+import type { OcrJobOptions } from '../src/jobs/job-types.js';
+import type { DocumentResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments, type QueuedDocument } from '../src/producer/enqueue.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
 import { redisOptions } from '../src/queue/redis.js';

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import type { DocumentResultJson } from '../src/jobs/job-types.js';
+import type { DocumentResultJson } from '../src/jobs/result-json.js';
 import { FileStorage } from '../src/storage/file-storage.js';
 import { LETTER, makePdf } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING, startPersistentRedis, type PersistentRedis } from './support/redis-server.js';

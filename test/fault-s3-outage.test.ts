@@ -11,7 +11,8 @@ import { Queue } from 'bullmq';
 import { pino } from 'pino';
 
 import { startOcrWorkers, type OcrWorkers } from '../src/cli/ocr-workers.js';
-import type { DocumentResultJson, OcrJobOptions, PageJobData, PageResultJson } from '../src/jobs/job-types.js';
+import type { OcrJobOptions, PageJobData } from '../src/jobs/job-types.js';
+import type { DocumentResultJson, PageResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments } from '../src/producer/enqueue.js';
 import { PAGES } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';

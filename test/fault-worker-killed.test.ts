@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import type { DocumentResultJson, OcrJobOptions, PageResultJson } from '../src/jobs/job-types.js';
+import type { OcrJobOptions } from '../src/jobs/job-types.js';
+import type { DocumentResultJson, PageResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments, type QueuedDocument } from '../src/producer/enqueue.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
 import { redisOptions } from '../src/queue/redis.js';

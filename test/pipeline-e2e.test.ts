@@ -11,7 +11,8 @@ import { after, before, describe, test } from 'node:test';
 import { Queue } from 'bullmq';
 
 import { startOcrWorkers, type OcrWorkers } from '../src/cli/ocr-workers.js';
-import type { DocumentResultJson, OcrJobOptions, PageResultJson, Stage } from '../src/jobs/job-types.js';
+import type { OcrJobOptions, Stage } from '../src/jobs/job-types.js';
+import type { DocumentResultJson, PageResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments, type EnqueueSummary } from '../src/producer/enqueue.js';
 import { rejectedInputKey } from '../src/jobs/storage-layout.js';
 import { PAGES } from '../src/queue/queue-names.js';

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 
-import type { DocumentResultJson, OcrJobOptions, PageResultJson, Stage } from '../src/jobs/job-types.js';
+import type { OcrJobOptions, Stage } from '../src/jobs/job-types.js';
+import type { DocumentResultJson, PageResultJson } from '../src/jobs/result-json.js';
 import { documentId } from '../src/producer/doc-id.js';
 import { LETTER, makeCorruptPdf, makeEncryptedPdf, makePdf, makePng } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING } from './support/redis-server.js';

@@ -11,7 +11,8 @@ import { Queue, type Worker } from 'bullmq';
 import { pino } from 'pino';
 
 import { OcrEngine } from '../src/engine/ocr-engine.js';
-import type { DocumentResultJson, OcrJobOptions, PageJobData } from '../src/jobs/job-types.js';
+import type { DonePageOutcome, OcrJobOptions, PageJobData, PageOutcome } from '../src/jobs/job-types.js';
+import type { DocumentResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments, type EnqueueSummary } from '../src/producer/enqueue.js';
 import { DocumentWatcher } from '../src/queue/document-watcher.js';
 import { PAGES } from '../src/queue/queue-names.js';
@@ -19,9 +20,9 @@ import { redisOptions } from '../src/queue/redis.js';
 import { FileStorage } from '../src/storage/file-storage.js';
 import type { Storage } from '../src/storage/storage.js';
 import { StorageError } from '../src/storage/storage-error.js';
-import { startDocumentWorker, type DocumentOutcome } from '../src/worker/document-worker.js';
-import { PagePipeline, type PageJob, type PageOutcome } from '../src/worker/page-pipeline.js';
-import { startPageWorker, type DonePageOutcome, type PageWorkerOptions } from '../src/worker/page-worker.js';
+import { startDocumentWorker } from '../src/worker/document-worker.js';
+import { PagePipeline, type PageJob } from '../src/worker/page-pipeline.js';
+import { startPageWorker, type PageWorkerOptions } from '../src/worker/page-worker.js';
 import { LETTER, makeCorruptPdf, makePdf } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING, useTestRedis } from './support/redis-server.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
@@ -99,7 +100,7 @@ describe('page and document workers', { skip: REDIS_SERVER_MISSING }, () => {
 
   /** Enqueues with `enqueue`, runs `start`, and resolves with the document outcomes. */
   async function untilAssembled(enqueue: () => Promise<EnqueueSummary>, start: () => void = () => startWorkers()) {
-    const watcher = await DocumentWatcher.start<DocumentOutcome>(redisOptions(redis.url, 'worker'));
+    const watcher = await DocumentWatcher.start(redisOptions(redis.url, 'worker'));
     try {
       const summary = await enqueue();
       start();

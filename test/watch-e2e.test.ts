@@ -9,7 +9,8 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 
 import { startOcrWorkers, type OcrWorkers } from '../src/cli/ocr-workers.js';
-import type { DocumentResultJson, OcrJobOptions } from '../src/jobs/job-types.js';
+import type { OcrJobOptions } from '../src/jobs/job-types.js';
+import type { DocumentResultJson } from '../src/jobs/result-json.js';
 import { documentId } from '../src/producer/doc-id.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';

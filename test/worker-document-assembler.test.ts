@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import type { DocumentJobData, DocumentResultJson, PageResultJson, StageTimings } from '../src/jobs/job-types.js';
+import type { DocumentJobData, StageTimings } from '../src/jobs/job-types.js';
+import type { DocumentResultJson, PageResultJson } from '../src/jobs/result-json.js';
 import { documentKeys, pageResultKey } from '../src/jobs/storage-layout.js';
 import { openStorage } from '../src/storage/open-storage.js';
 import type { Storage } from '../src/storage/storage.js';
@@ -149,3 +150,15 @@ function recordingPuts(inner: Storage, events: string[]): Storage {
     stat: (key) => inner.stat(key),
   };
 }
+
+test('a page whose stored JSON is damaged is listed as failed with the reason; the other pages are assembled', async () => {
+  await storePage('damaged', 1, 'Readable page.', 5);
+  await storage.put(pageKey('damaged', 2), Buffer.from('{"docId": "trunc'));
+  const document = await assembleDocument(documentJob('damaged', 2), [
+    { page: 1, status: 'done', key: pageKey('damaged', 1) },
+    { page: 2, status: 'done', key: pageKey('damaged', 2) },
+  ], storage);
+  assert.deepEqual(document.pages.map(({ page }) => page), [1]);
+  assert.equal(document.failedPages.length, 1);
+  assert.match(document.failedPages[0].reason, new RegExp(`^results/${idOf('damaged')}/pages/0002\\.json is not JSON: `));
+});

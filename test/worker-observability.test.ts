@@ -13,14 +13,14 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 
 import { startOcrWorkers, type OcrWorkers } from '../src/cli/ocr-workers.js';
-import type { OcrJobOptions, PageResultJson } from '../src/jobs/job-types.js';
+import type { OcrJobOptions } from '../src/jobs/job-types.js';
+import type { PageResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments } from '../src/producer/enqueue.js';
 import { DocumentWatcher } from '../src/queue/document-watcher.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
 import { listLiveWorkers } from '../src/queue/live-workers.js';
 import { redisOptions } from '../src/queue/redis.js';
 import { FileStorage } from '../src/storage/file-storage.js';
-import type { DocumentOutcome } from '../src/worker/document-worker.js';
 import { serveMetrics, type MetricsServer } from '../src/worker/worker-metrics.js';
 import { LETTER, makePdf } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING } from './support/redis-server.js';
@@ -61,7 +61,7 @@ describe('a running worker seen from outside', { skip: REDIS_SERVER_MISSING }, (
       logger,
       heartbeatMs: 100,
     });
-    const watcher = await DocumentWatcher.start<DocumentOutcome>(redisOptions(redis.url, 'worker'));
+    const watcher = await DocumentWatcher.start(redisOptions(redis.url, 'worker'));
     try {
       docId = (await enqueuePdf(2, 3)).queued[0].docId;
       await watcher.waitFor([docId]);

@@ -11,10 +11,11 @@ import { pino } from 'pino';
 
 import { PdfRenderer, sealPdfPassword, type RgbImage } from '../src/documents/document.js';
 import { OcrEngine, type PageResult } from '../src/engine/ocr-engine.js';
-import type { OcrJobOptions, PageJobData, PageResultJson, Stage } from '../src/jobs/job-types.js';
+import type { OcrJobOptions, PageJobData, PageOutcome, Stage } from '../src/jobs/job-types.js';
+import type { PageResultJson } from '../src/jobs/result-json.js';
 import { openStorage } from '../src/storage/open-storage.js';
 import type { Storage } from '../src/storage/storage.js';
-import { PagePipeline, type PageJob, type PageOutcome } from '../src/worker/page-pipeline.js';
+import { PagePipeline, type PageJob } from '../src/worker/page-pipeline.js';
 import { BLACK_RECT_PT, LETTER, LETTER_LANDSCAPE, makeCorruptPdf, makeEncryptedPdf, makePdf } from './support/make-documents.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 

@@ -14,14 +14,15 @@ import { pino } from 'pino';
 import { generate } from '../src/engine/generate.js';
 import type { NativeModel } from '../src/engine/native-model.js';
 import { OcrEngine } from '../src/engine/ocr-engine.js';
-import type { DocumentResultJson, OcrJobOptions, PageJobData } from '../src/jobs/job-types.js';
+import type { OcrJobOptions, PageJobData, PageOutcome } from '../src/jobs/job-types.js';
+import type { DocumentResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments } from '../src/producer/enqueue.js';
 import { DocumentWatcher } from '../src/queue/document-watcher.js';
 import { PAGES } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
 import { FileStorage } from '../src/storage/file-storage.js';
-import { startDocumentWorker, type DocumentOutcome } from '../src/worker/document-worker.js';
-import { PagePipeline, type PageJob, type PageOutcome } from '../src/worker/page-pipeline.js';
+import { startDocumentWorker } from '../src/worker/document-worker.js';
+import { PagePipeline, type PageJob } from '../src/worker/page-pipeline.js';
 import { EngineHungError, startPageWorker } from '../src/worker/page-worker.js';
 import { LETTER, makePdf } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING, useTestRedis } from './support/redis-server.js';
@@ -189,7 +190,7 @@ describe('the page worker with a deadline', { skip: REDIS_SERVER_MISSING }, () =
 
   test('pages still decoding at the page timeout fail with "timed out after", each try, and are kept as failed pages', async () => {
     const docId = await enqueuePdf('slow', 1, ENDLESS, 2);
-    const watcher = await DocumentWatcher.start<DocumentOutcome>(redisOptions(redis.url, 'worker'));
+    const watcher = await DocumentWatcher.start(redisOptions(redis.url, 'worker'));
     const connection = redisOptions(redis.url, 'worker');
     const pipeline = new PagePipeline({ engine, storage, logger, host: 'test-host', checkpointId: 'sha256:tiny-v3', synthetic: true });
     const workers = [startPageWorker({ pipeline, connection, logger, pageTimeoutMs: 500 }), startDocumentWorker({ storage, connection, logger })];

@@ -7,7 +7,6 @@ import { documentResultKeys } from '../jobs/storage-layout.js';
 import type { EnqueueSummary, QueuedDocument, RejectedInput } from '../producer/enqueue.js';
 import type { DocumentSettlement } from '../queue/document-watcher.js';
 import type { Storage } from '../storage/storage.js';
-import type { DocumentOutcome } from '../worker/document-worker.js';
 
 /** Every input was read into a document with all its pages done (or was already done). */
 export const EXIT_ALL_DONE = 0;
@@ -47,7 +46,7 @@ export function objectLocation(storage: Storage, key: string): string {
 }
 
 /** One line when a document has been assembled or has failed. */
-export function settledLine(document: QueuedDocument, settlement: DocumentSettlement<DocumentOutcome>, storage: Storage): string {
+export function settledLine(document: QueuedDocument, settlement: DocumentSettlement, storage: Storage): string {
   if (settlement.status === 'failed') return `failed         ${document.uri}: the document could not be assembled: ${settlement.reason}`;
   const { markdown, failedPages } = settlement.returnvalue;
   const failed = failedPages.map(({ page, reason }) => `\n               page ${page} failed: ${reason}`).join('');
@@ -55,7 +54,7 @@ export function settledLine(document: QueuedDocument, settlement: DocumentSettle
   return `${label.padEnd(14)} ${document.uri}  →  ${objectLocation(storage, markdown)}${failed}`;
 }
 
-export function exitStatusOf(summary: EnqueueSummary, settlements: readonly DocumentSettlement<DocumentOutcome>[]): number {
+export function exitStatusOf(summary: EnqueueSummary, settlements: readonly DocumentSettlement[]): number {
   const allDone = settlements.every((s) => s.status === 'completed' && s.returnvalue.failedPages.length === 0);
   return summary.rejected.length === 0 && allDone ? EXIT_ALL_DONE : EXIT_SOME_FAILED;
 }

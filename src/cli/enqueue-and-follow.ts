@@ -8,7 +8,6 @@ import { DocumentWatcher, type DocumentSettlement } from '../queue/document-watc
 import { pagesOfJobId } from '../queue/job-ids.js';
 import { PAGES } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
-import type { DocumentOutcome } from '../worker/document-worker.js';
 import { enqueueSummaryLine, exitStatusOf, queuedLine, settledLine, EXIT_ALL_DONE, EXIT_INTERRUPTED, EXIT_SOME_FAILED } from './document-report.js';
 import { EnqueueProgress, type ProgressTerminal } from './enqueue-progress.js';
 
@@ -36,12 +35,12 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
   const { storage } = options.enqueue;
   const progress = options.progress === undefined ? undefined : new EnqueueProgress(options.progress, write);
-  let watcher: DocumentWatcher<DocumentOutcome> | undefined;
+  let watcher: DocumentWatcher | undefined;
   let pageEvents: QueueEvents | undefined;
   try {
     if (options.wait) {
       // Started first: it hears of documents that finish while later inputs are still being enqueued.
-      watcher = await DocumentWatcher.start<DocumentOutcome>(redisOptions(options.redisUrl, 'worker'));
+      watcher = await DocumentWatcher.start(redisOptions(options.redisUrl, 'worker'));
       if (progress !== undefined) pageEvents = await followPageJobs(options.redisUrl, (docId, pages) => progress.pagesFinished(docId, pages));
     }
     const print = (line: string) => (progress === undefined ? write(line) : progress.line(line));
@@ -126,7 +125,7 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Pro
   });
 }
 
-function finishedLine(settlements: readonly DocumentSettlement<DocumentOutcome>[]): string {
+function finishedLine(settlements: readonly DocumentSettlement[]): string {
   const complete = settlements.filter((s) => s.status === 'completed' && s.returnvalue.failedPages.length === 0).length;
   const failed = settlements.filter((s) => s.status === 'failed').length;
   const partial = settlements.length - complete - failed;

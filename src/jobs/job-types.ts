@@ -1,84 +1,131 @@
-// The shapes that cross process boundaries: BullMQ job data (keys and options, never bytes) and the
-// result JSON written to storage (DESIGN.md "Data flow" and "Results"). Declared once, imported by
-// the producer, the worker and the CLI.
+// The shapes that cross the queue (DESIGN.md "Data flow"): BullMQ job data (keys and options, never
+// bytes) and job return values. Declared once as schemas, imported by the producer, the worker, the
+// CLI and the tests; parse* checks what is read back from Redis.
+import { z } from 'zod';
+
+import type { DocumentType } from '../documents/document-type.js';
 import type { VisionMode } from '../engine/image-tokens.js';
 import type { Variant } from '../engine/model-config.js';
 import type { OcrTask } from '../engine/prompts.js';
-import type { DocumentType } from '../documents/document-type.js';
-import type { SealedPdfPassword } from '../documents/document.js';
-import type { DocumentKeys } from './storage-layout.js';
+import { parseBoundaryData } from './boundary-data.js';
 
 export const DOCUMENTS_QUEUE = 'scriptorium:documents';
 export const PAGES_QUEUE = 'scriptorium:pages';
 
-/** Options that change the output; part of the docId. */
-export interface OcrJobOptions {
-  variant: Variant;
-  task: OcrTask;
-  mode: VisionMode;
-  /** PDF rasterisation: dots per inch, or else pixels on each page's longer side; never both. */
-  dpi?: number;
-  longestSide?: number;
-  maxNewTokens?: number;
-}
+const positiveInteger = z.number().int().positive();
 
-export interface DocumentJobData {
-  docId: string;
+export const variantSchema = z.enum(['v1', 'v2', 'v3']) satisfies z.ZodType<Variant>;
+export const taskSchema = z.enum(['ocr', 'markdown', 'parse', 'parse-multi']) satisfies z.ZodType<OcrTask>;
+export const modeSchema = z.enum(['tiny', 'small', 'base', 'large', 'gundam']) satisfies z.ZodType<VisionMode>;
+export const documentTypeSchema = z.enum(['pdf', 'png', 'jpeg', 'webp', 'gif', 'bmp', 'tiff']) satisfies z.ZodType<DocumentType>;
+
+/** Options that change the output; part of the docId. */
+const ocrJobOptionsSchema = z.object({
+  variant: variantSchema,
+  task: taskSchema,
+  mode: modeSchema,
+  /** PDF rasterisation: dots per inch, or else pixels on each page's longer side; never both. */
+  dpi: positiveInteger.optional(),
+  longestSide: positiveInteger.optional(),
+  maxNewTokens: positiveInteger.optional(),
+});
+export type OcrJobOptions = z.infer<typeof ocrJobOptionsSchema>;
+
+const documentKeysSchema = z.object({
+  /** staging/<docId>/source.<type> (storage-layout.ts) */
+  source: z.string().min(1),
+  /** results/<docId>/ */
+  results: z.string().min(1),
+});
+
+const documentJobDataSchema = z.object({
+  docId: z.string().regex(/^[0-9a-f]{32}$/),
   /** Where the document came from, for the result JSON (s3://…, file path, or archive!entry). */
-  sourceUri: string;
-  type: DocumentType;
-  pageCount: number;
-  keys: DocumentKeys;
-  options: OcrJobOptions;
-  enqueuedAt: number;
-}
+  sourceUri: z.string(),
+  type: documentTypeSchema,
+  pageCount: positiveInteger,
+  keys: documentKeysSchema,
+  options: ocrJobOptionsSchema,
+  enqueuedAt: z.number(),
+});
+export type DocumentJobData = z.infer<typeof documentJobDataSchema>;
 
 /** One page, or for V3 single pass a range of pages [firstPage, lastPage] (1-based, inclusive). */
-export interface PageJobData {
-  docId: string;
-  sourceUri: string;
-  type: DocumentType;
-  firstPage: number;
-  lastPage: number;
-  keys: DocumentKeys;
-  options: OcrJobOptions;
-  /** Only for an encrypted PDF: its password, sealed to the document's bytes (never in clear). */
-  pdfPassword?: SealedPdfPassword;
-  enqueuedAt: number;
+const pageJobDataSchema = documentJobDataSchema
+  .omit({ pageCount: true })
+  .extend({
+    firstPage: positiveInteger,
+    lastPage: positiveInteger,
+    /** Only for an encrypted PDF: its password, sealed to the document's bytes (never in clear). */
+    pdfPassword: z.object({ iv: z.string(), ciphertext: z.string(), tag: z.string() }).optional(),
+  })
+  .refine((data) => data.lastPage >= data.firstPage, { message: 'lastPage is before firstPage', path: ['lastPage'] });
+export type PageJobData = z.infer<typeof pageJobDataSchema>;
+
+export const stageSchema = z.enum(['queued', 'fetch', 'render', 'preprocess', 'encode', 'prefill', 'decode', 'postprocess', 'store', 'total']);
+export type Stage = z.infer<typeof stageSchema>;
+export const stageTimingsSchema = z.record(stageSchema, z.number());
+export type StageTimings = z.infer<typeof stageTimingsSchema>;
+
+/** One page whose results are in storage. */
+const storedPageSchema = z.object({
+  page: positiveInteger,
+  /** results/<docId>/pages/<nnnn>.json */
+  key: z.string().min(1),
+  /** results/<docId>/pages/<nnnn>.md */
+  markdownKey: z.string().min(1),
+  /** As in the JSON, except that store and total here include the JSON's own write. */
+  timings_ms: stageTimingsSchema,
+});
+export type StoredPage = z.infer<typeof storedPageSchema>;
+
+/** A page job's return value: all its pages (one, or a V3 page group) are stored. */
+const donePageOutcomeSchema = z.object({
+  status: z.literal('done'),
+  docId: z.string(),
+  jobId: z.string().optional(),
+  pages: z.array(storedPageSchema),
+});
+export type DonePageOutcome = z.infer<typeof donePageOutcomeSchema>;
+
+/** How a page job ended in the worker: done, or failed with its reason (thrown to the queue, never returned). */
+export type PageOutcome =
+  | DonePageOutcome
+  | {
+      status: 'failed';
+      docId: string;
+      jobId?: string;
+      pages: number[];
+      /** One line for document.json and the logs. */
+      reason: string;
+      /** Whether another try can help (see worker/page-failure.ts). */
+      retryable: boolean;
+    };
+
+/** A document job's return value. */
+const documentOutcomeSchema = z.object({
+  docId: z.string(),
+  /** results/<docId>/document.md */
+  markdown: z.string(),
+  /** results/<docId>/document.json */
+  json: z.string(),
+  pages: positiveInteger,
+  failedPages: z.array(z.object({ page: positiveInteger, reason: z.string() })),
+});
+export type DocumentOutcome = z.infer<typeof documentOutcomeSchema>;
+
+export function parsePageJobData(value: unknown): PageJobData {
+  return parseBoundaryData(pageJobDataSchema, value, 'page job data');
 }
 
-export type Stage = 'queued' | 'fetch' | 'render' | 'preprocess' | 'encode' | 'prefill' | 'decode' | 'postprocess' | 'store' | 'total';
-
-export type StageTimings = Record<Stage, number>;
-
-export interface OcrBlockJson {
-  type: string;
-  text: string;
-  box?: [number, number, number, number];
+export function parseDocumentJobData(value: unknown): DocumentJobData {
+  return parseBoundaryData(documentJobDataSchema, value, 'document job data');
 }
 
-/** results/<docId>/pages/<nnnn>.json */
-export interface PageResultJson {
-  docId: string;
-  source: { uri: string; page: number };
-  model: { variant: Variant; task: OcrTask; mode: VisionMode; checkpoint: string; synthetic: boolean };
-  markdown: string;
-  blocks: OcrBlockJson[];
-  tokens: { prompt: number; image: number; generated: number };
-  finish: 'eos' | 'length';
-  timings_ms: StageTimings;
-  worker: { host: string; backend: string; attempt: number };
+export function parseDonePageOutcome(value: unknown): DonePageOutcome {
+  return parseBoundaryData(donePageOutcomeSchema, value, 'a page job return value');
 }
 
-/** results/<docId>/document.json */
-export interface DocumentResultJson {
-  docId: string;
-  source: { uri: string; type: DocumentType; pages: number };
-  model: PageResultJson['model'];
-  pages: { page: number; status: 'done'; key: string }[];
-  failedPages: { page: number; reason: string }[];
-  /** Per stage over the document's done pages: total and percentiles in milliseconds. */
-  timings_ms: Record<Stage, { total: number; p50: number; p90: number; p99: number; max: number }>;
-  completedAt: string;
+export function parseDocumentOutcome(value: unknown): DocumentOutcome {
+  return parseBoundaryData(documentOutcomeSchema, value, 'a document job return value');
 }
-

@@ -5,24 +5,27 @@
 import { QueueEvents } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 
+import { parseDocumentOutcome, type DocumentOutcome } from '../jobs/job-types.js';
 import { documentJobId } from './job-ids.js';
 import { DOCUMENTS, eventStreamKey } from './queue-names.js';
 
-export type DocumentSettlement<R> = { docId: string; status: 'completed'; returnvalue: R } | { docId: string; status: 'failed'; reason: string };
+export type DocumentSettlement =
+  | { docId: string; status: 'completed'; returnvalue: DocumentOutcome }
+  | { docId: string; status: 'failed'; reason: string };
 
-export class DocumentWatcher<R> {
+export class DocumentWatcher {
   readonly #events: QueueEvents;
-  readonly #settled = new Map<string, DocumentSettlement<R>>();
+  readonly #settled = new Map<string, DocumentSettlement>();
   readonly #listeners = new Set<() => void>();
 
   private constructor(events: QueueEvents) {
     this.#events = events;
-    events.on('completed', ({ jobId, returnvalue }) => this.#settle({ docId: jobId, status: 'completed', returnvalue: returnvalue as R }));
+    events.on('completed', ({ jobId, returnvalue }) => this.#settle(completed(jobId, returnvalue)));
     events.on('failed', ({ jobId, failedReason }) => this.#settle({ docId: jobId, status: 'failed', reason: failedReason }));
   }
 
   /** `connection`: options for a `worker` connection (see redisOptions), as its reads block. */
-  static async start<R>(connection: RedisOptions): Promise<DocumentWatcher<R>> {
+  static async start(connection: RedisOptions): Promise<DocumentWatcher> {
     const client = new Redis(connection);
     let lastEventId: string;
     try {
@@ -33,14 +36,14 @@ export class DocumentWatcher<R> {
     }
     const events = new QueueEvents(DOCUMENTS.name, { connection, prefix: DOCUMENTS.prefix, lastEventId });
     await events.waitUntilReady();
-    return new DocumentWatcher<R>(events);
+    return new DocumentWatcher(events);
   }
 
   /**
    * Resolves with one settlement per docId, in docId order, once all have settled; `onSettled` hears
    * of each as it happens. Waits as long as it takes: without a worker, nothing settles.
    */
-  waitFor(docIds: readonly string[], onSettled?: (settlement: DocumentSettlement<R>) => void): Promise<DocumentSettlement<R>[]> {
+  waitFor(docIds: readonly string[], onSettled?: (settlement: DocumentSettlement) => void): Promise<DocumentSettlement[]> {
     const pending = new Set(docIds.map(documentJobId));
     return new Promise((resolve) => {
       const check = () => {
@@ -52,7 +55,7 @@ export class DocumentWatcher<R> {
         }
         if (pending.size > 0) return;
         this.#listeners.delete(check);
-        resolve(docIds.map((docId) => this.#settled.get(documentJobId(docId)) as DocumentSettlement<R>));
+        resolve(docIds.map((docId) => this.#settled.get(documentJobId(docId)) as DocumentSettlement));
       };
       this.#listeners.add(check);
       check();
@@ -63,8 +66,17 @@ export class DocumentWatcher<R> {
     return this.#events.close();
   }
 
-  #settle(settlement: DocumentSettlement<R>): void {
+  #settle(settlement: DocumentSettlement): void {
     this.#settled.set(settlement.docId, settlement);
     for (const listener of [...this.#listeners]) listener();
+  }
+}
+
+/** A return value that is no document outcome (another version's worker) settles the document as failed, saying so. */
+function completed(docId: string, returnvalue: unknown): DocumentSettlement {
+  try {
+    return { docId, status: 'completed', returnvalue: parseDocumentOutcome(returnvalue) };
+  } catch (error) {
+    return { docId, status: 'failed', reason: (error as Error).message };
   }
 }

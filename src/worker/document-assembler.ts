@@ -2,7 +2,9 @@
 // pages' markdown in order), document.json (pages, failed pages with reasons, stage statistics),
 // then the _DONE marker. The marker goes last, so a crash part-way never leaves a marker without
 // the files, and assembling again after a crash rewrites the same files.
-import type { DocumentJobData, DocumentResultJson, PageResultJson, Stage } from '../jobs/job-types.js';
+import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
+import type { DocumentJobData, Stage } from '../jobs/job-types.js';
+import { parsePageResultJson, type DocumentResultJson, type PageResultJson } from '../jobs/result-json.js';
 import { documentResultKeys } from '../jobs/storage-layout.js';
 import type { Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
@@ -24,7 +26,7 @@ type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJ
 /**
  * Writes the document's results from its pages' statuses and page JSONs. Every page 1…pageCount is
  * in the result: one with no status is failed ("no page result was reported"), and a done page whose
- * JSON is missing from storage is failed too. Storage errors other than a missing page reject, so the
+ * JSON is missing from storage or damaged is failed too. Storage errors other than a missing page reject, so the
  * job can be retried.
  */
 export async function assembleDocument(job: DocumentJobData, statuses: readonly PageStatus[], storage: Storage): Promise<DocumentResultJson> {
@@ -96,9 +98,11 @@ async function readPages(statuses: readonly PageStatus[], storage: Storage): Pro
 async function readPage(status: PageStatus, storage: Storage): Promise<ReadPage> {
   if (status.status === 'failed') return status;
   try {
-    const result = JSON.parse((await storage.get(status.key)).toString('utf8')) as PageResultJson;
+    const result = parsePageResultJson((await storage.get(status.key)).toString('utf8'), status.key);
     return { ...status, result };
   } catch (error) {
+    // A damaged page result fails that page, not the document: reading it again would find it the same.
+    if (error instanceof InvalidBoundaryDataError) return { page: status.page, status: 'failed', reason: error.message };
     if (error instanceof StorageError && error.code === 'not_found') {
       return { page: status.page, status: 'failed', reason: `the page was reported done but ${status.key} is missing` };
     }

@@ -6,13 +6,12 @@ import { Worker, type Job } from 'bullmq';
 import type { RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
-import type { DocumentJobData } from '../jobs/job-types.js';
+import { parseDocumentJobData, parseDonePageOutcome, type DocumentJobData, type DocumentOutcome } from '../jobs/job-types.js';
 import { documentResultKeys } from '../jobs/storage-layout.js';
 import { pagesOfJobId } from '../queue/job-ids.js';
 import { jobIdOfKey, DOCUMENTS, PAGES } from '../queue/queue-names.js';
 import type { Storage } from '../storage/storage.js';
 import { assembleDocument, type PageStatus } from './document-assembler.js';
-import type { DonePageOutcome } from './page-worker.js';
 
 /** BullMQ's reason for a job whose worker died more often than the page worker's maxStalledCount allows. */
 const BULLMQ_STALLED_REASON = 'job stalled more than allowable limit';
@@ -20,17 +19,6 @@ const BULLMQ_STALLED_REASON = 'job stalled more than allowable limit';
 /** What document.json says of such a page instead. */
 export const STALLED_PAGE_REASON =
   'every worker that read this page stopped before finishing it (crashed, was killed or lost its lock), so it was given up: the page may crash the engine';
-
-/** A document job's return value. */
-export interface DocumentOutcome {
-  docId: string;
-  /** results/<docId>/document.md */
-  markdown: string;
-  /** results/<docId>/document.json */
-  json: string;
-  pages: number;
-  failedPages: { page: number; reason: string }[];
-}
 
 export interface DocumentWorkerOptions {
   storage: Storage;
@@ -50,13 +38,14 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
   const worker = new Worker<DocumentJobData, DocumentOutcome>(
     DOCUMENTS.name,
     async (job: Job<DocumentJobData>) => {
-      const document = await assembleDocument(job.data, await pageStatusesOf(job), storage);
-      const keys = documentResultKeys(job.data.docId);
+      const data = parseDocumentJobData(job.data);
+      const document = await assembleDocument(data, await pageStatusesOf(job), storage);
+      const keys = documentResultKeys(data.docId);
       const outcome: DocumentOutcome = {
-        docId: job.data.docId,
+        docId: data.docId,
         markdown: keys.markdown,
         json: keys.json,
-        pages: job.data.pageCount,
+        pages: data.pageCount,
         failedPages: document.failedPages,
       };
       logger.info({ docId: outcome.docId, pages: outcome.pages, failedPages: outcome.failedPages.length }, 'document done');
@@ -76,8 +65,8 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
 
 /** Done pages from the children's return values, failed pages from their ignored failures. */
 export async function pageStatusesOf(job: Job<DocumentJobData>): Promise<PageStatus[]> {
-  const [values, failures] = await Promise.all([job.getChildrenValues<DonePageOutcome>(), job.getIgnoredChildrenFailures()]);
-  const done = Object.values(values).flatMap((outcome) => outcome.pages.map(({ page, key }): PageStatus => ({ page, status: 'done', key })));
+  const [values, failures] = await Promise.all([job.getChildrenValues(), job.getIgnoredChildrenFailures()]);
+  const done = Object.values(values).flatMap((value) => parseDonePageOutcome(value).pages.map(({ page, key }): PageStatus => ({ page, status: 'done', key })));
   const failed = Object.entries(failures).flatMap(([key, bullmqReason]) => {
     const reason = bullmqReason === BULLMQ_STALLED_REASON ? STALLED_PAGE_REASON : bullmqReason;
     const pages = pagesOfJobId(jobIdOfKey(PAGES, key) ?? '');

@@ -5,10 +5,10 @@ import type { Logger } from 'pino';
 
 import { openSealedPdfPassword, renderPage, type PdfRenderer, type RgbImage } from '../documents/document.js';
 import type { OcrEngine, PageResult } from '../engine/ocr-engine.js';
-import type { PageJobData, StageTimings } from '../jobs/job-types.js';
+import type { PageJobData, PageOutcome, StageTimings, StoredPage } from '../jobs/job-types.js';
 import { pageResultKey } from '../jobs/storage-layout.js';
 import type { Storage } from '../storage/storage.js';
-import { pageFailureOf, type PageFailure } from './page-failure.js';
+import { pageFailureOf } from './page-failure.js';
 import { pageResultJson, type PageReader } from './page-result-json.js';
 
 export interface PagePipelineOptions {
@@ -40,22 +40,6 @@ export interface PageJob {
   /** The queue's job id, for the logs. */
   jobId?: string;
 }
-
-/** One page whose results are in storage. */
-export interface StoredPage {
-  page: number;
-  /** results/<docId>/pages/<nnnn>.json */
-  key: string;
-  /** results/<docId>/pages/<nnnn>.md */
-  markdownKey: string;
-  /** As in the JSON, except that store and total here include the JSON's own write. */
-  timings_ms: StageTimings;
-}
-
-/** The outcome of one job, for all its pages together (one, or a V3 page group). */
-export type PageOutcome =
-  | { status: 'done'; docId: string; jobId?: string; pages: StoredPage[] }
-  | ({ status: 'failed'; docId: string; jobId?: string; pages: number[] } & PageFailure);
 
 /** A job whose pages are rendered, with the times it took. */
 interface RenderedJob {

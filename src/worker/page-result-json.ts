@@ -1,6 +1,7 @@
 // One page's engine result as results/<docId>/pages/<nnnn>.json (DESIGN.md "Results").
 import type { PageResult } from '../engine/ocr-engine.js';
-import type { OcrBlockJson, PageJobData, PageResultJson, StageTimings } from '../jobs/job-types.js';
+import type { PageJobData, StageTimings } from '../jobs/job-types.js';
+import type { OcrBlockJson, PageResultJson } from '../jobs/result-json.js';
 
 /** What the result says about the worker and the model that read the page. */
 export interface PageReader {

@@ -17,12 +17,10 @@ import type { RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
-import type { PageJobData } from '../jobs/job-types.js';
+import { parsePageJobData, type DonePageOutcome, type PageJobData, type PageOutcome } from '../jobs/job-types.js';
 import { PAGES } from '../queue/queue-names.js';
 import { SharedOrAlone } from './shared-or-alone.js';
-import type { PageJob, PageOutcome, PagePipeline } from './page-pipeline.js';
-
-export type DonePageOutcome = Extract<PageOutcome, { status: 'done' }>;
+import type { PageJob, PagePipeline } from './page-pipeline.js';
 
 export const DEFAULT_PAGE_TIMEOUT_MS = 600_000;
 export const DEFAULT_HANG_GRACE_MS = 120_000;
@@ -131,7 +129,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   const worker = new Worker<PageJobData, DonePageOutcome>(
     PAGES.name,
     async (job: Job<PageJobData>, token?: string) => {
-      const pageJob: PageJob = { data: job.data, attempt: job.attemptsStarted, jobId: job.id };
+      const pageJob: PageJob = { data: checkedJobData(job.data), attempt: job.attemptsStarted, jobId: job.id };
       const alone = job.attemptsMade > 0 || job.stalledCounter > 0;
       let outcome: PageOutcome;
       try {
@@ -155,6 +153,15 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   );
   worker.on('error', (error) => logger.error({ err: error }, 'page worker: queue error'));
   return worker;
+}
+
+/** Job data that is no page job (another version's producer, a hand-made job) fails at once: no try can help. */
+function checkedJobData(data: unknown): PageJobData {
+  try {
+    return parsePageJobData(data);
+  } catch (error) {
+    throw new UnrecoverableError((error as Error).message);
+  }
 }
 
 function seconds(ms: number): string {

@@ -5,13 +5,11 @@ import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
-import type { DocumentJobData, PageJobData } from '../jobs/job-types.js';
+import type { DocumentJobData, DocumentOutcome, DonePageOutcome, PageJobData } from '../jobs/job-types.js';
 import type { LiveWorkerProgress } from '../queue/live-workers.js';
 import { DOCUMENTS, PAGES, type QueueName } from '../queue/queue-names.js';
 import { countCompleted } from '../queue/throughput.js';
-import type { DocumentOutcome } from './document-worker.js';
 import type { DecodeStats } from './page-pipeline.js';
-import type { DonePageOutcome } from './page-worker.js';
 import { observeStageTimes, workerMetrics } from './worker-metrics.js';
 
 export class WorkerActivity {

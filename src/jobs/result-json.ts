@@ -1,0 +1,68 @@
+// The result JSON the pipeline writes to storage (DESIGN.md "Results"): one file per page and one per
+// document. Declared once as schemas; parse* checks what is read back from storage.
+import { z } from 'zod';
+
+import { InvalidBoundaryDataError, parseBoundaryData } from './boundary-data.js';
+import { documentTypeSchema, modeSchema, stageSchema, stageTimingsSchema, taskSchema, variantSchema } from './job-types.js';
+
+const count = z.number().int().nonnegative();
+
+const ocrBlockJsonSchema = z.object({
+  type: z.string(),
+  text: z.string(),
+  box: z.tuple([z.number(), z.number(), z.number(), z.number()]).optional(),
+});
+export type OcrBlockJson = z.infer<typeof ocrBlockJsonSchema>;
+
+/** Which model read the pages: never empty or guessed. */
+const resultModelSchema = z.object({
+  variant: variantSchema,
+  task: taskSchema,
+  mode: modeSchema,
+  /** Identity of the checkpoint's files (sha256:…). */
+  checkpoint: z.string(),
+  /** The checkpoint has random weights (`scriptorium model synth`): its text means nothing. */
+  synthetic: z.boolean(),
+});
+
+/** results/<docId>/pages/<nnnn>.json */
+const pageResultJsonSchema = z.object({
+  docId: z.string(),
+  source: z.object({ uri: z.string(), page: z.number().int().positive() }),
+  model: resultModelSchema,
+  markdown: z.string(),
+  blocks: z.array(ocrBlockJsonSchema),
+  tokens: z.object({ prompt: count, image: count, generated: count }),
+  finish: z.enum(['eos', 'length']),
+  timings_ms: stageTimingsSchema,
+  worker: z.object({ host: z.string(), backend: z.string(), attempt: z.number().int().positive() }),
+});
+export type PageResultJson = z.infer<typeof pageResultJsonSchema>;
+
+const stageSummarySchema = z.object({ total: z.number(), p50: z.number(), p90: z.number(), p99: z.number(), max: z.number() });
+
+/** results/<docId>/document.json */
+const documentResultJsonSchema = z.object({
+  docId: z.string(),
+  source: z.object({ uri: z.string(), type: documentTypeSchema, pages: z.number().int().positive() }),
+  model: resultModelSchema,
+  pages: z.array(z.object({ page: z.number().int().positive(), status: z.literal('done'), key: z.string() })),
+  failedPages: z.array(z.object({ page: z.number().int().positive(), reason: z.string() })),
+  /** Per stage over the document's done pages: total and percentiles in milliseconds. */
+  timings_ms: z.record(stageSchema, stageSummarySchema),
+  completedAt: z.string(),
+});
+export type DocumentResultJson = z.infer<typeof documentResultJsonSchema>;
+
+/** A page result as stored: JSON text, checked; an InvalidBoundaryDataError names `key` and what is wrong. */
+export function parsePageResultJson(text: string, key: string): PageResultJson {
+  return parseBoundaryData(pageResultJsonSchema, parseJson(text, key), key);
+}
+
+function parseJson(text: string, key: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new InvalidBoundaryDataError(`${key} is not JSON: ${(error as Error).message}`);
+  }
+}
