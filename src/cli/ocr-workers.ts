@@ -68,11 +68,27 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     synthetic: model.synthetic,
     onDecoded: (decoded) => activity.decoded(decoded),
   });
+  // Registered before it claims anything: other workers look its key up to tell whether it is alive.
+  const heartbeat = await LiveWorkerHeartbeat.start(
+    redis,
+    {
+      host,
+      pid: process.pid,
+      backend: `cpu-${engine.model.kernels}`,
+      threads: engine.model.threads,
+      variant: engine.variant,
+      checkpoint: checkpointId,
+      startedAt: Date.now(),
+    },
+    () => activity.progress(),
+    { intervalMs: options.heartbeatMs, onError: (error) => logger.warn({ err: error }, 'live-worker heartbeat failed; retrying at the next one') },
+  );
   const connection = redisOptions(options.redisUrl, 'worker');
   const pages = startPageWorker({
     pipeline,
     connection,
     logger,
+    workerKey: heartbeat.key,
     concurrency: options.concurrency ?? 2 * (options.batch ?? DEFAULT_MAX_SEQUENCES),
     pageTimeoutMs: options.pageTimeoutMs,
     hangGraceMs: options.hangGraceMs,
@@ -94,20 +110,6 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
   activity.watchPages(pages);
   activity.watchDocuments(documents);
   await Promise.all([pages.waitUntilReady(), documents.waitUntilReady()]);
-  const heartbeat = await LiveWorkerHeartbeat.start(
-    redis,
-    {
-      host,
-      pid: process.pid,
-      backend: `cpu-${engine.model.kernels}`,
-      threads: engine.model.threads,
-      variant: engine.variant,
-      checkpoint: checkpointId,
-      startedAt: Date.now(),
-    },
-    () => activity.progress(),
-    { intervalMs: options.heartbeatMs, onError: (error) => logger.warn({ err: error }, 'live-worker heartbeat failed; retrying at the next one') },
-  );
   logger.info(
     { variant: engine.variant, checkpoint: checkpointId, kernels: engine.model.kernels, threads: engine.model.threads, storage: storage.url, worker: heartbeat.key },
     'worker ready',

@@ -2,7 +2,7 @@
 // pages' markdown in order), document.json (pages, failed pages with reasons, stage statistics),
 // then the _DONE marker. The marker goes last, so a crash part-way never leaves a marker without
 // the files, and assembling again after a crash rewrites the same files.
-import type { DocumentJobData, DocumentKeys, DocumentResultJson, PageResultJson, Stage } from '../jobs/job-types.js';
+import { pageResultKey, type DocumentJobData, type DocumentKeys, type DocumentResultJson, type PageResultJson, type Stage } from '../jobs/job-types.js';
 import { StorageError, type Storage } from '../storage/storage.js';
 import { summarizeStageTimes, type StageSummary } from './stage-stats.js';
 
@@ -26,11 +26,12 @@ type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJ
 /**
  * Writes the document's results from its pages' statuses and page JSONs. Every page 1…pageCount is
  * in the result: one with no status is failed ("no page result was reported"), and a done page whose
- * JSON is missing from storage is failed too. Storage errors other than a missing page reject, so the
+ * JSON is missing from storage is failed too. A page reported failed whose JSON is in storage is done:
+ * a worker that lost its lock while alive stored it after the queue gave the job up. Storage errors other than a missing page reject, so the
  * job can be retried.
  */
 export async function assembleDocument(job: DocumentJobData, statuses: readonly PageStatus[], storage: Storage): Promise<DocumentResultJson> {
-  const pages = await readPages(completeStatuses(job.pageCount, statuses), storage);
+  const pages = await readPages(completeStatuses(job.pageCount, statuses), storage, job.keys);
   const done = pages.filter((page) => page.status === 'done');
   const summarize = (stage: Stage): StageSummary => summarizeStageTimes(done.map((page) => page.result.timings_ms[stage]));
   const completedAt = new Date().toISOString();
@@ -87,24 +88,23 @@ function completeStatuses(pageCount: number, statuses: readonly PageStatus[]): P
   );
 }
 
-async function readPages(statuses: readonly PageStatus[], storage: Storage): Promise<ReadPage[]> {
+async function readPages(statuses: readonly PageStatus[], storage: Storage, keys: DocumentKeys): Promise<ReadPage[]> {
   const pages: ReadPage[] = [];
   for (let start = 0; start < statuses.length; start += READ_CONCURRENCY) {
-    pages.push(...(await Promise.all(statuses.slice(start, start + READ_CONCURRENCY).map((status) => readPage(status, storage)))));
+    pages.push(...(await Promise.all(statuses.slice(start, start + READ_CONCURRENCY).map((status) => readPage(status, storage, keys)))));
   }
   return pages;
 }
 
-async function readPage(status: PageStatus, storage: Storage): Promise<ReadPage> {
-  if (status.status === 'failed') return status;
+async function readPage(status: PageStatus, storage: Storage, keys: DocumentKeys): Promise<ReadPage> {
+  const key = status.status === 'done' ? status.key : pageResultKey(keys, status.page, 'json');
   try {
-    const result = JSON.parse((await storage.get(status.key)).toString('utf8')) as PageResultJson;
-    return { ...status, result };
+    const result = JSON.parse((await storage.get(key)).toString('utf8')) as PageResultJson;
+    return { page: status.page, status: 'done', key, result };
   } catch (error) {
-    if (error instanceof StorageError && error.code === 'not_found') {
-      return { page: status.page, status: 'failed', reason: `the page was reported done but ${status.key} is missing` };
-    }
-    throw error;
+    if (!(error instanceof StorageError && error.code === 'not_found')) throw error;
+    if (status.status === 'failed') return status;
+    return { page: status.page, status: 'failed', reason: `the page was reported done but ${status.key} is missing` };
   }
 }
 

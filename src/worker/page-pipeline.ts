@@ -5,8 +5,8 @@ import type { Logger } from 'pino';
 
 import { openSealedPdfPassword, renderPage, type PdfRenderer, type RgbImage } from '../documents/document.js';
 import type { OcrEngine, PageResult } from '../engine/ocr-engine.js';
-import { pageResultKey, type PageJobData, type StageTimings } from '../jobs/job-types.js';
-import type { Storage } from '../storage/storage.js';
+import { pageResultKey, type PageJobData, type PageResultJson, type StageTimings } from '../jobs/job-types.js';
+import { StorageError, type Storage } from '../storage/storage.js';
 import { pageFailureOf, type PageFailure } from './page-failure.js';
 import { pageResultJson, type PageReader } from './page-result-json.js';
 
@@ -133,6 +133,28 @@ export class PagePipeline {
     }
     await Promise.all(stores);
     return outcomes;
+  }
+
+  /**
+   * The job's outcome when every page of it is already in storage (an earlier attempt stored it, or
+   * a worker that lost the job's lock while alive finished it); undefined when a page is missing.
+   */
+  async storedOutcome(job: PageJob): Promise<Extract<PageOutcome, { status: 'done' }> | undefined> {
+    const { storage } = this.#options;
+    const { data, jobId } = job;
+    const stored: StoredPage[] = [];
+    for (const page of pagesOf(data)) {
+      const key = pageResultKey(data.keys, page, 'json');
+      let result: PageResultJson;
+      try {
+        result = JSON.parse((await storage.get(key)).toString('utf8')) as PageResultJson;
+      } catch (error) {
+        if (error instanceof StorageError && error.code === 'not_found') return undefined;
+        throw error;
+      }
+      stored.push({ page, key, markdownKey: pageResultKey(data.keys, page, 'md'), timings_ms: result.timings_ms });
+    }
+    return { status: 'done', docId: data.docId, jobId, pages: stored };
   }
 
   /** Fetches one document's source once, then renders its jobs' pages in order (the renderer keeps the parsed document). */
