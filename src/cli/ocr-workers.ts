@@ -44,6 +44,8 @@ export interface OcrWorkersOptions extends PageFaultOptions {
 export interface OcrWorkers {
   engine: OcrEngine;
   checkpointId: string;
+  /** Page jobs this process holds now. */
+  claimedPages(): number;
   /** Stops claiming jobs, waits for the claimed ones to finish, unregisters, closes the Redis connections. */
   close(): Promise<void>;
 }
@@ -124,5 +126,5 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     })();
     return closing;
   }
-  return { engine, checkpointId, close };
+  return { engine, checkpointId, claimedPages: () => activity.progress().currentJobs.length, close };
 }
