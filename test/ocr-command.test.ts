@@ -72,4 +72,21 @@ describe('scriptorium ocr', () => {
     await writeFile(text, 'just some notes\n');
     await assert.rejects(run(process.execPath, [cli, 'ocr', text, '--model', await tinyCheckpoint('v1')]), /text\/plain content is not a supported document/);
   });
+
+  test('a missing file is named, without a raw ENOENT', async () => {
+    const missing = path.join(work, 'missing.pdf');
+    await assert.rejects(run(process.execPath, [cli, 'ocr', missing]), (error: { stderr: string }) => {
+      assert.match(error.stderr, new RegExp(`^scriptorium: ${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: no such file$`, 'm'));
+      assert.doesNotMatch(error.stderr, /ENOENT/);
+      return true;
+    });
+  });
+
+  test('an s3:// URI says that ocr reads local files and how to read S3 objects', async () => {
+    await assert.rejects(run(process.execPath, [cli, 'ocr', 's3://bucket/scan.pdf']), (error: { stderr: string }) => {
+      assert.match(error.stderr, /s3:\/\/bucket\/scan\.pdf: ocr reads a local file; read S3 objects with `scriptorium run s3:\/\/bucket\/scan\.pdf --out DIR`/);
+      assert.doesNotMatch(error.stderr, /ENOENT/);
+      return true;
+    });
+  });
 });

@@ -88,6 +88,14 @@ test('a page reported failed and then done (a retry) counts as done', async () =
   assert.deepEqual({ pages: document.pages.length, failed: document.failedPages }, { pages: 1, failed: [] });
 });
 
+test('a page reported failed whose JSON is in storage counts as done', async () => {
+  // A worker that lost its lock while alive stored the page after the queue had given the job up.
+  await storePage('stored-late', 1, 'Stored by a worker that lost its lock.', 5);
+  const document = await assembleDocument(documentJob('stored-late', 1), [{ page: 1, status: 'failed', reason: 'gave up' }], storage);
+  assert.deepEqual(document.pages, [{ page: 1, status: 'done', key: pageKey('stored-late', 1) }]);
+  assert.deepEqual(document.failedPages, []);
+});
+
 test('a failure note stays one HTML comment whatever the reason holds', () => {
   assert.equal(failedPageNote(7, 'bad xref -->\nat offset 12'), '<!-- page 7 failed: bad xref - -> at offset 12 -->');
 });

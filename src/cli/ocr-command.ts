@@ -1,5 +1,5 @@
 // `scriptorium ocr`: single-process OCR of an image or PDF straight through the engine, no queue.
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 
 import { openDocument, renderPage, type RgbImage } from '../documents/document.js';
 import { VISION_MODES, type VisionMode } from '../engine/image-tokens.js';
@@ -60,7 +60,7 @@ export async function runOcrCommand(args: string[]): Promise<number> {
   const maxNewTokens = values['max-tokens'] === undefined ? undefined : integerOption(values['max-tokens'], 'max-tokens', 0, USAGE, 1);
   const threads = values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1);
 
-  const bytes = await readFile(positionals[0]);
+  const bytes = await readOcrInput(positionals[0]);
   const document = await openDocument(bytes, { password: values.password });
   const pages = parsePageRanges(values.pages, document.pageCount, USAGE);
   const model = await resolveModelDir(values.model);
@@ -109,6 +109,24 @@ export async function runOcrCommand(args: string[]): Promise<number> {
   }
   if (values.profile) process.stderr.write(profileTable(records, engine));
   return 0;
+}
+
+/** The file's bytes, or an error that says what is wrong with the argument and what to do instead. */
+async function readOcrInput(file: string): Promise<Buffer> {
+  if (/^s3:\/\//i.test(file)) {
+    throw new UsageError(`${file}: ocr reads a local file; read S3 objects with \`scriptorium run ${file} --out DIR\` (or copy the object here first)`, USAGE);
+  }
+  try {
+    if ((await stat(file)).isDirectory()) {
+      throw new UsageError(`${file} is a directory: ocr reads one document; read folders with \`scriptorium run ${file} --out DIR\``, USAGE);
+    }
+    return await readFile(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new Error(`${file}: no such file`);
+    if (code === 'EACCES') throw new Error(`${file}: permission denied`);
+    throw error;
+  }
 }
 
 function profileTable(records: PageRecord[], engine: OcrEngine): string {

@@ -44,6 +44,8 @@ export interface OcrWorkersOptions extends PageFaultOptions {
 export interface OcrWorkers {
   engine: OcrEngine;
   checkpointId: string;
+  /** Page jobs this process holds now. */
+  claimedPages(): number;
   /** Stops claiming jobs, waits for the claimed ones to finish, unregisters, closes the Redis connections. */
   close(): Promise<void>;
 }
@@ -68,11 +70,27 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     synthetic: model.synthetic,
     onDecoded: (decoded) => activity.decoded(decoded),
   });
+  // Registered before it claims anything: other workers look its key up to tell whether it is alive.
+  const heartbeat = await LiveWorkerHeartbeat.start(
+    redis,
+    {
+      host,
+      pid: process.pid,
+      backend: `cpu-${engine.model.kernels}`,
+      threads: engine.model.threads,
+      variant: engine.variant,
+      checkpoint: checkpointId,
+      startedAt: Date.now(),
+    },
+    () => activity.progress(),
+    { intervalMs: options.heartbeatMs, onError: (error) => logger.warn({ err: error }, 'live-worker heartbeat failed; retrying at the next one') },
+  );
   const connection = redisOptions(options.redisUrl, 'worker');
   const pages = startPageWorker({
     pipeline,
     connection,
     logger,
+    workerKey: heartbeat.key,
     concurrency: options.concurrency ?? 2 * (options.batch ?? DEFAULT_MAX_SEQUENCES),
     pageTimeoutMs: options.pageTimeoutMs,
     hangGraceMs: options.hangGraceMs,
@@ -94,20 +112,6 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
   activity.watchPages(pages);
   activity.watchDocuments(documents);
   await Promise.all([pages.waitUntilReady(), documents.waitUntilReady()]);
-  const heartbeat = await LiveWorkerHeartbeat.start(
-    redis,
-    {
-      host,
-      pid: process.pid,
-      backend: `cpu-${engine.model.kernels}`,
-      threads: engine.model.threads,
-      variant: engine.variant,
-      checkpoint: checkpointId,
-      startedAt: Date.now(),
-    },
-    () => activity.progress(),
-    { intervalMs: options.heartbeatMs, onError: (error) => logger.warn({ err: error }, 'live-worker heartbeat failed; retrying at the next one') },
-  );
   logger.info(
     { variant: engine.variant, checkpoint: checkpointId, kernels: engine.model.kernels, threads: engine.model.threads, storage: storage.url, worker: heartbeat.key },
     'worker ready',
@@ -122,5 +126,5 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     })();
     return closing;
   }
-  return { engine, checkpointId, close };
+  return { engine, checkpointId, claimedPages: () => activity.progress().currentJobs.length, close };
 }

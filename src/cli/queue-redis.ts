@@ -8,6 +8,8 @@ export interface QueueRedis {
   url: string;
   /** Where it is, for messages: the URL without password, or "a private redis-server on port N". */
   description: string;
+  /** A private redis-server that lives as long as this command. */
+  private: boolean;
   /** Stops the private redis-server; nothing for a shared Redis. */
   close(): Promise<void>;
 }
@@ -15,9 +17,9 @@ export interface QueueRedis {
 export async function openQueueRedis(options: { privateWhenUnset?: boolean } = {}, env: NodeJS.ProcessEnv = process.env): Promise<QueueRedis> {
   if (options.privateWhenUnset && !env.REDIS_URL?.trim()) {
     const redis = await startEmbeddedRedis();
-    return { url: redis.url, description: `a private redis-server on port ${redis.port}`, close: () => redis.close() };
+    return { url: redis.url, description: `a private redis-server on port ${redis.port}`, private: true, close: () => redis.close() };
   }
   const url = redisUrlFromEnv(env);
   await checkRedisReachable(url);
-  return { url, description: redactedRedisUrl(url), close: async () => undefined };
+  return { url, description: redactedRedisUrl(url), private: false, close: async () => undefined };
 }

@@ -1,18 +1,25 @@
 // `scriptorium run`: the whole pipeline in one command, for one machine: a private redis-server
 // (unless REDIS_URL names one), file storage in the output folder, a worker in this process,
 // enqueue, wait for every document, report where the results are, shut everything down.
+import { Queue } from 'bullmq';
+
 import { loadModelConfig, VARIANTS, type Variant } from '../engine/model-config.js';
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
+import { DOCUMENTS } from '../queue/queue-names.js';
+import { redisOptions } from '../queue/redis.js';
 import { openStorage } from '../storage/open-storage.js';
 import { commandLogger } from './cli-logger.js';
 import { resolveModelDir } from './default-model.js';
+import { EXIT_INTERRUPTED } from './document-report.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
 import { progressTerminal } from './enqueue-progress.js';
 import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
 import { startOcrWorkers, type OcrWorkers } from './ocr-workers.js';
-import { openQueueRedis } from './queue-redis.js';
+import { openQueueRedis, type QueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
+
+const UNFINISHED_DOCUMENT_STATES = ['waiting-children', 'waiting', 'prioritized', 'delayed', 'active'] as const;
 
 const USAGE = `Usage: scriptorium run INPUT... --out DIR [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
                       [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
@@ -24,8 +31,13 @@ s3://bucket/prefix. Results go to DIR/results/<docId>/ (document.md, document.js
 sources are staged in DIR/staging/. Documents finished by an earlier run into DIR are not read again,
 so after an interruption the same command resumes.
 
-Redis: a private redis-server child process (the redis-server package must be installed) unless
-$REDIS_URL names one; with a shared Redis, other workers may take part and this one may take their jobs.
+Redis: a private redis-server child process (the redis-server package must be installed; its URL
+is printed on stderr, for \`scriptorium status\` and \`dashboard\`) unless $REDIS_URL names one; with a
+shared Redis, other workers may take part and this one may take their jobs.
+
+Ctrl-C (SIGINT) or SIGTERM stops the run: no new pages are taken, the pages already being read
+finish (at most 2 x --batch of them), and it exits. A second one stops at once and says how many
+documents are left; the same command again reads them.
 
   --out DIR         the output folder (file storage)
   --model DIR       checkpoint (default $SCRIPTORIUM_MODEL, else the synthetic tiny V3 checkpoint)
@@ -63,17 +75,28 @@ export async function runRunCommand(args: string[]): Promise<number> {
   const batch = integerOption(values.batch, 'batch', DEFAULT_MAX_SEQUENCES, USAGE, 1);
   const threads = values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1);
   const pdfPassword = pdfPasswordOf(values, USAGE);
-  const model = await resolveModelDir(values.model);
-  const { variant } = await loadModelConfig(model.dir, variantOverride);
-  const ocr = ocrJobOptionsOf(values, variant, USAGE);
-  const logger = commandLogger('warn');
 
-  const redis = await openQueueRedis({ privateWhenUnset: true });
+  // From here on a signal stops the run, whatever it is doing: starting, enqueueing or waiting.
   const interrupted = new AbortController();
-  const removeSignalHandlers = onShutdownSignal(() => interrupted.abort());
+  let redis: QueueRedis | undefined;
   let workers: OcrWorkers | undefined;
+  const removeSignalHandlers = onShutdownSignal(() => interrupted.abort(), {
+    stoppingLine: (signal) => `${signal}: stopping: no new pages are taken, the ${workers?.claimedPages() ?? 0} being read finish first (send it again to stop at once)`,
+    forcedLine: (signal) => leftLine(signal, redis),
+  });
   try {
+    const model = await resolveModelDir(values.model);
+    const { variant } = await loadModelConfig(model.dir, variantOverride);
+    const ocr = ocrJobOptionsOf(values, variant, USAGE);
+    const logger = commandLogger('warn');
+    if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
+    redis = await openQueueRedis({ privateWhenUnset: true });
+    if (redis.private) {
+      process.stderr.write(`scriptorium run: a private Redis at ${redis.url}; watch it with REDIS_URL=${redis.url} scriptorium status (or dashboard)\n`);
+    }
+    if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
     workers = await startOcrWorkers({ model, variant, threads, storage, redisUrl: redis.url, batch, logger });
+    if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
     return await enqueueAndFollow({
       inputs: positionals,
       enqueue: { ocr, storage, pdfPassword },
@@ -84,7 +107,29 @@ export async function runRunCommand(args: string[]): Promise<number> {
     });
   } finally {
     await workers?.close();
+    if (interrupted.signal.aborted) process.stderr.write('scriptorium run: stopped\n');
     removeSignalHandlers();
-    await redis.close();
+    await redis?.close();
+  }
+}
+
+/** After a second signal: what is left undone, and how the next run picks it up. */
+async function leftLine(signal: NodeJS.Signals, redis: QueueRedis | undefined): Promise<string> {
+  const unfinished = redis === undefined ? 0 : await unfinishedDocuments(redis.url);
+  const documents = `${unfinished} document${unfinished === 1 ? '' : 's'}`;
+  if (redis === undefined || !redis.private) {
+    return `${signal} again: stopped at once; ${documents} unfinished in the queue: the pages this process held are read again by any worker once their locks expire, or by the same command run again`;
+  }
+  return `${signal} again: stopped at once with ${documents} unfinished: the same command again reads them (finished documents are skipped)`;
+}
+
+/** Documents queued and not yet assembled. */
+async function unfinishedDocuments(redisUrl: string): Promise<number> {
+  const queue = new Queue(DOCUMENTS.name, { connection: redisOptions(redisUrl, 'client'), prefix: DOCUMENTS.prefix });
+  try {
+    const counts = await queue.getJobCounts(...UNFINISHED_DOCUMENT_STATES);
+    return UNFINISHED_DOCUMENT_STATES.reduce((sum, state) => sum + (counts[state] ?? 0), 0);
+  } finally {
+    void queue.close();
   }
 }

@@ -8,6 +8,7 @@ import {
   DEFAULT_MAX_STALLED_COUNT,
   DEFAULT_PAGE_TIMEOUT_MS,
   DEFAULT_STALLED_INTERVAL_MS,
+  MIN_SAFE_LOCK_DURATION_MS,
 } from '../worker/page-worker.js';
 import { serveMetrics, type MetricsServer } from '../worker/worker-metrics.js';
 import { commandLogger } from './cli-logger.js';
@@ -49,9 +50,12 @@ While it runs, \`scriptorium status\` lists it among the live workers.
   --hang-grace S      an engine that has not returned S seconds after the timeout is hung: its pages
                       fail, the jobs held for later go back to the queue, and the process exits with
                       status ${EXIT_ENGINE_HUNG} for its supervisor to restart it (default ${DEFAULT_HANG_GRACE_MS / S})
-  --lock-duration S   how long a dead worker's jobs wait before another worker takes them over (default ${DEFAULT_LOCK_DURATION_MS / S})
+  --lock-duration S   how long a dead worker's jobs wait before another worker takes them over (default
+                      ${DEFAULT_LOCK_DURATION_MS / S}; at least ${MIN_SAFE_LOCK_DURATION_MS / S} is safe: a live worker renews its locks every quarter to
+                      half of it, and shorter locks can be lost to a Redis outage)
   --stalled-interval S  how often to look for such jobs (default ${DEFAULT_STALLED_INTERVAL_MS / S})
-  --max-stalled N     a page whose worker died more than N times fails (default ${DEFAULT_MAX_STALLED_COUNT})`;
+  --max-stalled N     a page whose worker died more than N times fails (default ${DEFAULT_MAX_STALLED_COUNT}); a worker
+                      that lost a page's lock but is alive does not count`;
 
 export async function runWorkCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(
@@ -95,6 +99,12 @@ export async function runWorkCommand(args: string[]): Promise<number> {
   };
   const storage = openCommandStorage(values.storage);
   const logger = commandLogger('info');
+  if (faults.lockDurationMs < MIN_SAFE_LOCK_DURATION_MS) {
+    logger.warn(
+      { lockDurationMs: faults.lockDurationMs, minSafeMs: MIN_SAFE_LOCK_DURATION_MS },
+      'locks this short can be lost during a Redis outage: the page is then read twice (never failed for it)',
+    );
+  }
 
   const redis = await openQueueRedis();
   let metrics: MetricsServer | undefined;

@@ -4,10 +4,11 @@
 import type { RgbImage } from './pillow-resize.js';
 import { ContinuousBatch, type GenerationRequest, type GenerationResult } from './generate.js';
 import type { VisionMode } from './image-tokens.js';
-import { preprocessPage, type PreprocessedPage } from './image-preprocess.js';
+import type { PreprocessedPage } from './image-preprocess.js';
 import type { Variant } from './model-config.js';
 import { NativeModel, type EncodedViews } from './native-model.js';
-import { parseMultiPageOutput, parsePageOutput, type OcrPage } from './ocr-postprocess.js';
+import type { OcrPage } from './ocr-postprocess.js';
+import { sharedPageCpuThreads, type PageCpuThreads } from './page-cpu-threads.js';
 import { buildPromptIds, generationDefaults, promptText, type OcrTask } from './prompts.js';
 import { Tokenizer } from './tokenizer.js';
 import { assembleDeepEncoder, assembleDeepEncoderV2, type ViewFeatures } from './vision-assembly.js';
@@ -64,6 +65,8 @@ export interface OcrEngineOptions {
   threads?: number;
   /** Most sequences in one decode step; more wait for a place. Default DEFAULT_MAX_SEQUENCES. */
   maxSequences?: number;
+  /** Where preprocessing and post-processing run. Default: the process-wide sharedPageCpuThreads(). */
+  cpuThreads?: PageCpuThreads;
 }
 
 export class OcrEngine {
@@ -77,6 +80,7 @@ export class OcrEngine {
     readonly model: NativeModel,
     readonly tokenizer: Tokenizer,
     maxSequences: number,
+    private readonly cpuThreads: PageCpuThreads,
   ) {
     this.newline = model.vision!.kind === 'deepencoderv2' ? undefined : model.specialVector('image_newline');
     this.separator = model.specialVector('view_seperator');
@@ -86,7 +90,7 @@ export class OcrEngine {
   static async load(modelDir: string, options: OcrEngineOptions = {}): Promise<OcrEngine> {
     const [model, tokenizer] = await Promise.all([NativeModel.load(modelDir, options), Tokenizer.fromDir(modelDir)]);
     if (!model.vision) throw new Error(`${modelDir}: config.json has no vision_config; this checkpoint cannot read pages`);
-    return new OcrEngine(model, tokenizer, options.maxSequences ?? DEFAULT_MAX_SEQUENCES);
+    return new OcrEngine(model, tokenizer, options.maxSequences ?? DEFAULT_MAX_SEQUENCES, options.cpuThreads ?? sharedPageCpuThreads());
   }
 
   get variant(): Variant {
@@ -107,7 +111,7 @@ export class OcrEngine {
     if (images.length > 1 && task !== 'parse-multi') throw new Error(`task ${task} reads one page per prompt`);
     const pageMode: VisionMode = task === 'parse-multi' ? 'base' : mode;
     let started = performance.now();
-    const preprocessed = images.map((image) => preprocessPage(image, this.variant, pageMode));
+    const preprocessed = await Promise.all(images.map((image) => this.cpuThreads.preprocess(image, this.variant, pageMode)));
     const preprocessMs = performance.now() - started;
 
     started = performance.now();
@@ -153,12 +157,14 @@ export class OcrEngine {
     const results = await Promise.all(
       prepared.map((p, i) => this.decoding.generate(this.request(p, task, options, i), options.signal)),
     );
-    return results.map((result, i) => {
-      const started = performance.now();
-      const rawText = this.tokenizer.decode(result.ids);
-      const page = parsePageOutput(rawText, { width: images[i].width, height: images[i].height }, i);
-      return this.pageResult(page, rawText, result, prepared[i], performance.now() - started, 1);
-    });
+    return Promise.all(
+      results.map(async (result, i) => {
+        const started = performance.now();
+        const rawText = this.tokenizer.decode(result.ids);
+        const page = await this.cpuThreads.postprocess(rawText, { width: images[i].width, height: images[i].height }, i);
+        return this.pageResult(page, rawText, result, prepared[i], performance.now() - started, 1);
+      }),
+    );
   }
 
   /** V3: several pages in one prefill and one decode; the output is split on the page markers. */
@@ -168,7 +174,7 @@ export class OcrEngine {
     const result = await this.decoding.generate(this.request(prepared, 'parse-multi', options, 0), options.signal);
     const started = performance.now();
     const rawText = this.tokenizer.decode(result.ids);
-    const pages = parseMultiPageOutput(rawText, images.map((image) => ({ width: image.width, height: image.height })));
+    const pages = await this.cpuThreads.postprocessMulti(rawText, images.map((image) => ({ width: image.width, height: image.height })));
     const postprocess = performance.now() - started;
     return images.map((_, i) =>
       this.pageResult(pages[i] ?? { markdown: '', blocks: [] }, i === 0 ? rawText : '', result, prepared, postprocess, images.length),

@@ -1,6 +1,8 @@
 // A private redis-server child process for `scriptorium run` and the tests: loopback only, on a
 // free port, nothing persisted (no RDB, no AOF, working directory in a fresh temp folder), and
-// `noeviction` as BullMQ requires. It is stopped by close() and killed when this process exits.
+// `noeviction` as BullMQ requires. It runs in a process group of its own, so that the Ctrl-C a
+// terminal sends to `scriptorium run`'s group does not stop it under the workers that still need it;
+// it is stopped by close() and killed when this process exits.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -37,7 +39,7 @@ export async function startEmbeddedRedis(options: EmbeddedRedisOptions = {}): Pr
   try {
     for (let attempt = 1; ; attempt++) {
       const port = await freePort();
-      const child = spawn(executable, serverArguments(port, dir), { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(executable, serverArguments(port, dir), { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       const output: string[] = [];
       child.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
       child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));

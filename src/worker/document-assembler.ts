@@ -5,7 +5,7 @@
 import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
 import type { DocumentJobData, Stage } from '../jobs/job-types.js';
 import { parsePageResultJson, type DocumentResultJson, type PageResultJson } from '../jobs/result-json.js';
-import { documentResultKeys } from '../jobs/storage-layout.js';
+import { documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
 import type { Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
 import { summarizeStageTimes, type StageSummary } from './stage-stats.js';
@@ -26,11 +26,12 @@ type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJ
 /**
  * Writes the document's results from its pages' statuses and page JSONs. Every page 1…pageCount is
  * in the result: one with no status is failed ("no page result was reported"), and a done page whose
- * JSON is missing from storage or damaged is failed too. Storage errors other than a missing page reject, so the
+ * JSON is missing from storage or damaged is failed too. A page reported failed whose JSON is in storage is done:
+ * a worker that lost its lock while alive stored it after the queue gave the job up. Storage errors other than a missing page reject, so the
  * job can be retried.
  */
 export async function assembleDocument(job: DocumentJobData, statuses: readonly PageStatus[], storage: Storage): Promise<DocumentResultJson> {
-  const pages = await readPages(completeStatuses(job.pageCount, statuses), storage);
+  const pages = await readPages(completeStatuses(job.pageCount, statuses), storage, job.docId);
   const done = pages.filter((page) => page.status === 'done');
   const summarize = (stage: Stage): StageSummary => summarizeStageTimes(done.map((page) => page.result.timings_ms[stage]));
   const completedAt = new Date().toISOString();
@@ -87,20 +88,21 @@ function completeStatuses(pageCount: number, statuses: readonly PageStatus[]): P
   );
 }
 
-async function readPages(statuses: readonly PageStatus[], storage: Storage): Promise<ReadPage[]> {
+async function readPages(statuses: readonly PageStatus[], storage: Storage, docId: string): Promise<ReadPage[]> {
   const pages: ReadPage[] = [];
   for (let start = 0; start < statuses.length; start += READ_CONCURRENCY) {
-    pages.push(...(await Promise.all(statuses.slice(start, start + READ_CONCURRENCY).map((status) => readPage(status, storage)))));
+    pages.push(...(await Promise.all(statuses.slice(start, start + READ_CONCURRENCY).map((status) => readPage(status, storage, docId)))));
   }
   return pages;
 }
 
-async function readPage(status: PageStatus, storage: Storage): Promise<ReadPage> {
-  if (status.status === 'failed') return status;
+async function readPage(status: PageStatus, storage: Storage, docId: string): Promise<ReadPage> {
+  const key = status.status === 'done' ? status.key : pageResultKey(docId, status.page, 'json');
   try {
-    const result = parsePageResultJson((await storage.get(status.key)).toString('utf8'), status.key);
-    return { ...status, result };
+    const result = parsePageResultJson((await storage.get(key)).toString('utf8'), key);
+    return { page: status.page, status: 'done', key, result };
   } catch (error) {
+    if (status.status === 'failed') return status;
     // A damaged page result fails that page, not the document: reading it again would find it the same.
     if (error instanceof InvalidBoundaryDataError) return { page: status.page, status: 'failed', reason: error.message };
     if (error instanceof StorageError && error.code === 'not_found') {

@@ -18,7 +18,7 @@ const BULLMQ_STALLED_REASON = 'job stalled more than allowable limit';
 
 /** What document.json says of such a page instead. */
 export const STALLED_PAGE_REASON =
-  'every worker that read this page stopped before finishing it (crashed, was killed or lost its lock), so it was given up: the page may crash the engine';
+  'every worker that read this page died before finishing it (crashed or was killed), so it was given up: the page may crash the engine';
 
 export interface DocumentWorkerOptions {
   storage: Storage;

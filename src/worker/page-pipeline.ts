@@ -5,9 +5,12 @@ import type { Logger } from 'pino';
 
 import { openSealedPdfPassword, renderPage, type PdfRenderer, type RgbImage } from '../documents/document.js';
 import type { OcrEngine, PageResult } from '../engine/ocr-engine.js';
-import type { PageJobData, PageOutcome, StageTimings, StoredPage } from '../jobs/job-types.js';
+import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
+import type { DonePageOutcome, PageJobData, PageOutcome, StageTimings, StoredPage } from '../jobs/job-types.js';
+import { parsePageResultJson, type PageResultJson } from '../jobs/result-json.js';
 import { pageResultKey } from '../jobs/storage-layout.js';
 import type { Storage } from '../storage/storage.js';
+import { StorageError } from '../storage/storage-error.js';
 import { pageFailureOf } from './page-failure.js';
 import { pageResultJson, type PageReader } from './page-result-json.js';
 
@@ -118,6 +121,30 @@ export class PagePipeline {
     }
     await Promise.all(stores);
     return outcomes;
+  }
+
+  /**
+   * The job's outcome when every page of it is already in storage (an earlier attempt stored it, or
+   * a worker that lost the job's lock while alive finished it); undefined when a page is missing.
+   */
+  async storedOutcome(job: PageJob): Promise<DonePageOutcome | undefined> {
+    const { storage } = this.#options;
+    const { data, jobId } = job;
+    const stored: StoredPage[] = [];
+    for (const page of pagesOf(data)) {
+      const key = pageResultKey(data.docId, page, 'json');
+      let result: PageResultJson;
+      try {
+        result = parsePageResultJson((await storage.get(key)).toString('utf8'), key);
+      } catch (error) {
+        // A damaged result is no result: the page is read again and the file rewritten.
+        if (error instanceof InvalidBoundaryDataError) return undefined;
+        if (error instanceof StorageError && error.code === 'not_found') return undefined;
+        throw error;
+      }
+      stored.push({ page, key, markdownKey: pageResultKey(data.docId, page, 'md'), timings_ms: result.timings_ms });
+    }
+    return { status: 'done', docId: data.docId, jobId, pages: stored };
   }
 
   /** Fetches one document's source once, then renders its jobs' pages in order (the renderer keeps the parsed document). */

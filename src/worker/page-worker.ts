@@ -10,26 +10,50 @@
 // later go back to the queue untouched, and onEngineHung tells the process to exit so that its
 // supervisor starts a fresh one. A worker that dies outright holds its jobs until their locks expire;
 // another worker then takes them over, and a page whose workers died more than maxStalledCount times
-// fails. A page that failed or stalled before is read alone (no other page of this worker in the
-// engine meanwhile), so that it cannot take other pages down with it again.
+// fails (PageClaims tells a dead worker from a live one that only lost its lock: the latter does not
+// count). A page that failed or stalled before is first looked up in storage (a live worker that
+// lost its lock may have stored it), else read alone (no other page of this worker in the engine
+// meanwhile), so that it cannot take other pages down with it again. A page whose result is in
+// storage never fails.
+import { randomUUID } from 'node:crypto';
+
 import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
-import type { RedisOptions } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import { parsePageJobData, type DonePageOutcome, type PageJobData, type PageOutcome } from '../jobs/job-types.js';
 import { PAGES } from '../queue/queue-names.js';
+import { STALLED_PAGE_REASON } from './document-worker.js';
+import { PageClaims } from './page-claims.js';
 import { SharedOrAlone } from './shared-or-alone.js';
 import type { PageJob, PagePipeline } from './page-pipeline.js';
 
 export const DEFAULT_PAGE_TIMEOUT_MS = 600_000;
 export const DEFAULT_HANG_GRACE_MS = 120_000;
 export const DEFAULT_LOCK_DURATION_MS = 120_000;
+/**
+ * Shorter locks can be lost by a live worker: a lock is renewed every quarter to half of its
+ * duration, so it survives event-loop stalls and Redis outages up to about half of it. The longest
+ * stall measured under full CPU load is about 0.2 s; a Redis failover takes seconds.
+ */
+export const MIN_SAFE_LOCK_DURATION_MS = 10_000;
 export const DEFAULT_STALLED_INTERVAL_MS = 30_000;
 export const DEFAULT_MAX_STALLED_COUNT = 2;
+/**
+ * BullMQ's own stall limit, far above maxStalledCount: it counts every expired lock, live workers'
+ * too, and only keeps a page from cycling for ever when even those keep recurring.
+ */
+const LOST_LOCKS_ALLOWED = 20;
 
 export interface PageWorkerOptions {
   pipeline: PagePipeline;
+  /**
+   * This process's live-worker key (LiveWorkerHeartbeat.key): other workers that take over a job it
+   * lost look it up to tell a live worker from a dead one. Without it, every job this worker loses
+   * counts as a death towards maxStalledCount.
+   */
+  workerKey?: string;
   /** Options for a `worker` connection (see redisOptions). */
   connection: RedisOptions;
   logger: Logger;
@@ -48,9 +72,10 @@ export interface PageWorkerOptions {
   /** How often this worker looks for jobs whose lock expired (their worker died). Default DEFAULT_STALLED_INTERVAL_MS. */
   stalledIntervalMs?: number;
   /**
-   * Times a page job may lose its worker and be taken over; one more and it fails (document.json
-   * then gives STALLED_PAGE_REASON). Jobs held beside a page that kills its worker lose theirs too, hence a limit
-   * above 1. Default DEFAULT_MAX_STALLED_COUNT.
+   * Times a page job's worker may die while reading it; one more and it fails (document.json then
+   * gives STALLED_PAGE_REASON). A worker that lost the job's lock but is alive does not count. Jobs
+   * held beside a page that kills its worker lose theirs too, hence a limit above 1. Default
+   * DEFAULT_MAX_STALLED_COUNT.
    */
   maxStalledCount?: number;
   /** Deadline of one page job, from its start. Default DEFAULT_PAGE_TIMEOUT_MS. */
@@ -90,6 +115,10 @@ class EngineUnavailableError extends Error {}
 
 export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData, DonePageOutcome> {
   const { pipeline, connection, logger } = options;
+  const claimsRedis = new Redis(connection);
+  claimsRedis.on('error', (error) => logger.debug({ err: error }, 'page claims connection: Redis error'));
+  const claims = new PageClaims({ redis: claimsRedis, workerKey: options.workerKey ?? `unregistered:${randomUUID()}` });
+  const maxDeaths = options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT;
   const timeoutMs = options.pageTimeoutMs ?? DEFAULT_PAGE_TIMEOUT_MS;
   const graceMs = options.hangGraceMs ?? DEFAULT_HANG_GRACE_MS;
   const lanes = new SharedOrAlone();
@@ -129,18 +158,41 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   const worker = new Worker<PageJobData, DonePageOutcome>(
     PAGES.name,
     async (job: Job<PageJobData>, token?: string) => {
-      const pageJob: PageJob = { data: checkedJobData(job.data), attempt: job.attemptsStarted, jobId: job.id };
-      const alone = job.attemptsMade > 0 || job.stalledCounter > 0;
-      let outcome: PageOutcome;
+      const jobId = job.id ?? '';
+      const claim = token ?? '';
+      const pageJob: PageJob = { data: checkedJobData(job.data), attempt: job.attemptsStarted, jobId };
+      const triedBefore = job.attemptsMade > 0 || job.stalledCounter > 0;
+      await claims.claim(jobId, claim);
       try {
-        outcome = await lanes.run(alone, () => readPage(pageJob));
-      } catch (error) {
-        if (!(error instanceof EngineUnavailableError)) throw error;
-        await job.moveToWait(token);
-        throw new WaitingError();
+        if (job.stalledCounter > 0) {
+          const deaths = await claims.deaths(jobId);
+          if (deaths > maxDeaths) {
+            const stored = await pipeline.storedOutcome(pageJob);
+            if (stored) return stored;
+            throw new UnrecoverableError(STALLED_PAGE_REASON);
+          }
+        }
+        const stored = triedBefore ? await pipeline.storedOutcome(pageJob) : undefined;
+        if (stored) {
+          logger.info({ docId: job.data.docId, jobId, attempt: pageJob.attempt }, 'page already in storage (an earlier reader stored it): not read again');
+          return stored;
+        }
+        let outcome: PageOutcome;
+        try {
+          outcome = await lanes.run(triedBefore, () => readPage(pageJob));
+        } catch (error) {
+          if (!(error instanceof EngineUnavailableError)) throw error;
+          await job.moveToWait(token);
+          throw new WaitingError();
+        }
+        if (outcome.status === 'done') return outcome;
+        // Another reader of this page (one that lost its lock while alive) may have stored it meanwhile.
+        const storedMeanwhile = await pipeline.storedOutcome(pageJob).catch(() => undefined);
+        if (storedMeanwhile) return storedMeanwhile;
+        throw outcome.retryable ? new Error(outcome.reason) : new UnrecoverableError(outcome.reason);
+      } finally {
+        await claims.release(jobId, claim).catch((error: unknown) => logger.warn({ err: error, jobId }, 'could not release the claim on a page job'));
       }
-      if (outcome.status === 'done') return outcome;
-      throw outcome.retryable ? new Error(outcome.reason) : new UnrecoverableError(outcome.reason);
     },
     {
       connection,
@@ -148,10 +200,21 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
       concurrency: options.concurrency ?? 2 * DEFAULT_MAX_SEQUENCES,
       lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
       stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
-      maxStalledCount: options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT,
+      maxStalledCount: maxDeaths + LOST_LOCKS_ALLOWED,
     },
   );
+  const forget = (jobId: string | undefined) => {
+    if (jobId !== undefined) claims.forget(jobId).catch((error: unknown) => logger.warn({ err: error, jobId }, 'could not remove the claims of a settled page job'));
+  };
+  worker.on('completed', (job) => forget(job.id));
+  worker.on('failed', (job) => {
+    if (job?.finishedOn !== undefined) forget(job.id);
+  });
+  worker.on('lockRenewalFailed', (jobIds) =>
+    logger.warn({ jobIds }, 'lost the lock on page jobs (the event loop or Redis was too slow for the lock duration): finishing them anyway; another worker may read them too'),
+  );
   worker.on('error', (error) => logger.error({ err: error }, 'page worker: queue error'));
+  worker.on('closed', () => claimsRedis.disconnect());
   return worker;
 }
 

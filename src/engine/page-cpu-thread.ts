@@ -1,0 +1,30 @@
+// Worker thread of PageCpuThreads: preprocesses page images (the Pillow-exact resizes, tiling,
+// normalisation) and post-processes decoded text, so that none of it runs on the event loop.
+import { parentPort } from 'node:worker_threads';
+
+import { preprocessPage } from './image-preprocess.js';
+import { parseMultiPageOutput, parsePageOutput } from './ocr-postprocess.js';
+import type { PageCpuReply, PageCpuRequest } from './page-cpu-threads.js';
+
+if (!parentPort) throw new Error('page-cpu-thread.js runs as a worker thread of PageCpuThreads');
+const port = parentPort;
+
+port.on('message', (request: PageCpuRequest) => {
+  try {
+    if (request.kind === 'preprocess') {
+      const page = preprocessPage(request.image, request.variant, request.mode);
+      const transfer = [page.global.buffer as ArrayBuffer];
+      if (page.tiles) transfer.push(page.tiles.buffer as ArrayBuffer);
+      port.postMessage({ id: request.id, ok: true, kind: 'preprocess', page } satisfies PageCpuReply, transfer);
+    } else if (request.kind === 'postprocess') {
+      const page = parsePageOutput(request.rawText, request.size, request.pageIndex);
+      port.postMessage({ id: request.id, ok: true, kind: 'postprocess', pages: [page] } satisfies PageCpuReply);
+    } else {
+      const pages = parseMultiPageOutput(request.rawText, request.sizes);
+      port.postMessage({ id: request.id, ok: true, kind: 'postprocess', pages } satisfies PageCpuReply);
+    }
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    port.postMessage({ id: request.id, ok: false, message } satisfies PageCpuReply);
+  }
+});
