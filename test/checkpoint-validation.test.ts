@@ -1,7 +1,7 @@
 // Damaged or inconsistent checkpoints fail to load with an error that names the problem; the
 // process never crashes. Each case writes a small directory with the tiny V1 config.json.
 import assert from 'node:assert/strict';
-import { copyFile, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, open, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -48,6 +48,23 @@ async function editedCopy(edit: { config?: (c: any) => void; index?: (i: any) =>
   return dir;
 }
 
+/** A copy of the tiny checkpoint whose shard header gives tensor `name` another dtype of the same width. */
+async function withRelabelledDtype(name: string, dtype: string): Promise<string> {
+  const dir = await editedCopy({});
+  const shard = path.join(dir, path.basename(tinyShard));
+  await rm(shard);
+  await copyFile(tinyShard, shard);
+  const bytes = await readFile(tinyShard, { encoding: null }).then((b) => b.subarray(0, 8 + Number(b.readBigUInt64LE(0))));
+  const header = JSON.parse(bytes.subarray(8).toString('utf8'));
+  header[name].dtype = dtype;
+  const json = Buffer.from(JSON.stringify(header).padEnd(bytes.length - 8, ' '));
+  assert.equal(json.length, bytes.length - 8);
+  const handle = await open(shard, 'r+');
+  await handle.write(json, 0, json.length, 8);
+  await handle.close();
+  return dir;
+}
+
 describe('loading a damaged checkpoint', () => {
   before(async () => {
     tinyDir = await tinyCheckpoint('v1');
@@ -90,6 +107,17 @@ describe('loading a damaged checkpoint', () => {
   test('offsets that disagree with the shape are rejected', async () => {
     const header = { a: { dtype: 'BF16', shape: [3], data_offsets: [0, 8] } };
     await assert.rejects(NativeModel.load(await modelWithFile(safetensors(header, 8))), /does not match shape \[3\]/);
+  });
+
+  test('a shape whose element count wraps past 2^64 is refused, even on a tensor the model does not read', async () => {
+    // [2^32, 2^32] wraps to 0 elements in 64 bits, which an empty byte range would match.
+    const header = '{"evil": {"dtype": "BF16", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}}';
+    await assert.rejects(NativeModel.load(await modelWithFile(safetensors(header, 0))), /tensor evil: shape \[4294967296,4294967296\]\.\.\. has more elements than 2\^63/);
+  });
+
+  test('a weight stored as integers is refused by name', async () => {
+    const dir = await withRelabelledDtype('model.norm.weight', 'I16');
+    await assert.rejects(NativeModel.load(dir), /tensor model\.norm\.weight has dtype I16; a weight must be BF16, F16 or F32/);
   });
 
   test('an unknown dtype is rejected by name', async () => {
