@@ -2,13 +2,15 @@
 // `scriptorium model download`: the real checkpoints from the Hugging Face hub.
 import { DEFAULT_HUB_ENDPOINT, downloadModel, HUB_REPOSITORIES, type ModelDownloadEvent } from '../engine/model-download.js';
 import { synthCheckpoint } from '../engine/synth/synth-checkpoint.js';
+import { SYNTHETIC_MARKER_FILE } from '../engine/synth/synthetic-marker.js';
 import { VARIANTS, type Variant } from '../engine/model-config.js';
 import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
 
 const SYNTH_USAGE = `Usage: scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
 
 Writes config.json, safetensors shards with model.safetensors.index.json (real tensor names,
-shapes and BF16 dtype; random values) and the tokenizer files. "tiny" shrinks every width for
+shapes and BF16 dtype; random values), the tokenizer files and ${SYNTHETIC_MARKER_FILE}, which
+flags the folder as synthetic in every command's logs and results. "tiny" shrinks every width for
 tests; "full" matches the real parameter count (about 6.7 GB on disk).`;
 
 const DOWNLOAD_USAGE = `Usage: scriptorium model download v1|v2|v3 --dir DIR [--revision REV] [--endpoint URL]

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Variant } from '../../src/engine/model-config.js';
 import { synthCheckpoint } from '../../src/engine/synth/synth-checkpoint.js';
 
-const FORMAT = 1; // bump when the synthetic layout changes so stale caches are not reused
+const FORMAT = 2; // bump when the synthetic layout changes so stale caches are not reused
 
 export async function tinyCheckpoint(variant: Variant, seed = 1): Promise<string> {
   const dir = path.join(os.tmpdir(), `scriptorium-test-tiny-${variant}-s${seed}-f${FORMAT}`);

@@ -1,5 +1,6 @@
 // Writes a synthetic checkpoint directory in the exact Hugging Face layout of a variant: config.json,
-// safetensors shard(s) + index with random BF16 weights (deterministic for a seed), tokenizer files.
+// safetensors shard(s) + index with random BF16 weights (deterministic for a seed), tokenizer files,
+// and the marker that flags the folder as synthetic.
 
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -8,6 +9,7 @@ import type { Variant } from '../model-config.js';
 import { modelConfig, type ModelSize } from './model-configs.js';
 import { NormalBf16Stream } from './random-weights.js';
 import { writeSafetensorsCheckpoint, type TensorToWrite } from './safetensors-writer.js';
+import { writeSyntheticMarker } from './synthetic-marker.js';
 import { elementCount, tensorManifest } from './tensor-manifest.js';
 
 export interface SynthCheckpointOptions {
@@ -53,6 +55,7 @@ export async function synthCheckpoint(options: SynthCheckpointOptions): Promise<
     onProgress: options.onProgress,
   });
   await writeTokenizerFiles(outDir);
+  await writeSyntheticMarker(outDir, { variant, size, seed });
   return {
     files: [configFile, ...written.files],
     tensors: manifest.length,
