@@ -7,8 +7,12 @@ import { access, readdir, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
+import type { Logger } from 'pino';
+
 import { synthCheckpoint } from '../engine/synth/synth-checkpoint.js';
 import { isSyntheticCheckpoint } from '../engine/synth/synthetic-marker.js';
+import { checkCheckpoint } from '../model/checkpoint-check.js';
+import { formatCheckpointReport } from '../model/checkpoint-report-text.js';
 import { S3Storage } from '../storage/s3-storage.js';
 import { mirrorVerified, type MirrorEvent } from '../storage/verified-mirror.js';
 
@@ -20,6 +24,13 @@ export interface ResolvedModel {
 export interface ResolveModelOptions {
   /** Where s3:// models are kept, as <cache>/<bucket>/<prefix>/. Default: ~/.cache/scriptorium/models. */
   cacheDir?: string;
+  /** Where the checkpoint check's summary goes (default: a line on stderr when F16/F32 weights cost memory). */
+  logger?: Logger;
+}
+
+/** A checkpoint a worker would refuse; the message is the `model check` report. */
+export class CheckpointRefusedError extends Error {
+  override name = 'CheckpointRefusedError';
 }
 
 function cacheRoot(): string {
@@ -45,6 +56,7 @@ export async function resolveModelDir(flag: string | undefined, options: Resolve
     if (synthetic) {
       process.stderr.write(`scriptorium: ${named} is a SYNTHETIC checkpoint written by \`model synth\` (random weights); its output is meaningless text\n`);
     }
+    await checkBeforeLoading(dir, options.logger);
     return { dir, synthetic };
   }
   const dir = path.join(cacheRoot(), 'scriptorium', 'synthetic-tiny-v3');
@@ -60,6 +72,26 @@ export async function resolveModelDir(flag: string | undefined, options: Resolve
     `scriptorium: no model given (--model or SCRIPTORIUM_MODEL): using a SYNTHETIC tiny V3 checkpoint with random weights at ${dir}; its output is meaningless text\n`,
   );
   return { dir, synthetic: true };
+}
+
+/** The `model check` of a checkpoint about to be loaded: a refusal carries its report. */
+async function checkBeforeLoading(dir: string, logger: Logger | undefined): Promise<void> {
+  const report = await checkCheckpoint(dir);
+  if (!report.loadable) throw new CheckpointRefusedError(`the checkpoint cannot be loaded:\n${formatCheckpointReport(report)}`);
+  const summary = {
+    checkpoint: dir,
+    variant: report.variant,
+    parameters: report.parameters,
+    dtypes: report.dtypes,
+    weightBytes: report.weightBytes,
+    conversionBytes: report.conversionBytes,
+    ignoredTensors: report.unexpected.map((t) => t.name),
+    synthetic: report.synthetic,
+  };
+  if (logger) logger.info(summary, 'checkpoint checked');
+  else if (report.conversionBytes > 0) {
+    process.stderr.write(`scriptorium: ${dir} stores weights in F16/F32: converting them to BF16 at load takes up to ${(report.conversionBytes / 1e6).toFixed(1)} MB more memory\n`);
+  }
 }
 
 /** `dir` when it holds a config.json; otherwise an error that says how to get a checkpoint there. */

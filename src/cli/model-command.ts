@@ -1,9 +1,12 @@
 // `scriptorium model synth`: checkpoints in the exact Hugging Face layout with random weights.
 // `scriptorium model download`: the real checkpoints from the Hugging Face hub.
+// `scriptorium model check`: whether a worker would load a checkpoint, without reading its weights.
 import { DEFAULT_HUB_ENDPOINT, downloadModel, HUB_REPOSITORIES, type ModelDownloadEvent } from '../engine/model-download.js';
 import { synthCheckpoint } from '../engine/synth/synth-checkpoint.js';
 import { SYNTHETIC_MARKER_FILE } from '../engine/synth/synthetic-marker.js';
 import { VARIANTS, type Variant } from '../engine/model-config.js';
+import { checkCheckpoint } from '../model/checkpoint-check.js';
+import { formatCheckpointReport } from '../model/checkpoint-report-text.js';
 import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
 
 const SYNTH_USAGE = `Usage: scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
@@ -26,12 +29,24 @@ $HF_TOKEN, when set, is sent to the hub as a Bearer token (private or gated repo
 Files already present with the listed size and hash are skipped; an interrupted download resumes
 from DIR/FILE.partial; every file is checked against the sha256 (or git blob id) the hub lists.`;
 
-const USAGE = `${SYNTH_USAGE}\n\n${DOWNLOAD_USAGE}`;
+const CHECK_USAGE = `Usage: scriptorium model check DIR|s3://bucket/prefix/ [--variant v1|v2|v3] [--json] [--no-identity]
+
+Reads config.json, the index, every shard header and the tokenizer files, never the weights, and
+reports the variant, parameter count, dtypes, missing / mis-shaped / ignored tensors, the memory F16
+and F32 weights cost, whether tokenizer.json has DeepSeek-OCR's vocabulary, and the checkpoint
+identity workers record (hashing the local files; from SHA256SUMS for s3://). Exit status 0 when a
+worker would load the checkpoint, 1 when it would refuse it (workers run the same check at start).
+
+  --json         the report as JSON
+  --no-identity  skip the identity (hashing a full local checkpoint takes seconds)`;
+
+const USAGE = `${SYNTH_USAGE}\n\n${DOWNLOAD_USAGE}\n\n${CHECK_USAGE}`;
 
 export async function runModelCommand(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === 'synth') return runSynth(rest);
   if (sub === 'download') return runDownload(rest);
+  if (sub === 'check') return runCheck(rest);
   if (sub === '--help' || sub === '-h' || sub === 'help') {
     process.stdout.write(`${USAGE}\n`);
     return 0;
@@ -156,4 +171,23 @@ async function runSynth(args: string[]): Promise<number> {
       `in ${((Date.now() - started) / 1000).toFixed(1)} s (random weights: output text is meaningless)\n`,
   );
   return 0;
+}
+
+async function runCheck(args: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    args,
+    { variant: { type: 'string' }, json: { type: 'boolean', default: false }, 'no-identity': { type: 'boolean', default: false } },
+    CHECK_USAGE,
+  );
+  if (values.help) {
+    process.stdout.write(`${CHECK_USAGE}\n`);
+    return 0;
+  }
+  const [location, ...extra] = positionals;
+  if (location === undefined) throw new UsageError('give the checkpoint folder or s3:// prefix to check', CHECK_USAGE);
+  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`, CHECK_USAGE);
+  const variant = values.variant === undefined ? undefined : choiceOption(values.variant, 'variant', VARIANTS, CHECK_USAGE);
+  const report = await checkCheckpoint(location, { variant, identity: !values['no-identity'] });
+  process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatCheckpointReport(report)}\n`);
+  return report.loadable ? 0 : 1;
 }
