@@ -10,6 +10,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 
+import { NativeModel } from '../src/engine/native-model.js';
 import { modelConfig } from '../src/engine/synth/model-configs.js';
 import { elementCount, tensorManifest } from '../src/engine/synth/tensor-manifest.js';
 import { checkCheckpoint } from '../src/model/checkpoint-check.js';
@@ -96,6 +97,14 @@ describe('model check on sound checkpoints', () => {
     assert.equal(report.loadable, false);
     assert.deepEqual(report.problems, ['tokenizer.json: 1 special tokens the prompts use are at other ids: <image> is 5 (expected 128815)']);
   });
+});
+
+test('the tensors the check requires are exactly the ones the engine reads, for every variant', async () => {
+  for (const variant of ['v1', 'v2', 'v3'] as const) {
+    const model = await NativeModel.load(await tinyCheckpoint(variant), { threads: 1 });
+    const unread = tensorManifest(modelConfig(variant, 'tiny')).filter((spec) => spec.unread).map((spec) => spec.name);
+    assert.deepEqual(model.unreadTensors, unread, variant);
+  }
 });
 
 describe('model check on damaged checkpoints', () => {

@@ -2,7 +2,7 @@
 // `scriptorium model download`: the real checkpoints from the Hugging Face hub.
 // `scriptorium model check`: whether a worker would load a checkpoint, without reading its weights.
 import { DEFAULT_HUB_ENDPOINT, downloadModel, HUB_REPOSITORIES, type ModelDownloadEvent } from '../engine/model-download.js';
-import { synthCheckpoint } from '../engine/synth/synth-checkpoint.js';
+import { synthCheckpoint, type WeightDType } from '../engine/synth/synth-checkpoint.js';
 import { SYNTHETIC_MARKER_FILE } from '../engine/synth/synthetic-marker.js';
 import { VARIANTS, type Variant } from '../engine/model-config.js';
 import { checkCheckpoint } from '../model/checkpoint-check.js';
@@ -10,11 +10,16 @@ import { formatCheckpointReport } from '../model/checkpoint-report-text.js';
 import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
 
 const SYNTH_USAGE = `Usage: scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
+                             [--dtype bf16|f16|f32] [--position-ids]
 
 Writes config.json, safetensors shards with model.safetensors.index.json (real tensor names,
 shapes and BF16 dtype; random values), the tokenizer files and ${SYNTHETIC_MARKER_FILE}, which
 flags the folder as synthetic in every command's logs and results. "tiny" shrinks every width for
-tests; "full" matches the real parameter count (about 6.7 GB on disk).`;
+tests; "full" matches the real parameter count (about 6.7 GB on disk).
+
+  --dtype T        store every weight as bf16 (default, as published), f32 (the same values,
+                   widened) or f16 (rounded to nearest even), as re-saved copies do
+  --position-ids   add the int64 CLIP position_ids buffer re-saved copies carry (v1, v3)`;
 
 const DOWNLOAD_USAGE = `Usage: scriptorium model download v1|v2|v3 --dir DIR [--revision REV] [--endpoint URL]
 
@@ -139,7 +144,14 @@ function formatBytes(bytes: number): string {
 async function runSynth(args: string[]): Promise<number> {
   const { values } = parseCommandArgs(
     args,
-    { variant: { type: 'string' }, size: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' } },
+    {
+      variant: { type: 'string' },
+      size: { type: 'string' },
+      out: { type: 'string' },
+      seed: { type: 'string' },
+      dtype: { type: 'string' },
+      'position-ids': { type: 'boolean', default: false },
+    },
     SYNTH_USAGE,
   );
   if (values.help) {
@@ -150,6 +162,8 @@ async function runSynth(args: string[]): Promise<number> {
   const size = choiceOption(values.size, 'size', ['tiny', 'full'] as const, SYNTH_USAGE);
   const outDir = requireOption(values.out, 'out', SYNTH_USAGE);
   const seed = integerOption(values.seed, 'seed', 0, SYNTH_USAGE);
+  const dtype = choiceOption(values.dtype ?? 'bf16', 'dtype', ['bf16', 'f16', 'f32'] as const, SYNTH_USAGE).toUpperCase() as WeightDType;
+  if (values['position-ids'] && variant === 'v2') throw new UsageError('--position-ids belongs to the CLIP encoder of v1 and v3', SYNTH_USAGE);
   const started = Date.now();
   let lastReport = 0;
   const summary = await synthCheckpoint({
@@ -157,6 +171,8 @@ async function runSynth(args: string[]): Promise<number> {
     size,
     outDir,
     seed,
+    dtypeOf: () => dtype,
+    positionIds: values['position-ids'],
     onProgress: (done, total) => {
       if (process.stderr.isTTY && Date.now() - lastReport > 500) {
         lastReport = Date.now();
