@@ -10,6 +10,8 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <system_error>
+#include <thread>
 
 #include "json.h"
 #include "kernels.h"
@@ -123,11 +125,30 @@ void widen_to_f32(const TensorView& t, float* out, size_t n) {
   else throw std::logic_error("widen_to_f32 on a non-float tensor");
 }
 
-/* out[n] = the F16 or F32 tensor t[n] rounded to BF16 (nearest even) */
+/* out[i] = the F16 or F32 tensor t[i] rounded to BF16 (nearest even), i in [begin, end) */
+void narrow_range(const TensorView& t, uint16_t* out, size_t begin, size_t end) {
+  if (t.dtype == DType::F16) for (size_t i = begin; i < end; ++i) out[i] = f32_to_bf16(f16_to_f32(load_u16(t.data + 2 * i)));
+  else for (size_t i = begin; i < end; ++i) out[i] = f32_to_bf16(load_f32(t.data + 4 * i));
+}
+
+/* out[n] = the F16 or F32 tensor t[n] rounded to BF16; large tensors on every hardware thread (a whole
+   F32 checkpoint is billions of values, converted before the model's own pool exists) */
 void narrow_to_bf16(const TensorView& t, uint16_t* out, size_t n) {
-  if (t.dtype == DType::F16) for (size_t i = 0; i < n; ++i) out[i] = f32_to_bf16(f16_to_f32(load_u16(t.data + 2 * i)));
-  else if (t.dtype == DType::F32) for (size_t i = 0; i < n; ++i) out[i] = f32_to_bf16(load_f32(t.data + 4 * i));
-  else throw std::logic_error("narrow_to_bf16 needs an F16 or F32 tensor");
+  if (t.dtype != DType::F16 && t.dtype != DType::F32) throw std::logic_error("narrow_to_bf16 needs an F16 or F32 tensor");
+  constexpr size_t kPerThread = size_t{1} << 20;
+  const size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), n / kPerThread + 1);
+  std::vector<std::thread> helpers;
+  const size_t step = (n + threads - 1) / threads;
+  for (size_t k = 1; k < threads; ++k) {
+    const size_t begin = std::min(n, k * step), end = std::min(n, (k + 1) * step);
+    try {
+      helpers.emplace_back(narrow_range, std::cref(t), out, begin, end);
+    } catch (const std::system_error&) {
+      narrow_range(t, out, begin, end);  // no thread to spare: this one does the share
+    }
+  }
+  narrow_range(t, out, 0, std::min(n, step));
+  for (std::thread& helper : helpers) helper.join();
 }
 
 // The mapped pages of a converted tensor are not read again: drop them from the process's memory
