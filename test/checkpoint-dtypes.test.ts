@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { debugDump, type Dump } from '../src/engine/debug-dump.js';
+import { debugDump, type Dump } from '../src/model/debug-dump.js';
 import { NativeModel } from '../src/engine/native-model.js';
 import { maxAbs, maxAbsDiff, RELATIVE_TOLERANCE } from './support/compare-with-reference.js';
 import { syntheticPage } from './support/synthetic-images.js';

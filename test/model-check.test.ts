@@ -11,8 +11,8 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 
 import { NativeModel } from '../src/engine/native-model.js';
-import { modelConfig } from '../src/engine/synth/model-configs.js';
-import { elementCount, tensorManifest } from '../src/engine/synth/tensor-manifest.js';
+import { modelConfig } from '../src/model/synth/model-configs.js';
+import { elementCount, tensorManifest } from '../src/model/synth/tensor-manifest.js';
 import { checkCheckpoint } from '../src/model/checkpoint-check.js';
 import { openStorage } from '../src/storage/storage.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';

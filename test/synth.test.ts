@@ -9,11 +9,11 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import type { Variant } from '../src/engine/model-config.js';
-import { modelConfig } from '../src/engine/synth/model-configs.js';
-import { bf16ToF32, f32ToBf16, f32ToF16, NormalBf16Stream } from '../src/engine/synth/random-weights.js';
-import { INDEX_FILE } from '../src/engine/synth/safetensors-writer.js';
-import { synthCheckpoint } from '../src/engine/synth/synth-checkpoint.js';
-import { elementCount, tensorManifest, type TensorSpec } from '../src/engine/synth/tensor-manifest.js';
+import { modelConfig } from '../src/model/synth/model-configs.js';
+import { bf16ToF32, f32ToBf16, f32ToF16, NormalBf16Stream } from '../src/model/synth/random-weights.js';
+import { INDEX_FILE } from '../src/model/synth/safetensors-writer.js';
+import { synthCheckpoint } from '../src/model/synth/synth-checkpoint.js';
+import { elementCount, tensorManifest, type TensorSpec } from '../src/model/synth/tensor-manifest.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url)); // dist/test/ → repo root
 const V3_CONFIG_FIXTURE = resolve(REPO_ROOT, '../shared/fixtures/unlimited-ocr/config.json');

@@ -9,8 +9,8 @@ import path from 'node:path';
 
 import type { Logger } from 'pino';
 
-import { synthCheckpoint } from '../engine/synth/synth-checkpoint.js';
-import { isSyntheticCheckpoint } from '../engine/synth/synthetic-marker.js';
+import { synthCheckpoint } from '../model/synth/synth-checkpoint.js';
+import { isSyntheticCheckpoint } from '../model/synth/synthetic-marker.js';
 import { checkCheckpoint } from '../model/checkpoint-check.js';
 import { formatCheckpointReport } from '../model/checkpoint-report-text.js';
 import { S3Storage } from '../storage/s3-storage.js';

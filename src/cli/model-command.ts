@@ -1,9 +1,9 @@
 // `scriptorium model synth`: checkpoints in the exact Hugging Face layout with random weights.
 // `scriptorium model download`: the real checkpoints from the Hugging Face hub.
 // `scriptorium model check`: whether a worker would load a checkpoint, without reading its weights.
-import { DEFAULT_HUB_ENDPOINT, downloadModel, HUB_REPOSITORIES, type ModelDownloadEvent } from '../engine/model-download.js';
-import { synthCheckpoint, type WeightDType } from '../engine/synth/synth-checkpoint.js';
-import { SYNTHETIC_MARKER_FILE } from '../engine/synth/synthetic-marker.js';
+import { DEFAULT_HUB_ENDPOINT, downloadModel, HUB_REPOSITORIES, type ModelDownloadEvent } from '../model/model-download.js';
+import { synthCheckpoint, type WeightDType } from '../model/synth/synth-checkpoint.js';
+import { SYNTHETIC_MARKER_FILE } from '../model/synth/synthetic-marker.js';
 import { VARIANTS, type Variant } from '../engine/model-config.js';
 import { checkCheckpoint } from '../model/checkpoint-check.js';
 import { formatCheckpointReport } from '../model/checkpoint-report-text.js';

@@ -4,9 +4,9 @@
 // config.json implies (the tensor manifest).
 import { parseModelConfig, type Variant } from '../engine/model-config.js';
 import { nativeBinding, type SafetensorsHeaderEntry } from '../engine/native-model.js';
-import type { ConfigJson } from '../engine/synth/model-configs.js';
-import { SYNTHETIC_MARKER_FILE } from '../engine/synth/synthetic-marker.js';
-import { elementCount, tensorManifest, type TensorSpec } from '../engine/synth/tensor-manifest.js';
+import type { ConfigJson } from './synth/model-configs.js';
+import { SYNTHETIC_MARKER_FILE } from './synth/synthetic-marker.js';
+import { elementCount, tensorManifest, type TensorSpec } from './synth/tensor-manifest.js';
 import { BOS_TOKEN, EOS_TOKEN, OCR_FIRST_ADDED_ID, ocrAddedTokens, readDeepSeekV3TokenizerJson, type TokenizerJson } from '../engine/tokenizer-files.js';
 import { MANIFEST_NAME, parseManifest } from '../storage/verified-mirror.js';
 import { checkpointIdentity, decidesOutput, identityOfFiles } from './checkpoint-identity.js';

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import type { Variant } from '../../src/engine/model-config.js';
-import { synthCheckpoint, type SynthCheckpointOptions } from '../../src/engine/synth/synth-checkpoint.js';
+import { synthCheckpoint, type SynthCheckpointOptions } from '../../src/model/synth/synth-checkpoint.js';
 
 const FORMAT = 2; // bump when the synthetic layout changes so stale caches are not reused
 

@@ -13,7 +13,7 @@
 //     image_newline, view_seperator                           0     0.5
 //   SAM relative-position tables rel_pos_h / rel_pos_w        0     0.02
 
-import { VISION_CODE_DEFAULTS } from '../vision-config.js';
+import { VISION_CODE_DEFAULTS } from '../../engine/vision-config.js';
 import type { ClipWidthConfig, ConfigJson, Qwen2WidthConfig, SamWidthConfig } from './model-configs.js';
 import type { NormalInit } from './random-weights.js';
 
