@@ -18,6 +18,8 @@ const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tok
 /** The engine's bound on a safetensors header (native/src/safetensors.h kMaxHeaderBytes). */
 const MAX_HEADER_BYTES = 100_000_000;
 const FLOAT_DTYPES = new Set(['BF16', 'F16', 'F32']);
+/** Bound on config.json, the index, tokenizer.json and SHA256SUMS (real ones are at most about 10 MB). */
+const MAX_TEXT_FILE_BYTES = 100_000_000;
 
 export interface CheckedTensor {
   name: string;
@@ -85,7 +87,7 @@ async function check(source: CheckpointSource, options: CheckOptions): Promise<C
     report.problems.push(`no config.json: this is no checkpoint folder (get one with \`scriptorium model download v1|v2|v3 --dir DIR\`)`);
     return report;
   }
-  const manifest = await expectedTensors(source, options.variant, report);
+  const manifest = await expectedTensors(source, files, options.variant, report);
   const tensors = await readTensors(source, files, report);
   if (manifest && tensors) compareTensors(manifest, tensors, report);
   await checkTokenizer(source, files, report);
@@ -94,13 +96,28 @@ async function check(source: CheckpointSource, options: CheckOptions): Promise<C
   return report;
 }
 
+/** A JSON or text file of the checkpoint, refused unread when it is larger than any real one. */
+async function readText(source: CheckpointSource, files: Map<string, number>, name: string): Promise<string> {
+  const size = files.get(name) ?? 0;
+  if (size > MAX_TEXT_FILE_BYTES) throw new Error(`${name} is ${size} bytes, implausibly large (at most ${MAX_TEXT_FILE_BYTES})`);
+  return (await source.read(name)).toString('utf8');
+}
+
+function parseJson(text: string, name: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${name} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
 /** The tensors config.json implies, or undefined (with the problem recorded) when it cannot be read. */
-async function expectedTensors(source: CheckpointSource, variant: Variant | undefined, report: CheckpointReport): Promise<TensorSpec[] | undefined> {
+async function expectedTensors(source: CheckpointSource, files: Map<string, number>, variant: Variant | undefined, report: CheckpointReport): Promise<TensorSpec[] | undefined> {
   let raw: unknown;
   try {
-    raw = JSON.parse((await source.read('config.json')).toString('utf8'));
+    raw = parseJson(await readText(source, files, 'config.json'), 'config.json');
   } catch (error) {
-    report.problems.push(`config.json is not valid JSON: ${(error as Error).message}`);
+    report.problems.push((error as Error).message);
     return undefined;
   }
   try {
@@ -125,7 +142,7 @@ async function readTensors(source: CheckpointSource, files: Map<string, number>,
   let weightMap: Map<string, string>;
   if (files.has(INDEX_FILE)) {
     try {
-      weightMap = parseIndex((await source.read(INDEX_FILE)).toString('utf8'));
+      weightMap = parseIndex(await readText(source, files, INDEX_FILE));
     } catch (error) {
       report.problems.push(`${INDEX_FILE}: ${(error as Error).message}`);
       return undefined;
@@ -222,10 +239,10 @@ async function checkTokenizer(source: CheckpointSource, files: Map<string, numbe
   }
   let json: TokenizerJson;
   try {
-    json = JSON.parse((await source.read('tokenizer.json')).toString('utf8')) as TokenizerJson;
+    json = parseJson(await readText(source, files, 'tokenizer.json'), 'tokenizer.json') as TokenizerJson;
   } catch (error) {
     report.tokenizer.vocabulary = 'unreadable';
-    report.problems.push(`tokenizer.json is not valid JSON: ${(error as Error).message}`);
+    report.problems.push((error as Error).message);
     return;
   }
   const base = await (deepSeekV3Tokenizer ??= readDeepSeekV3TokenizerJson());
@@ -257,7 +274,7 @@ async function deriveIdentity(source: CheckpointSource, files: Map<string, numbe
     return;
   }
   try {
-    const entries = parseManifest((await source.read(MANIFEST_NAME)).toString('utf8'), `${source.location}${MANIFEST_NAME}`);
+    const entries = parseManifest(await readText(source, files, MANIFEST_NAME), `${source.location}${MANIFEST_NAME}`);
     const listed = new Map(entries.map((entry) => [entry.name, entry.sha256]));
     const needed = [...files.keys()].filter((name) => decidesOutput(name) || name === INDEX_FILE);
     const unlisted = needed.filter((name) => !listed.has(name));
