@@ -184,7 +184,12 @@ async function readTensors(source: CheckpointSource, files: Map<string, number>,
 }
 
 function parseIndex(text: string): Map<string, string> {
-  const index: unknown = JSON.parse(text);
+  let index: unknown;
+  try {
+    index = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`not valid JSON (${(error as Error).message})`);
+  }
   const weightMap = (index as { weight_map?: unknown } | null)?.weight_map;
   if (typeof weightMap !== 'object' || weightMap === null || Array.isArray(weightMap)) throw new Error('missing weight_map object');
   const map = new Map<string, string>();

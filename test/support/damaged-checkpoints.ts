@@ -120,6 +120,25 @@ export function damagedCheckpoints(tinyDir: string, tinyShard: string): { cases:
       error: /shard model-00002-of-000002\.safetensors named in the index is missing/,
     },
     {
+      damage: 'an index that is not JSON',
+      make: async () => {
+        const dir = await editedCopy({});
+        await writeFile(path.join(dir, 'model.safetensors.index.json'), '{"weight_map": {"a": ');
+        return dir;
+      },
+      error: /model\.safetensors\.index\.json: not valid JSON/,
+    },
+    {
+      damage: 'an index without a weight map',
+      make: () => editedCopy({ index: (i) => (i.weight_map = ['model-00001-of-000001.safetensors']) }),
+      error: /model\.safetensors\.index\.json: missing weight_map object/,
+    },
+    {
+      damage: 'an index entry that points outside the folder',
+      make: () => editedCopy({ index: (i) => (i.weight_map['model.norm.weight'] = '../model-00001-of-000001.safetensors') }),
+      error: /weight_map entry for model\.norm\.weight is not a plain file name/,
+    },
+    {
       damage: 'a weight stored as integers',
       make: () => withRelabelledDtype('model.norm.weight', 'I16'),
       error: /tensor model\.norm\.weight has dtype I16; a weight must be BF16, F16 or F32/,
