@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { choiceOption, integerOption, parseCommandArgs, UsageError } from '../src/cli/usage.js';
-import type { ModelSize } from '../src/engine/synth/model-configs.js';
+import type { ModelSize } from '../src/model/synth/model-configs.js';
 import { PAGE_CASES, type PageCase } from './page-cases.js';
 
 export const PARTS = ['ceilings', 'encoders', 'decode', 'latency', 'batch'] as const;

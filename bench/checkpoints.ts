@@ -8,9 +8,9 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 
 import { parseModelConfig, type Variant } from '../src/engine/model-config.js';
-import { modelConfig, type ModelSize } from '../src/engine/synth/model-configs.js';
-import { synthCheckpoint } from '../src/engine/synth/synth-checkpoint.js';
-import { tensorManifest } from '../src/engine/synth/tensor-manifest.js';
+import { modelConfig, type ModelSize } from '../src/model/synth/model-configs.js';
+import { synthCheckpoint } from '../src/model/synth/synth-checkpoint.js';
+import { tensorManifest } from '../src/model/synth/tensor-manifest.js';
 import { parseVisionDims } from '../src/engine/vision-config.js';
 
 async function exists(file: string): Promise<boolean> {

@@ -2,7 +2,7 @@
 // does not depend on pixel values, only on the views a page becomes, which the page size decides.
 import type { VisionMode } from '../src/engine/image-tokens.js';
 import type { Variant } from '../src/engine/model-config.js';
-import type { RgbImage } from '../src/engine/pillow-resize.js';
+import type { RgbImage } from '../src/documents/rgb-image.js';
 import type { OcrTask } from '../src/engine/prompts.js';
 
 export interface PageCase {

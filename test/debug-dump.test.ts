@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 
 import sharp from 'sharp';
 
-import { debugDump } from '../src/engine/debug-dump.js';
+import { debugDump } from '../src/model/debug-dump.js';
 import { IMAGE_TOKEN_ID } from '../src/engine/prompts.js';
 import { ReferenceDecoder } from './reference/reference-decoder.js';
 import { ReferenceVision } from './reference/vision-reference.js';

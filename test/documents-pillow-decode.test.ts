@@ -6,7 +6,7 @@ import sharp from 'sharp';
 
 import { detectDocumentType } from '../src/documents/document-type.js';
 import { decodeImagePage, type ImageType } from '../src/documents/image-document.js';
-import type { RgbImage } from '../src/engine/pillow-resize.js';
+import type { RgbImage } from '../src/documents/rgb-image.js';
 import { pythonWithPillow, runPython, skipWithoutPillow } from './support/python-pillow.js';
 import { syntheticPage } from './support/synthetic-images.js';
 

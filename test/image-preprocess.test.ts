@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
+import type { RgbImage } from '../src/documents/rgb-image.js';
 import {
   dynamicTiles,
   padToSquare,
   preprocessPage,
   roundHalfEven,
   roundToBf16,
-  type RgbImage,
 } from '../src/engine/image-preprocess.js';
 import { pillowResizeBicubic } from '../src/engine/pillow-resize.js';
 import { pythonWithPillow, runPython, skipWithoutPillow } from './support/python-pillow.js';

@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import { preprocessPage } from '../src/engine/image-preprocess.js';
 import { imageTokenCount, modeGeometry, type VisionMode } from '../src/engine/image-tokens.js';
 import type { Variant } from '../src/engine/model-config.js';
-import type { RgbImage } from '../src/engine/pillow-resize.js';
+import type { RgbImage } from '../src/documents/rgb-image.js';
 
 /** A uniform page: token counts depend only on the size. */
 function blankPage(width: number, height: number): RgbImage {

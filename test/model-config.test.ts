@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 
 import { detectVariant, parseModelConfig } from '../src/engine/model-config.js';
-import { modelConfig } from '../src/engine/synth/model-configs.js';
+import { modelConfig } from '../src/model/synth/model-configs.js';
 
 const sharedFixture = path.resolve('../shared/fixtures/unlimited-ocr/config.json');
 

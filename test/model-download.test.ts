@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 
-import { downloadModel, HUB_REPOSITORIES, ModelDownloadError, type ModelDownloadEvent } from '../src/engine/model-download.js';
+import { downloadModel, HUB_REPOSITORIES, ModelDownloadError, type ModelDownloadEvent } from '../src/model/model-download.js';
 
 const REPO = HUB_REPOSITORIES.v3;
 const COMMIT = '5d2f6a9c0b1e4f7a8c3d2e1f0a9b8c7d6e5f4a3b';

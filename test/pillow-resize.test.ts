@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { pillowResizeBicubic, type RgbImage } from '../src/engine/pillow-resize.js';
+import type { RgbImage } from '../src/documents/rgb-image.js';
+import { pillowResizeBicubic } from '../src/engine/pillow-resize.js';
 import { pythonWithPillow, runPython, skipWithoutPillow } from './support/python-pillow.js';
 import { noiseImage, syntheticPage } from './support/synthetic-images.js';
 

@@ -9,11 +9,11 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import type { Variant } from '../src/engine/model-config.js';
-import { modelConfig } from '../src/engine/synth/model-configs.js';
-import { bf16ToF32, f32ToBf16, NormalBf16Stream } from '../src/engine/synth/random-weights.js';
-import { INDEX_FILE } from '../src/engine/synth/safetensors-writer.js';
-import { synthCheckpoint } from '../src/engine/synth/synth-checkpoint.js';
-import { elementCount, tensorManifest, type TensorSpec } from '../src/engine/synth/tensor-manifest.js';
+import { modelConfig } from '../src/model/synth/model-configs.js';
+import { bf16ToF32, f32ToBf16, f32ToF16, NormalBf16Stream } from '../src/model/synth/random-weights.js';
+import { INDEX_FILE } from '../src/model/synth/safetensors-writer.js';
+import { synthCheckpoint } from '../src/model/synth/synth-checkpoint.js';
+import { elementCount, tensorManifest, type TensorSpec } from '../src/model/synth/tensor-manifest.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url)); // dist/test/ → repo root
 const V3_CONFIG_FIXTURE = resolve(REPO_ROOT, '../shared/fixtures/unlimited-ocr/config.json');
@@ -168,6 +168,28 @@ describe('F32 → BF16 conversion', () => {
     test(behaviour, () => assert.equal(f32ToBf16(input).toString(16), bits.toString(16)));
   }
   test('NaN stays NaN', () => assert.ok(Number.isNaN(bf16ToF32(f32ToBf16(NaN)))));
+});
+
+describe('F32 → F16 conversion (F16 synthetic checkpoints)', () => {
+  const cases: [string, number, number][] = [
+    ['1.0 is exact', 1, 0x3c00],
+    ['−2.5 is exact', -2.5, 0xc100],
+    ['the largest F16 is exact', 65504, 0x7bff],
+    ['halfway past the largest F16 rounds to +∞', 65520, 0x7c00],
+    ['just below that halfway rounds down', 65519, 0x7bff],
+    ['halfway 1 + 2⁻¹¹ rounds down to the even 1.0', 1 + 2 ** -11, 0x3c00],
+    ['halfway 1 + 3·2⁻¹¹ rounds up to the even 1 + 2⁻⁹', 1 + 3 * 2 ** -11, 0x3c02],
+    ['the smallest normal 2⁻¹⁴ is exact', 2 ** -14, 0x0400],
+    ['the smallest subnormal 2⁻²⁴ is exact', 2 ** -24, 0x0001],
+    ['halfway to it, 2⁻²⁵, rounds to the even +0', 2 ** -25, 0x0000],
+    ['3·2⁻²⁵ rounds up to the even 2⁻²³', 3 * 2 ** -25, 0x0002],
+    ['a subnormal from the subnormal/normal edge rounds into the normals', 2 ** -14 - 2 ** -26, 0x0400],
+    ['−∞ stays −∞', -Infinity, 0xfc00],
+  ];
+  for (const [behaviour, input, bits] of cases) {
+    test(behaviour, () => assert.equal(f32ToF16(input).toString(16), bits.toString(16)));
+  }
+  test('NaN stays NaN', () => assert.equal(f32ToF16(NaN) & 0x7e00, 0x7e00));
 });
 
 describe('random BF16 streams', () => {

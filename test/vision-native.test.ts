@@ -8,7 +8,7 @@ import { before, describe, test } from 'node:test';
 
 import { NativeModel } from '../src/engine/native-model.js';
 import { parseModelConfig, type Variant } from '../src/engine/model-config.js';
-import { modelConfig } from '../src/engine/synth/model-configs.js';
+import { modelConfig } from '../src/model/synth/model-configs.js';
 import { parseVisionDims } from '../src/engine/vision-config.js';
 import { SafetensorsCheckpoint } from './reference/safetensors-reader.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';

@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import type { VisionMode } from '../src/engine/image-tokens.js';
 import type { Variant } from '../src/engine/model-config.js';
 import { OcrEngine, type PreparedPrompt } from '../src/engine/ocr-engine.js';
-import type { RgbImage } from '../src/engine/pillow-resize.js';
+import type { RgbImage } from '../src/documents/rgb-image.js';
 import type { OcrTask } from '../src/engine/prompts.js';
 import { ReferenceDecoder } from './reference/reference-decoder.js';
 import { assembleV1V3, assembleV2 } from './reference/vision-assembly.js';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { after, before, beforeEach, describe, test } from 'node:test';
 
-import { resolveModelDir } from '../src/cli/default-model.js';
+import { CheckpointRefusedError, resolveModelDir } from '../src/cli/default-model.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
 import { openStorage } from '../src/storage/open-storage.js';
 import type { Storage, StoredObject } from '../src/storage/storage.js';
@@ -150,17 +150,19 @@ describe('model fetch from S3', () => {
     assert.deepEqual((await readdir(cache)).sort(), [VERIFIED_MARKER_NAME, ...Object.keys(FILES)].sort());
   });
 
+  // These files are no real checkpoint: fetched, then refused by the check every worker runs.
   test('resolveModelDir fetches an s3:// model into <cache>/<bucket>/<prefix>/', async () => {
-    const model = await resolveModelDir(`s3://models/${prefix}/`, { cacheDir: cache });
-    assert.deepEqual(model, { dir: path.join(cache, 'models', ...prefix.split('/')), synthetic: false });
-    assert.ok((await readFile(path.join(model.dir, 'config.json'))).equals(FILES['config.json']));
+    await assert.rejects(resolveModelDir(`s3://models/${prefix}/`, { cacheDir: cache }), CheckpointRefusedError);
+    const dir = path.join(cache, 'models', ...prefix.split('/'));
+    assert.ok((await readFile(path.join(dir, 'config.json'))).equals(FILES['config.json']));
   });
 
   test('SCRIPTORIUM_MODEL may name an s3:// model too', async () => {
     process.env.SCRIPTORIUM_MODEL = `s3://models/${prefix}`;
     try {
-      const model = await resolveModelDir(undefined, { cacheDir: cache });
-      assert.equal((await stat(path.join(model.dir, 'model.safetensors'))).size, FILES['model.safetensors'].length);
+      await assert.rejects(resolveModelDir(undefined, { cacheDir: cache }), CheckpointRefusedError);
+      const dir = path.join(cache, 'models', ...prefix.split('/'));
+      assert.equal((await stat(path.join(dir, 'model.safetensors'))).size, FILES['model.safetensors'].length);
     } finally {
       delete process.env.SCRIPTORIUM_MODEL;
     }

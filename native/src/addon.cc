@@ -326,7 +326,9 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
                         InstanceMethod<&ModelWrap::SpecialVector>("specialVector"),
                         InstanceAccessor<&ModelWrap::Kernels>("kernels"),
                         InstanceAccessor<&ModelWrap::Threads>("threads"),
-                        InstanceAccessor<&ModelWrap::WeightBytes>("weightBytes")});
+                        InstanceAccessor<&ModelWrap::WeightBytes>("weightBytes"),
+                        InstanceAccessor<&ModelWrap::ConvertedBytes>("convertedBytes"),
+                        InstanceAccessor<&ModelWrap::UnreadTensors>("unreadTensors")});
   }
 
   // new NativeModel(dir: string, dims: DecoderDims, threads: number, visionDims?: VisionDims)
@@ -368,8 +370,61 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     return Napi::Number::New(info.Env(), static_cast<double>(engine_->checkpoint->total_bytes()));
   }
 
+  // Bytes of the BF16 copies of F16 / F32 weights, on top of the mapped files.
+  Napi::Value ConvertedBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(engine_->checkpoint->converted_bytes()));
+  }
+  // Tensors of the checkpoint the model does not read (extra buffers such as position_ids), sorted.
+  Napi::Value UnreadTensors(const Napi::CallbackInfo& info) {
+    const std::vector<std::string> names = engine_->checkpoint->unread_tensors();
+    Napi::Array out = Napi::Array::New(info.Env(), names.size());
+    for (uint32_t i = 0; i < names.size(); ++i) out.Set(i, Napi::String::New(info.Env(), names[i]));
+    return out;
+  }
+
   std::shared_ptr<Engine> engine_;
 };
+
+// readSafetensorsHeader(json: Uint8Array, dataBytes: number, file: string)
+//   -> {tensors: {name, dtype, shape: number[], begin, end}[], metadata: {[key]: string}}
+// The header of a safetensors file whose data section holds dataBytes bytes, validated exactly as
+// loading validates it; throws an Error naming `file` and the problem.
+Napi::Value ReadSafetensorsHeader(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array ||
+      !info[1].IsNumber() || !info[2].IsString())
+    throw Napi::TypeError::New(env, "readSafetensorsHeader(json: Uint8Array, dataBytes: number, file: string)");
+  const double data_bytes = info[1].As<Napi::Number>().DoubleValue();
+  if (!(data_bytes >= 0) || data_bytes > 9007199254740991.0 || data_bytes != std::floor(data_bytes))
+    throw Napi::RangeError::New(env, "readSafetensorsHeader: dataBytes must be a non-negative integer");
+  Napi::Uint8Array json = info[0].As<Napi::Uint8Array>();
+  SafetensorsHeader header;
+  try {
+    header = parse_safetensors_header(reinterpret_cast<const char*>(json.Data()), json.ElementLength(),
+                                      static_cast<uint64_t>(data_bytes), info[2].As<Napi::String>());
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(env, e.what());
+  }
+  Napi::Array tensors = Napi::Array::New(env, header.tensors.size());
+  for (uint32_t i = 0; i < header.tensors.size(); ++i) {
+    const TensorView& t = header.tensors[i];
+    Napi::Object entry = Napi::Object::New(env);
+    entry.Set("name", t.name);
+    entry.Set("dtype", dtype_name(t.dtype));
+    Napi::Array shape = Napi::Array::New(env, t.shape.size());
+    for (uint32_t d = 0; d < t.shape.size(); ++d) shape.Set(d, Napi::Number::New(env, static_cast<double>(t.shape[d])));
+    entry.Set("shape", shape);
+    entry.Set("begin", Napi::Number::New(env, static_cast<double>(t.offset)));
+    entry.Set("end", Napi::Number::New(env, static_cast<double>(t.offset + t.nbytes)));
+    tensors.Set(i, entry);
+  }
+  Napi::Object metadata = Napi::Object::New(env);
+  for (const auto& [key, value] : header.metadata) metadata.Set(key, value);
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("tensors", tensors);
+  out.Set("metadata", metadata);
+  return out;
+}
 
 class Addon : public Napi::Addon<Addon> {
  public:
@@ -379,6 +434,7 @@ class Addon : public Napi::Addon<Addon> {
     DefineAddon(exports, {InstanceValue("NativeModel", ModelWrap::Init(env), napi_enumerable),
                           InstanceValue("NativeSequence", sequence, napi_enumerable),
                           InstanceMethod<&Addon::KernelSets>("supportedKernelSets", napi_enumerable),
+                          InstanceValue("readSafetensorsHeader", Napi::Function::New(env, ReadSafetensorsHeader), napi_enumerable),
                           InstanceMethod<&Addon::MeasureCeilings>("measureCeilings", napi_enumerable)});
   }
   Napi::FunctionReference sequence_constructor;

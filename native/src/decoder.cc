@@ -102,9 +102,7 @@ Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPo
       layer.dense = expert(p + "mlp.", dims_.intermediate);
       continue;
     }
-    const bf16_t* router = bf16(p + "mlp.gate.weight", {dims_.n_routed, H});
-    layer.router.resize(dims_.n_routed * H);
-    for (int64_t i = 0; i < dims_.n_routed * H; ++i) layer.router[i] = bf16_to_f32(router[i]);
+    layer.router = checkpoint.f32(p + "mlp.gate.weight", {dims_.n_routed, H});
     for (int64_t e = 0; e < dims_.n_routed; ++e)
       layer.experts.push_back(expert(p + "mlp.experts." + std::to_string(e) + ".", dims_.moe_intermediate));
     if (dims_.n_shared > 0) layer.shared = expert(p + "mlp.shared_experts.", dims_.n_shared * dims_.moe_intermediate);

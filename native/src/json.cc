@@ -46,6 +46,7 @@ class Parser {
 
   JsonValue parse_value(int depth) {
     if (depth > kMaxDepth) fail("nesting too deep");
+    if (++values_ > kMaxJsonValues) fail("too many values");
     skip_whitespace();
     if (p_ >= end_) fail("unexpected end of input");
     JsonValue value;
@@ -209,6 +210,7 @@ class Parser {
   const char* p_;
   const char* begin_;
   const char* end_;
+  size_t values_ = 0;
 };
 
 }  // namespace

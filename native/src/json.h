@@ -30,7 +30,12 @@ struct JsonValue {
   const JsonValue* find(const std::string& key) const;
 };
 
-// Parses `text` (exactly one JSON value, optional surrounding whitespace). Throws JsonError.
+// Most values one document may hold: bounds the parser's memory whatever the input (a real
+// safetensors header holds about ten values per tensor).
+constexpr size_t kMaxJsonValues = size_t{1} << 21;
+
+// Parses `text` (exactly one JSON value, optional surrounding whitespace, at most kMaxJsonValues
+// values nested at most 64 deep). Throws JsonError.
 JsonValue parse_json(const char* text, size_t length);
 
 }  // namespace scriptorium

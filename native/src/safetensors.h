@@ -1,10 +1,13 @@
 // Memory-mapped safetensors checkpoints (single file or sharded with model.safetensors.index.json).
-// Tensors are zero-copy views into the mapping. Every size and offset read from a file is validated
-// before use; problems raise ModelFileError with the file name and what is wrong.
+// BF16 tensors are zero-copy views into the mapping; F16 and F32 tensors the engine reads as BF16
+// are converted once, on first use, by round-to-nearest-even. Every size and offset read from a
+// file is validated with overflow-checked arithmetic before use; problems raise ModelFileError with
+// the file name and what is wrong.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,29 +19,45 @@ class ModelFileError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class DType { BF16, F16, F32 };
+// Every dtype the safetensors format defines. The engine computes with the float ones (BF16, F16,
+// F32); the others may sit in a checkpoint as buffers the model does not read.
+enum class DType { BF16, F16, F32, F64, I64, I32, I16, I8, U64, U32, U16, U8, BOOL, F8_E4M3, F8_E5M2 };
 
 const char* dtype_name(DType dtype);
 size_t dtype_size(DType dtype);
+bool is_float_weight(DType dtype);  // BF16, F16 or F32: a dtype the engine can load a weight from
+
+// A header larger than this is refused (the safetensors format's own limit; real ones are ~1 MB).
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 struct TensorView {
   std::string name;
   std::string file;  // shard the tensor lives in (for error messages)
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
-  const uint8_t* data = nullptr;  // into the shard's mapping; valid while the Checkpoint lives
+  uint64_t offset = 0;            // first byte within the file's data section
+  const uint8_t* data = nullptr;  // into the shard's mapping (or a converted copy); valid while the Checkpoint lives
   size_t nbytes = 0;
 
-  int64_t numel() const;
+  int64_t numel() const;  // the product of the shape; validated not to overflow when the header was read
   std::string shape_string() const;
 };
+
+struct SafetensorsHeader {
+  std::vector<TensorView> tensors;  // in header order; `data` is null
+  std::map<std::string, std::string> metadata;
+};
+
+// Parses and validates the JSON header of a safetensors file whose data section holds `data_size`
+// bytes: a JSON object whose entries have a known dtype, a shape of non-negative integers whose
+// element count and byte size do not overflow, and data_offsets inside the data section that match
+// that byte size; no two tensors overlap. `file` names the file in error messages.
+SafetensorsHeader parse_safetensors_header(const char* json, size_t length, uint64_t data_size, const std::string& file);
 
 // One mapped .safetensors file.
 class SafetensorsFile {
  public:
-  // Maps and validates `path`: header length within the file, header is a JSON object, every
-  // entry has a known dtype, a non-negative shape, offsets inside the data section that match the
-  // shape's byte size, and no two tensors overlap.
+  // Maps `path` and validates its header length and header (parse_safetensors_header).
   explicit SafetensorsFile(const std::string& path);
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
@@ -64,17 +83,31 @@ class Checkpoint {
   explicit Checkpoint(const std::string& dir);
 
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
-  // The tensor `name`, checked against the expected shape and dtype (taken from config.json by
-  // the caller). Throws ModelFileError naming the tensor when missing or different.
-  const TensorView& get(const std::string& name, const std::vector<int64_t>& shape,
-                        DType dtype = DType::BF16) const;
+  // The tensor `name` as BF16 data, checked against the expected shape (taken from config.json by
+  // the caller). A BF16 tensor is returned in place; an F16 or F32 one is converted once (round to
+  // nearest even) into memory the Checkpoint owns. Throws ModelFileError naming the tensor when it
+  // is missing, has another shape, or is no float tensor.
+  const TensorView& get(const std::string& name, const std::vector<int64_t>& shape) const;
+  // The tensor `name` as F32 values (exact for every float dtype), checked like get().
+  std::vector<float> f32(const std::string& name, const std::vector<int64_t>& shape) const;
+
   const std::map<std::string, const TensorView*>& tensors() const { return tensors_; }
-  size_t total_bytes() const;
+  size_t total_bytes() const;  // tensor bytes in the files
+  // Bytes of the BF16 copies made for F16 / F32 tensors: memory on top of the mapped files.
+  size_t converted_bytes() const { return converted_bytes_; }
+  // Tensors no get() / f32() call has asked for, sorted (buffers the model does not use).
+  std::vector<std::string> unread_tensors() const;
 
  private:
+  const TensorView& checked(const std::string& name, const std::vector<int64_t>& shape) const;
+
   std::string dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorView*> tensors_;
+  mutable std::map<std::string, TensorView> converted_;  // BF16 views of converted tensors
+  mutable std::vector<std::unique_ptr<uint16_t[]>> converted_data_;
+  mutable size_t converted_bytes_ = 0;
+  mutable std::set<std::string> read_;  // names asked for
 };
 
 }  // namespace scriptorium

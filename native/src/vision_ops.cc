@@ -95,11 +95,7 @@ void resample_axis(ThreadPool& pool, const std::vector<Taps>& taps, const float*
 }  // namespace
 
 std::vector<float> load_f32(const Checkpoint& checkpoint, const std::string& name, const std::vector<int64_t>& shape) {
-  const TensorView& t = checkpoint.get(name, shape);
-  const bf16_t* src = reinterpret_cast<const bf16_t*>(t.data);
-  std::vector<float> out(t.numel());
-  for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_f32(src[i]);
-  return out;
+  return checkpoint.f32(name, shape);
 }
 
 Linear load_linear(const Checkpoint& checkpoint, const std::string& prefix, int64_t out, int64_t in, bool with_bias) {

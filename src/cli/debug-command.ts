@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 
 import { openDocument, renderPage, type RgbImage } from '../documents/document.js';
-import { debugDump, writeDump } from '../engine/debug-dump.js';
+import { debugDump, writeDump } from '../model/debug-dump.js';
 import type { VisionMode } from '../engine/image-tokens.js';
 import { VARIANTS, type Variant } from '../engine/model-config.js';
 import type { OcrTask } from '../engine/prompts.js';

@@ -1,12 +1,18 @@
 // Which checkpoint a command runs: --model, else $SCRIPTORIUM_MODEL, else a tiny synthetic
-// checkpoint generated once into the user's cache directory, announced as such. A model named
+// checkpoint generated once into the user's cache directory. A checkpoint is synthetic when it holds
+// the marker `model synth` writes, wherever it comes from, and is announced as such. A model named
 // s3://bucket/prefix/ is fetched into a local cache first (see mirrorVerified: checked against the
 // prefix's SHA256SUMS, nothing fetched again that is already there and verified).
-import { access, rename, rm } from 'node:fs/promises';
+import { access, readdir, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
-import { synthCheckpoint } from '../engine/synth/synth-checkpoint.js';
+import type { Logger } from 'pino';
+
+import { synthCheckpoint } from '../model/synth/synth-checkpoint.js';
+import { isSyntheticCheckpoint } from '../model/synth/synthetic-marker.js';
+import { checkCheckpoint } from '../model/checkpoint-check.js';
+import { formatCheckpointReport } from '../model/checkpoint-report-text.js';
 import { S3Storage } from '../storage/s3-storage.js';
 import { mirrorVerified, type MirrorEvent } from '../storage/verified-mirror.js';
 
@@ -18,6 +24,13 @@ export interface ResolvedModel {
 export interface ResolveModelOptions {
   /** Where s3:// models are kept, as <cache>/<bucket>/<prefix>/. Default: ~/.cache/scriptorium/models. */
   cacheDir?: string;
+  /** Where the checkpoint check's summary goes (default: a line on stderr when F16/F32 weights cost memory). */
+  logger?: Logger;
+}
+
+/** A checkpoint a worker would refuse; the message is the `model check` report. */
+export class CheckpointRefusedError extends Error {
+  override name = 'CheckpointRefusedError';
 }
 
 function cacheRoot(): string {
@@ -37,10 +50,18 @@ async function exists(file: string): Promise<boolean> {
 
 export async function resolveModelDir(flag: string | undefined, options: ResolveModelOptions = {}): Promise<ResolvedModel> {
   const named = flag ?? process.env.SCRIPTORIUM_MODEL;
-  if (named?.startsWith('s3://')) return { dir: await fetchS3Model(named, options.cacheDir ?? defaultModelCacheDir()), synthetic: false };
-  if (named) return { dir: named, synthetic: false };
+  if (named) {
+    const dir = named.startsWith('s3://') ? await fetchS3Model(named, options.cacheDir ?? defaultModelCacheDir()) : await localModelDir(named, flag === undefined);
+    const synthetic = await isSyntheticCheckpoint(dir);
+    if (synthetic) {
+      process.stderr.write(`scriptorium: ${named} is a SYNTHETIC checkpoint written by \`model synth\` (random weights); its output is meaningless text\n`);
+    }
+    await checkBeforeLoading(dir, options.logger);
+    return { dir, synthetic };
+  }
   const dir = path.join(cacheRoot(), 'scriptorium', 'synthetic-tiny-v3');
-  if (!(await exists(path.join(dir, 'config.json')))) {
+  // A cache written before checkpoints carried their synthetic marker is written again.
+  if (!(await isSyntheticCheckpoint(dir)) || !(await exists(path.join(dir, 'config.json')))) {
     // Written beside and renamed, so an interrupted run never leaves a half checkpoint.
     const partial = `${dir}.partial-${process.pid}`;
     await synthCheckpoint({ variant: 'v3', size: 'tiny', outDir: partial, seed: 0 });
@@ -51,6 +72,40 @@ export async function resolveModelDir(flag: string | undefined, options: Resolve
     `scriptorium: no model given (--model or SCRIPTORIUM_MODEL): using a SYNTHETIC tiny V3 checkpoint with random weights at ${dir}; its output is meaningless text\n`,
   );
   return { dir, synthetic: true };
+}
+
+/** The `model check` of a checkpoint about to be loaded: a refusal carries its report. */
+async function checkBeforeLoading(dir: string, logger: Logger | undefined): Promise<void> {
+  const report = await checkCheckpoint(dir);
+  if (!report.loadable) throw new CheckpointRefusedError(`the checkpoint cannot be loaded:\n${formatCheckpointReport(report)}`);
+  const summary = {
+    checkpoint: dir,
+    variant: report.variant,
+    parameters: report.parameters,
+    dtypes: report.dtypes,
+    weightBytes: report.weightBytes,
+    conversionBytes: report.conversionBytes,
+    ignoredTensors: report.unexpected.map((t) => t.name),
+    synthetic: report.synthetic,
+  };
+  if (logger) logger.info(summary, 'checkpoint checked');
+  else if (report.conversionBytes > 0) {
+    process.stderr.write(`scriptorium: ${dir} stores weights in F16/F32: converting them to BF16 at load takes up to ${(report.conversionBytes / 1e6).toFixed(1)} MB more memory\n`);
+  }
+}
+
+/** `dir` when it holds a config.json; otherwise an error that says how to get a checkpoint there. */
+async function localModelDir(dir: string, fromEnvironment: boolean): Promise<string> {
+  const named = fromEnvironment ? `SCRIPTORIUM_MODEL=${dir}` : `--model ${dir}`;
+  const download = `download one with \`scriptorium model download v1|v2|v3 --dir ${dir}\``;
+  const info = await stat(dir).catch(() => undefined);
+  if (!info) throw new Error(`${named}: no such folder; ${download}`);
+  if (!info.isDirectory()) throw new Error(`${named} is a file, not a checkpoint folder (config.json, safetensors, tokenizer.json)`);
+  if (!(await exists(path.join(dir, 'config.json')))) {
+    const empty = (await readdir(dir)).length === 0;
+    throw new Error(`${named} ${empty ? 'is an empty folder' : 'holds no checkpoint (no config.json)'}; ${download}`);
+  }
+  return dir;
 }
 
 /**

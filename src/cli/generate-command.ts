@@ -1,6 +1,6 @@
 // `scriptorium generate`: greedy generation from a text prompt, streamed to stdout.
 import { generate } from '../engine/generate.js';
-import { textPromptIds } from '../engine/debug-dump.js';
+import { textPromptIds } from '../model/debug-dump.js';
 import { NativeModel } from '../engine/native-model.js';
 import { Tokenizer } from '../engine/tokenizer.js';
 import { resolveModelDir } from './default-model.js';

@@ -1,15 +1,25 @@
 // `scriptorium model synth`: checkpoints in the exact Hugging Face layout with random weights.
 // `scriptorium model download`: the real checkpoints from the Hugging Face hub.
-import { DEFAULT_HUB_ENDPOINT, downloadModel, HUB_REPOSITORIES, type ModelDownloadEvent } from '../engine/model-download.js';
-import { synthCheckpoint } from '../engine/synth/synth-checkpoint.js';
+// `scriptorium model check`: whether a worker would load a checkpoint, without reading its weights.
+import { DEFAULT_HUB_ENDPOINT, downloadModel, HUB_REPOSITORIES, type ModelDownloadEvent } from '../model/model-download.js';
+import { synthCheckpoint, type WeightDType } from '../model/synth/synth-checkpoint.js';
+import { SYNTHETIC_MARKER_FILE } from '../model/synth/synthetic-marker.js';
 import { VARIANTS, type Variant } from '../engine/model-config.js';
+import { checkCheckpoint } from '../model/checkpoint-check.js';
+import { formatCheckpointReport } from '../model/checkpoint-report-text.js';
 import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
 
 const SYNTH_USAGE = `Usage: scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
+                             [--dtype bf16|f16|f32] [--position-ids]
 
 Writes config.json, safetensors shards with model.safetensors.index.json (real tensor names,
-shapes and BF16 dtype; random values) and the tokenizer files. "tiny" shrinks every width for
-tests; "full" matches the real parameter count (about 6.7 GB on disk).`;
+shapes and BF16 dtype; random values), the tokenizer files and ${SYNTHETIC_MARKER_FILE}, which
+flags the folder as synthetic in every command's logs and results. "tiny" shrinks every width for
+tests; "full" matches the real parameter count (about 6.7 GB on disk).
+
+  --dtype T        store every weight as bf16 (default, as published), f32 (the same values,
+                   widened) or f16 (rounded to nearest even), as re-saved copies do
+  --position-ids   add the int64 CLIP position_ids buffer re-saved copies carry (v1, v3)`;
 
 const DOWNLOAD_USAGE = `Usage: scriptorium model download v1|v2|v3 --dir DIR [--revision REV] [--endpoint URL]
 
@@ -24,12 +34,24 @@ $HF_TOKEN, when set, is sent to the hub as a Bearer token (private or gated repo
 Files already present with the listed size and hash are skipped; an interrupted download resumes
 from DIR/FILE.partial; every file is checked against the sha256 (or git blob id) the hub lists.`;
 
-const USAGE = `${SYNTH_USAGE}\n\n${DOWNLOAD_USAGE}`;
+const CHECK_USAGE = `Usage: scriptorium model check DIR|s3://bucket/prefix/ [--variant v1|v2|v3] [--json] [--no-identity]
+
+Reads config.json, the index, every shard header and the tokenizer files, never the weights, and
+reports the variant, parameter count, dtypes, missing / mis-shaped / ignored tensors, the memory F16
+and F32 weights cost, whether tokenizer.json has DeepSeek-OCR's vocabulary, and the checkpoint
+identity workers record (hashing the local files; from SHA256SUMS for s3://). Exit status 0 when a
+worker would load the checkpoint, 1 when it would refuse it (workers run the same check at start).
+
+  --json         the report as JSON
+  --no-identity  skip the identity (hashing a full local checkpoint takes seconds)`;
+
+const USAGE = `${SYNTH_USAGE}\n\n${DOWNLOAD_USAGE}\n\n${CHECK_USAGE}`;
 
 export async function runModelCommand(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === 'synth') return runSynth(rest);
   if (sub === 'download') return runDownload(rest);
+  if (sub === 'check') return runCheck(rest);
   if (sub === '--help' || sub === '-h' || sub === 'help') {
     process.stdout.write(`${USAGE}\n`);
     return 0;
@@ -122,7 +144,14 @@ function formatBytes(bytes: number): string {
 async function runSynth(args: string[]): Promise<number> {
   const { values } = parseCommandArgs(
     args,
-    { variant: { type: 'string' }, size: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' } },
+    {
+      variant: { type: 'string' },
+      size: { type: 'string' },
+      out: { type: 'string' },
+      seed: { type: 'string' },
+      dtype: { type: 'string' },
+      'position-ids': { type: 'boolean', default: false },
+    },
     SYNTH_USAGE,
   );
   if (values.help) {
@@ -133,6 +162,8 @@ async function runSynth(args: string[]): Promise<number> {
   const size = choiceOption(values.size, 'size', ['tiny', 'full'] as const, SYNTH_USAGE);
   const outDir = requireOption(values.out, 'out', SYNTH_USAGE);
   const seed = integerOption(values.seed, 'seed', 0, SYNTH_USAGE);
+  const dtype = choiceOption(values.dtype ?? 'bf16', 'dtype', ['bf16', 'f16', 'f32'] as const, SYNTH_USAGE).toUpperCase() as WeightDType;
+  if (values['position-ids'] && variant === 'v2') throw new UsageError('--position-ids belongs to the CLIP encoder of v1 and v3', SYNTH_USAGE);
   const started = Date.now();
   let lastReport = 0;
   const summary = await synthCheckpoint({
@@ -140,6 +171,8 @@ async function runSynth(args: string[]): Promise<number> {
     size,
     outDir,
     seed,
+    dtypeOf: () => dtype,
+    positionIds: values['position-ids'],
     onProgress: (done, total) => {
       if (process.stderr.isTTY && Date.now() - lastReport > 500) {
         lastReport = Date.now();
@@ -154,4 +187,23 @@ async function runSynth(args: string[]): Promise<number> {
       `in ${((Date.now() - started) / 1000).toFixed(1)} s (random weights: output text is meaningless)\n`,
   );
   return 0;
+}
+
+async function runCheck(args: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    args,
+    { variant: { type: 'string' }, json: { type: 'boolean', default: false }, 'no-identity': { type: 'boolean', default: false } },
+    CHECK_USAGE,
+  );
+  if (values.help) {
+    process.stdout.write(`${CHECK_USAGE}\n`);
+    return 0;
+  }
+  const [location, ...extra] = positionals;
+  if (location === undefined) throw new UsageError('give the checkpoint folder or s3:// prefix to check', CHECK_USAGE);
+  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`, CHECK_USAGE);
+  const variant = values.variant === undefined ? undefined : choiceOption(values.variant, 'variant', VARIANTS, CHECK_USAGE);
+  const report = await checkCheckpoint(location, { variant, identity: !values['no-identity'] });
+  process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatCheckpointReport(report)}\n`);
+  return report.loadable ? 0 : 1;
 }

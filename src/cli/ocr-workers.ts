@@ -15,7 +15,7 @@ import { startDocumentWorker } from '../worker/document-worker.js';
 import { PagePipeline } from '../worker/page-pipeline.js';
 import { startPageWorker, type PageWorkerOptions } from '../worker/page-worker.js';
 import { WorkerActivity } from '../worker/worker-activity.js';
-import { checkpointIdentity } from './checkpoint-identity.js';
+import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import type { ResolvedModel } from './default-model.js';
 
 /** Exit status of a worker process whose engine hung: its supervisor should start a fresh one. */
@@ -113,7 +113,16 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
   activity.watchDocuments(documents);
   await Promise.all([pages.waitUntilReady(), documents.waitUntilReady()]);
   logger.info(
-    { variant: engine.variant, checkpoint: checkpointId, kernels: engine.model.kernels, threads: engine.model.threads, storage: storage.url, worker: heartbeat.key },
+    {
+      variant: engine.variant,
+      checkpoint: checkpointId,
+      synthetic: model.synthetic,
+      convertedBytes: engine.model.convertedBytes,
+      kernels: engine.model.kernels,
+      threads: engine.model.threads,
+      storage: storage.url,
+      worker: heartbeat.key,
+    },
     'worker ready',
   );
 

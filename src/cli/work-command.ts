@@ -113,7 +113,7 @@ export async function runWorkCommand(args: string[]): Promise<number> {
       metrics = await serveMetrics({ port: metricsPort, host: values['metrics-host'], redisUrl: redis.url, logger });
       logger.info({ url: metrics.url }, 'serving metrics');
     }
-    const model = await resolveModelDir(values.model, { cacheDir: values['model-cache'] });
+    const model = await resolveModelDir(values.model, { cacheDir: values['model-cache'], logger });
     const workers = await startOcrWorkers({ model, variant, threads, storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
     logger.info({ redis: redis.description, batch, concurrency, ...faults }, 'taking jobs');
     await new Promise<void>((resolve, reject) => {

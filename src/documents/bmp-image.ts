@@ -3,7 +3,7 @@
 // and PNG are rejected with a reason.
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 
-import type { RgbImage } from '../engine/image-preprocess.js';
+import type { RgbImage } from './rgb-image.js';
 import { DocumentError } from './document-error.js';
 
 /** The same cap as sharp's default limitInputPixels. */

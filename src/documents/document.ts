@@ -1,12 +1,12 @@
 // The documents façade: what the CLI, the producer and the workers call. Every failure caused by
 // the input is a DocumentError, so a caller records "document failed: <reason>" and goes on.
-import type { RgbImage } from '../engine/image-preprocess.js';
+import type { RgbImage } from './rgb-image.js';
 import { detectDocumentType, type DocumentType } from './document-type.js';
 import { decodeImagePage, imagePageCount } from './image-document.js';
 import type { PdfRenderSize } from './pdf-render-size.js';
 import { PdfRenderer } from './pdf-renderer.js';
 
-export type { RgbImage } from '../engine/image-preprocess.js';
+export type { RgbImage } from './rgb-image.js';
 export { DocumentError, UnsupportedDocumentError } from './document-error.js';
 export type { DocumentType } from './document-type.js';
 export type { PdfRenderSize } from './pdf-render-size.js';

@@ -5,7 +5,7 @@
 // with several frames is an animation, not a document: only its first frame is read.
 import sharp from 'sharp';
 
-import type { RgbImage } from '../engine/image-preprocess.js';
+import type { RgbImage } from './rgb-image.js';
 import { decodeBmp, readBmpLayout } from './bmp-image.js';
 import { DocumentError, pageOutOfRange } from './document-error.js';
 import type { DocumentType } from './document-type.js';

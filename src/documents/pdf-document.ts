@@ -2,7 +2,7 @@
 // (pdf-render-worker.ts), never on the main event loop.
 import { PDFiumLibrary, type PDFiumDocument } from '@hyzyla/pdfium';
 
-import type { RgbImage } from '../engine/image-preprocess.js';
+import type { RgbImage } from './rgb-image.js';
 import { DocumentError, pageOutOfRange } from './document-error.js';
 import { pdfPagePixels, type PdfRenderSize } from './pdf-render-size.js';
 

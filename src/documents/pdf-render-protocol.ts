@@ -1,5 +1,5 @@
 // Messages between PdfRenderer (main thread) and pdf-render-worker.ts (one per worker thread).
-import type { RgbImage } from '../engine/image-preprocess.js';
+import type { RgbImage } from './rgb-image.js';
 import type { PdfRenderSize } from './pdf-render-size.js';
 
 /** A file the worker reads itself, or bytes transferred to it (the worker owns them). */

@@ -2,7 +2,7 @@
 // its last opened document: send the pages of one document in a row to parse it once.
 import { Worker } from 'node:worker_threads';
 
-import type { RgbImage } from '../engine/image-preprocess.js';
+import type { RgbImage } from './rgb-image.js';
 import { DocumentError } from './document-error.js';
 import type { PdfReply, PdfRequest, PdfSource, PdfTask } from './pdf-render-protocol.js';
 import { checkPdfRenderSize, type PdfRenderSize } from './pdf-render-size.js';

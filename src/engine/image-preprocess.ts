@@ -4,10 +4,10 @@
 // Pillow's bicubic, reproduced exactly by pillow-resize.ts.
 import { imageTokenCount, modeGeometry, type VisionMode } from './image-tokens.js';
 import type { Variant } from './model-config.js';
-import { pillowResizeBicubic, type RgbImage } from './pillow-resize.js';
+import type { RgbImage } from '../documents/rgb-image.js';
+import { pillowResizeBicubic } from './pillow-resize.js';
 import { chooseTileGrid, type MaxTiles, type TileGrid } from './tile-grid.js';
 
-export type { RgbImage };
 
 /** Pad colour: tuple(int(0.5 * 255)) for each channel. */
 const PAD_GRAY = 127;

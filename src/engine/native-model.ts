@@ -104,11 +104,24 @@ interface NativeModelHandle {
   readonly kernels: string;
   readonly threads: number;
   readonly weightBytes: number;
+  readonly convertedBytes: number;
+  readonly unreadTensors: string[];
+}
+
+/** One tensor entry of a safetensors header; begin and end are byte offsets in the data section. */
+export interface SafetensorsHeaderEntry {
+  name: string;
+  dtype: string;
+  shape: number[];
+  begin: number;
+  end: number;
 }
 
 interface NativeBinding {
   NativeModel: new (dir: string, dims: object, threads: number, visionDims?: VisionDims) => NativeModelHandle;
   supportedKernelSets(): string[];
+  /** Validates a header exactly as loading does (a file's data section holds dataBytes); throws naming `file`. */
+  readSafetensorsHeader(json: Uint8Array, dataBytes: number, file: string): { tensors: SafetensorsHeaderEntry[]; metadata: Record<string, string> };
   measureCeilings(options?: CeilingOptions): Promise<MachineCeilings>;
 }
 
@@ -159,8 +172,19 @@ export class NativeModel {
     return this.handle.threads;
   }
 
+  /** Tensor bytes in the checkpoint's files (memory-mapped). */
   get weightBytes(): number {
     return this.handle.weightBytes;
+  }
+
+  /** Bytes of the BF16 copies made of F16 / F32 weights at load: memory on top of the mapped files. */
+  get convertedBytes(): number {
+    return this.handle.convertedBytes;
+  }
+
+  /** Tensors of the checkpoint the model never reads (extra buffers such as position_ids), sorted. */
+  get unreadTensors(): string[] {
+    return this.handle.unreadTensors;
   }
 
   get vocab(): number {

@@ -5,12 +5,7 @@
 // normalised to sum 1 and turned into 22-bit fixed-point integers; sums start at one half and are shifted back and
 // clipped to 0..255. A pass whose output size equals its input size is skipped (the pixels are copied).
 
-/** An 8-bit RGB image: `data` is [height, width, 3], row-major, channels R, G, B. */
-export interface RgbImage {
-  width: number;
-  height: number;
-  data: Uint8Array;
-}
+import type { RgbImage } from '../documents/rgb-image.js';
 
 /** Fixed-point fraction bits of the coefficients: 32 bits minus 8 for the pixel value minus 2 for overshoot. */
 const PRECISION_BITS = 32 - 8 - 2;

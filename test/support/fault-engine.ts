@@ -8,7 +8,7 @@
 //   SCRIPTORIUM_TEST_SLOW_MS=N    every batch first waits N ms, so that a test can act mid-page
 // Every batch writes `fault-engine: reading <w>x<h>,…` to stderr as it starts.
 import { OcrEngine } from '../../src/engine/ocr-engine.js';
-import type { RgbImage } from '../../src/engine/pillow-resize.js';
+import type { RgbImage } from '../../src/documents/rgb-image.js';
 
 /** The size of a poison page image; no page of the other test documents has it. */
 export const POISON_PAGE = { width: 157, height: 211 };

@@ -1,6 +1,6 @@
 // Deterministic test images that look a little like scanned pages: smooth colour gradients, text-like rows of
 // thin dark strokes with hard edges, and a sprinkle of noise.
-import type { RgbImage } from '../../src/engine/pillow-resize.js';
+import type { RgbImage } from '../../src/documents/rgb-image.js';
 
 /** A seeded linear congruential generator returning floats in [0, 1). */
 export function seededRandom(seed: number): () => number {

@@ -10,9 +10,11 @@ import { open, writeFile } from 'node:fs/promises';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 
+export type WrittenDType = 'BF16' | 'F16' | 'F32' | 'I64';
+
 export interface TensorToWrite {
   name: string;
-  dtype: 'BF16';
+  dtype: WrittenDType;
   shape: readonly number[];
   /** Starts the tensor's data: the returned function fills each next chunk of its little-endian bytes. */
   openData(): (chunk: Uint8Array) => void;
@@ -35,7 +37,7 @@ export interface WrittenSafetensors {
 }
 
 export const INDEX_FILE = 'model.safetensors.index.json';
-const DTYPE_BYTES = { BF16: 2 } as const;
+export const DTYPE_BYTES: Record<WrittenDType, number> = { BF16: 2, F16: 2, F32: 4, I64: 8 };
 
 interface SizedTensor {
   tensor: TensorToWrite;

@@ -23,6 +23,31 @@ export function f32ToBf16(x: number): number {
   return (bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16;
 }
 
+/** IEEE half bits of the F32 nearest to `x`, rounded to nearest even (overflow to infinity, NaN kept). */
+export function f32ToF16(x: number): number {
+  f32[0] = x;
+  const bits = f32Bits[0];
+  const sign = (bits >>> 16) & 0x8000;
+  const exponent = (bits >>> 23) & 0xff;
+  const mantissa = bits & 0x7fffff;
+  if (exponent === 0xff) return sign | 0x7c00 | (mantissa ? 0x200 | (mantissa >>> 13) : 0);
+  const e = exponent - 112; // F16 biased exponent
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign; // below half the smallest subnormal
+    const full = mantissa | 0x800000;
+    const shift = 14 - e;
+    const rest = full & ((1 << shift) - 1);
+    const half = 1 << (shift - 1);
+    const m = full >>> shift;
+    return sign | (m + (rest > half || (rest === half && m & 1) ? 1 : 0));
+  }
+  const m = mantissa >>> 13;
+  const rest = mantissa & 0x1fff;
+  // A carry out of the mantissa steps the exponent, up to infinity: still the right rounding.
+  return (sign | (e << 10) | m) + (rest > 0x1000 || (rest === 0x1000 && m & 1) ? 1 : 0);
+}
+
 /** The F32 value of BF16 bits. */
 export function bf16ToF32(bits: number): number {
   f32Bits[0] = bits << 16;

@@ -13,7 +13,7 @@
 //     image_newline, view_seperator                           0     0.5
 //   SAM relative-position tables rel_pos_h / rel_pos_w        0     0.02
 
-import { VISION_CODE_DEFAULTS } from '../vision-config.js';
+import { VISION_CODE_DEFAULTS } from '../../engine/vision-config.js';
 import type { ClipWidthConfig, ConfigJson, Qwen2WidthConfig, SamWidthConfig } from './model-configs.js';
 import type { NormalInit } from './random-weights.js';
 
@@ -22,6 +22,8 @@ export interface TensorSpec {
   shape: number[];
   dtype: 'BF16';
   init: NormalInit;
+  /** In every published checkpoint but never read by the engine (a checkpoint may lack it). */
+  unread?: true;
 }
 
 /** The v2 encoder's local tile side in pixels (hard-coded in the reference code, MODELS.md §4.3). */
@@ -159,7 +161,8 @@ function clipTensors(clip: ClipWidthConfig): TensorSpec[] {
   const p = 'model.vision_model';
   const tensors: TensorSpec[] = [
     learned(`${p}.embeddings.class_embedding`, [width]),
-    weight(`${p}.embeddings.patch_embedding.weight`, [width, 3, clip.patch_size, clip.patch_size]),
+    // SAM's features replace CLIP's patch embeddings (MODELS.md §3.3): the weight is saved, never used.
+    { ...weight(`${p}.embeddings.patch_embedding.weight`, [width, 3, clip.patch_size, clip.patch_size]), unread: true },
     learned(`${p}.embeddings.position_embedding.weight`, [positions, width]),
     ...layerNorm(`${p}.pre_layrnorm`, width),
   ];

@@ -3,15 +3,15 @@
 // safetensors file (README "Debugging: the dump format").
 import { writeFile } from 'node:fs/promises';
 
-import { generate } from './generate.js';
-import type { VisionMode } from './image-tokens.js';
-import type { Variant } from './model-config.js';
-import { NativeModel } from './native-model.js';
-import { OcrEngine, type PreparedPrompt } from './ocr-engine.js';
-import type { RgbImage } from './pillow-resize.js';
-import type { OcrTask } from './prompts.js';
+import { generate } from '../engine/generate.js';
+import type { VisionMode } from '../engine/image-tokens.js';
+import type { Variant } from '../engine/model-config.js';
+import { NativeModel } from '../engine/native-model.js';
+import { OcrEngine, type PreparedPrompt } from '../engine/ocr-engine.js';
+import type { RgbImage } from '../documents/rgb-image.js';
+import type { OcrTask } from '../engine/prompts.js';
 import { encodeSafetensors, type DumpTensor } from './safetensors-encode.js';
-import { Tokenizer } from './tokenizer.js';
+import { Tokenizer } from '../engine/tokenizer.js';
 
 export const DUMP_TOPK = 8;
 
