@@ -17,6 +17,7 @@
 
 #include "ceilings.h"
 #include "decoder.h"
+#include "gpu_backend.h"
 #include "kernels.h"
 #include "safetensors.h"
 #include "thread_pool.h"
@@ -380,6 +381,7 @@ class Addon : public Napi::Addon<Addon> {
                           InstanceValue("NativeSequence", sequence, napi_enumerable),
                           InstanceMethod<&Addon::KernelSets>("supportedKernelSets", napi_enumerable),
                           InstanceMethod<&Addon::MeasureCeilings>("measureCeilings", napi_enumerable)});
+    register_gpu_backend(env, exports);
   }
   Napi::FunctionReference sequence_constructor;
 
