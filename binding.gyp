@@ -1,4 +1,7 @@
 {
+  "variables": {
+    "vulkan_missing": "<!(bash native/vulkan/detect.sh)"
+  },
   "target_defaults": {
     "cflags_cc": ["-std=c++17", "-O3", "-fno-math-errno"],
     "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
@@ -44,7 +47,33 @@
         "native/src/ceilings.cc"
       ],
       "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
-      "libraries": ["-lpthread"]
+      "libraries": ["-lpthread"],
+      "conditions": [
+        ["vulkan_missing==''", {
+          "sources": [
+            "native/vulkan/instance.cc",
+            "native/vulkan/device.cc",
+            "native/vulkan/buffers.cc",
+            "native/vulkan/pipelines.cc",
+            "native/vulkan/shader_ops.cc",
+            "native/vulkan/vulkan_backend.cc"
+          ],
+          "include_dirs": ["native/vulkan", "<(SHARED_INTERMEDIATE_DIR)"],
+          "cflags_cc": ["-Wno-missing-field-initializers"],
+          "libraries": ["-ldl"],
+          "actions": [{
+            "action_name": "embed_vulkan_shaders",
+            "inputs": ["native/vulkan/embed-shaders.py", "<!@(ls native/vulkan/shaders/*)"],
+            "outputs": ["<(SHARED_INTERMEDIATE_DIR)/vulkan_shaders.h"],
+            "action": ["python3", "native/vulkan/embed-shaders.py", "<(SHARED_INTERMEDIATE_DIR)/vulkan_shaders.h",
+                       "<!@(ls native/vulkan/shaders/*.comp)"]
+          }]
+        }, {
+          "sources": ["native/vulkan/no_vulkan_backend.cc"],
+          "include_dirs": ["native/vulkan"],
+          "defines": ["SCRIPTORIUM_VULKAN_MISSING=\"<(vulkan_missing)\""]
+        }]
+      ]
     }
   ]
 }

@@ -17,6 +17,7 @@
 
 #include "ceilings.h"
 #include "decoder.h"
+#include "gpu_backend.h"
 #include "kernels.h"
 #include "safetensors.h"
 #include "thread_pool.h"
@@ -436,6 +437,7 @@ class Addon : public Napi::Addon<Addon> {
                           InstanceMethod<&Addon::KernelSets>("supportedKernelSets", napi_enumerable),
                           InstanceValue("readSafetensorsHeader", Napi::Function::New(env, ReadSafetensorsHeader), napi_enumerable),
                           InstanceMethod<&Addon::MeasureCeilings>("measureCeilings", napi_enumerable)});
+    register_gpu_backend(env, exports);
   }
   Napi::FunctionReference sequence_constructor;
 

@@ -1,0 +1,158 @@
+#include "device.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace scriptorium::vk {
+
+namespace {
+
+std::vector<VkPhysicalDevice> physical_devices(const Instance& vk) {
+  uint32_t count = 0;
+  check(vk.vkEnumeratePhysicalDevices(vk.handle(), &count, nullptr), "vkEnumeratePhysicalDevices");
+  std::vector<VkPhysicalDevice> devices(count);
+  check(vk.vkEnumeratePhysicalDevices(vk.handle(), &count, devices.data()), "vkEnumeratePhysicalDevices");
+  devices.resize(count);
+  return devices;
+}
+
+const char* type_name(VkPhysicalDeviceType type) {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+int compute_queue_family(const Instance& vk, VkPhysicalDevice device) {
+  uint32_t count = 0;
+  vk.vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(count);
+  vk.vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
+  for (uint32_t i = 0; i < count; ++i)
+    if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) return static_cast<int>(i);
+  return -1;
+}
+
+DeviceInfo describe(const Instance& vk, VkPhysicalDevice device, int index) {
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  properties.pNext = &subgroup;
+  vk.vkGetPhysicalDeviceProperties2(device, &properties);
+  const VkPhysicalDeviceProperties& p = properties.properties;
+  DeviceInfo info;
+  info.index = index;
+  info.name = p.deviceName;
+  info.type = type_name(p.deviceType);
+  info.api_version = std::to_string(VK_API_VERSION_MAJOR(p.apiVersion)) + "." +
+                     std::to_string(VK_API_VERSION_MINOR(p.apiVersion)) + "." +
+                     std::to_string(VK_API_VERSION_PATCH(p.apiVersion));
+  info.subgroup_size = subgroup.subgroupSize;
+  info.max_shared_bytes = p.limits.maxComputeSharedMemorySize;
+  VkPhysicalDeviceMemoryProperties memory;
+  vk.vkGetPhysicalDeviceMemoryProperties(device, &memory);
+  for (uint32_t h = 0; h < memory.memoryHeapCount; ++h)
+    if (memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[h].size);
+  info.has_compute_queue = compute_queue_family(vk, device) >= 0;
+  if (info.has_compute_queue) info.shader_paths.push_back("portable");
+  uint32_t count = 0;
+  vk.vkEnumerateDeviceExtensionProperties(device, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> extensions(count);
+  vk.vkEnumerateDeviceExtensionProperties(device, nullptr, &count, extensions.data());
+  for (const VkExtensionProperties& e : extensions)
+    if (std::strcmp(e.extensionName, "VK_KHR_cooperative_matrix") == 0 ||
+        std::strcmp(e.extensionName, "VK_NV_cooperative_matrix") == 0)
+      info.cooperative_matrix_extensions.push_back(e.extensionName);
+  return info;
+}
+
+}  // namespace
+
+std::vector<DeviceInfo> list_devices(const Instance& instance) {
+  std::vector<DeviceInfo> out;
+  const std::vector<VkPhysicalDevice> devices = physical_devices(instance);
+  for (size_t i = 0; i < devices.size(); ++i) out.push_back(describe(instance, devices[i], static_cast<int>(i)));
+  return out;
+}
+
+int pick_auto_device(const std::vector<DeviceInfo>& devices) {
+  for (const DeviceInfo& d : devices)
+    if (d.type == "discrete" && d.has_compute_queue) return d.index;
+  return -1;
+}
+
+Device::Device(std::shared_ptr<Instance> instance, int index) : instance_(std::move(instance)) {
+  const Instance& vk = *instance_;
+  const std::vector<VkPhysicalDevice> devices = physical_devices(vk);
+  if (devices.empty()) throw VulkanError("no Vulkan device found (is a Vulkan driver installed?)");
+  if (index < 0 || index >= static_cast<int>(devices.size()))
+    throw VulkanError("no Vulkan device gpu:" + std::to_string(index) + " (" + std::to_string(devices.size()) +
+                      " device(s): gpu:0 to gpu:" + std::to_string(devices.size() - 1) + ")");
+  physical_ = devices[index];
+  info_ = describe(vk, physical_, index);
+  const int family = compute_queue_family(vk, physical_);
+  if (family < 0) throw VulkanError("Vulkan device " + info_.name + " has no compute queue");
+  vk.vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+  VkPhysicalDeviceProperties properties;
+  vk.vkGetPhysicalDeviceProperties(physical_, &properties);
+  max_storage_range_ = properties.limits.maxStorageBufferRange;
+  max_workgroups_x_ = properties.limits.maxComputeWorkGroupCount[0];
+
+  const float priority = 1.f;
+  VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queue_info.queueFamilyIndex = static_cast<uint32_t>(family);
+  queue_info.queueCount = 1;
+  queue_info.pQueuePriorities = &priority;
+  VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  device_info.queueCreateInfoCount = 1;
+  device_info.pQueueCreateInfos = &queue_info;
+  check(vk.vkCreateDevice(physical_, &device_info, nullptr, &device_), "vkCreateDevice");
+  vk.vkGetDeviceQueue(device_, queue_info.queueFamilyIndex, 0, &queue_);
+  VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool_info.queueFamilyIndex = queue_info.queueFamilyIndex;
+  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  try {
+    check(vk.vkCreateCommandPool(device_, &pool_info, nullptr, &command_pool_), "vkCreateCommandPool");
+    check(vk.vkCreateFence(device_, &fence_info, nullptr, &fence_), "vkCreateFence");
+  } catch (...) {
+    if (command_pool_) vk.vkDestroyCommandPool(device_, command_pool_, nullptr);
+    vk.vkDestroyDevice(device_, nullptr);
+    throw;
+  }
+}
+
+Device::~Device() {
+  const Instance& vk = *instance_;
+  vk.vkDestroyFence(device_, fence_, nullptr);
+  vk.vkDestroyCommandPool(device_, command_pool_, nullptr);
+  vk.vkDestroyDevice(device_, nullptr);
+}
+
+uint32_t Device::memory_type(uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const {
+  int fallback = -1;
+  for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
+    if (!(type_bits & (1u << i))) continue;
+    const VkMemoryPropertyFlags flags = memory_.memoryTypes[i].propertyFlags;
+    if ((flags & required) != required) continue;
+    if ((flags & preferred) == preferred) return i;
+    if (fallback < 0) fallback = static_cast<int>(i);
+  }
+  if (fallback < 0) throw VulkanError("Vulkan device " + info_.name + " has no suitable memory type");
+  return static_cast<uint32_t>(fallback);
+}
+
+void Device::submit_and_wait(VkCommandBuffer commands) {
+  const Instance& vk = *instance_;
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &commands;
+  check(vk.vkResetFences(device_, 1, &fence_), "vkResetFences");
+  check(vk.vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit");
+  check(vk.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+}
+
+}  // namespace scriptorium::vk

@@ -1,0 +1,67 @@
+// Vulkan physical devices (what `scriptorium devices` lists) and one logical device with a compute
+// queue, which every buffer, pipeline and command batch of a model belongs to.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "instance.h"
+
+namespace scriptorium::vk {
+
+struct DeviceInfo {
+  int index = 0;                  // position in vkEnumeratePhysicalDevices order (gpu:N)
+  std::string name;               // e.g. "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string type;               // discrete, integrated, virtual, cpu or other
+  std::string api_version;        // "1.3.230"
+  uint64_t device_local_bytes = 0;  // the largest device-local heap
+  uint32_t subgroup_size = 0;
+  uint32_t max_shared_bytes = 0;  // maxComputeSharedMemorySize
+  bool has_compute_queue = false;
+  // Matrix-product shader paths this build can run on the device ("portable" wherever there is a
+  // compute queue), and the cooperative-matrix extensions the device offers.
+  std::vector<std::string> shader_paths;
+  std::vector<std::string> cooperative_matrix_extensions;
+};
+
+std::vector<DeviceInfo> list_devices(const Instance& instance);
+
+// The device `auto` picks: the first discrete GPU with a compute queue, else -1 (the CPU engine).
+int pick_auto_device(const std::vector<DeviceInfo>& devices);
+
+class Device {
+ public:
+  // Opens device `index` (see list_devices); throws VulkanError when it is absent or has no compute queue.
+  Device(std::shared_ptr<Instance> instance, int index);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const Instance& api() const { return *instance_; }
+  const DeviceInfo& info() const { return info_; }
+  VkDevice handle() const { return device_; }
+  VkCommandPool command_pool() const { return command_pool_; }
+  uint32_t max_storage_range() const { return max_storage_range_; }
+  uint32_t max_workgroups_x() const { return max_workgroups_x_; }
+
+  // A memory type index with all of `required` among the types allowed by `type_bits`, preferring
+  // one that also has `preferred`; throws VulkanError when none fits.
+  uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
+
+  // Submits one recorded command buffer and waits for it to finish.
+  void submit_and_wait(VkCommandBuffer commands);
+
+ private:
+  std::shared_ptr<Instance> instance_;
+  DeviceInfo info_;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  VkCommandPool command_pool_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  uint32_t max_storage_range_ = 0, max_workgroups_x_ = 0;
+};
+
+}  // namespace scriptorium::vk

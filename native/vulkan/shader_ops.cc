@@ -1,0 +1,173 @@
+#include "shader_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "vulkan_shaders.h"
+
+namespace scriptorium::vk {
+
+namespace {
+
+constexpr uint32_t kMaxGroups = 65535;  // the smallest maxComputeWorkGroupCount Vulkan allows
+
+uint32_t groups(uint64_t n, uint32_t per_group) {
+  return static_cast<uint32_t>(std::min<uint64_t>((n + per_group - 1) / per_group, kMaxGroups));
+}
+
+// Throws unless elements [offset, offset + count) of `element_bytes` each lie inside the buffer and
+// are addressable by a shader's 32-bit index.
+void require_range(const char* op, const char* operand, Operand o, uint64_t count, uint64_t element_bytes) {
+  const uint64_t end = o.offset + count;
+  if (end * element_bytes > o.buffer->bytes() || end > UINT32_MAX)
+    throw std::invalid_argument(std::string(op) + ": " + operand + " needs elements [" + std::to_string(o.offset) +
+                                ", " + std::to_string(end) + ") of a buffer of " + std::to_string(o.buffer->bytes()) +
+                                " bytes");
+}
+
+// Elements a [rows, width] operand with row stride ld spans.
+uint64_t span(uint32_t rows, uint32_t width, uint32_t ld) {
+  if (width > ld && rows > 1) throw std::invalid_argument("row stride smaller than the row width");
+  return rows == 0 ? 0 : static_cast<uint64_t>(rows - 1) * ld + width;
+}
+
+uint32_t u32(uint64_t v) { return static_cast<uint32_t>(v); }
+
+}  // namespace
+
+ShaderOps::ShaderOps(Device& device) : device_(device) {
+  matmul_bf16_ = std::make_unique<Pipeline>(device, spirv::matmul_bf16, 3, 8 * 4);
+  rmsnorm_ = std::make_unique<Pipeline>(device, spirv::rmsnorm, 3, 7 * 4);
+  rope_ = std::make_unique<Pipeline>(device, spirv::rope, 3, 6 * 4);
+  attention_ = std::make_unique<Pipeline>(device, spirv::attention, 5, 9 * 4);
+  swiglu_ = std::make_unique<Pipeline>(device, spirv::swiglu, 3, 4 * 4);
+  axpy_ = std::make_unique<Pipeline>(device, spirv::axpy, 2, 4 * 4);
+  embed_ = std::make_unique<Pipeline>(device, spirv::embed, 3, 3 * 4);
+  router_topk_ = std::make_unique<Pipeline>(device, spirv::router_topk, 3, 5 * 4);
+  argmax_ = std::make_unique<Pipeline>(device, spirv::argmax, 2, 4 * 4);
+}
+
+ShaderOps::~ShaderOps() = default;
+
+void ShaderOps::matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy,
+                            uint32_t M, uint32_t N, uint32_t K) {
+  if (M == 0 || N == 0 || K == 0) throw std::invalid_argument("matmul_bf16: empty product");
+  require_range("matmul_bf16", "X", X, span(M, K, ldx), 4);
+  require_range("matmul_bf16", "W", W, static_cast<uint64_t>(N) * K, 2);
+  require_range("matmul_bf16", "Y", Y, span(M, N, ldy), 4);
+  const uint32_t push[8] = {M, N, K, u32(X.offset), ldx, u32(W.offset), u32(Y.offset), ldy};
+  const uint32_t gx = (N + 31) / 32, gy = (M + 31) / 32;
+  if (gy > kMaxGroups) throw std::invalid_argument("matmul_bf16: too many rows for one dispatch");
+  batch.dispatch(*matmul_bf16_, {X.buffer, W.buffer, Y.buffer}, push, gx, gy);
+}
+
+void ShaderOps::rmsnorm(CommandBatch& batch, Operand x, uint32_t ldx, Operand w, Operand y, uint32_t ldy,
+                        uint32_t rows, uint32_t n, float eps) {
+  if (rows > kMaxGroups) throw std::invalid_argument("rmsnorm: too many rows for one dispatch");
+  require_range("rmsnorm", "x", x, span(rows, n, ldx), 4);
+  require_range("rmsnorm", "w", w, n, 2);
+  require_range("rmsnorm", "y", y, span(rows, n, ldy), 4);
+  struct {
+    uint32_t n, x_off, ldx, w_off, y_off, ldy;
+    float eps;
+  } push{n, u32(x.offset), ldx, u32(w.offset), u32(y.offset), ldy, eps};
+  batch.dispatch(*rmsnorm_, {x.buffer, w.buffer, y.buffer}, &push, rows);
+}
+
+void ShaderOps::rope(CommandBatch& batch, Operand x, uint32_t ldx, Operand pos, const Buffer& table, uint32_t rows,
+                     uint32_t heads, uint32_t d) {
+  if (d == 0 || d % 2 != 0) throw std::invalid_argument("rope: head_dim must be even");
+  if (rows > kMaxGroups) throw std::invalid_argument("rope: too many rows for one dispatch");
+  require_range("rope", "x", x, span(rows, heads * d, ldx), 4);
+  require_range("rope", "pos", pos, rows, 4);
+  // Positions are checked against the table by whoever fills pos; the table must at least hold one.
+  require_range("rope", "table", Operand{&table, 0}, d, 4);
+  const uint32_t push[6] = {rows, heads, d, u32(x.offset), ldx, u32(pos.offset)};
+  batch.dispatch(*rope_, {x.buffer, pos.buffer, &table}, push, groups(static_cast<uint64_t>(heads) * d / 2, 64), rows);
+}
+
+void ShaderOps::attention(CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K, const Buffer& V, uint32_t ldk,
+                          Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows, uint32_t heads, uint32_t group,
+                          uint32_t d, float scale) {
+  if (d == 0 || d > kMaxHeadDim) throw std::invalid_argument("attention: head_dim must be in [1, 256]");
+  if (group == 0 || heads % group != 0) throw std::invalid_argument("attention: heads must be a multiple of the group");
+  if (rows > kMaxGroups || heads > kMaxGroups) throw std::invalid_argument("attention: too many rows or heads");
+  require_range("attention", "q", q, span(rows, heads * d, ldq), 4);
+  require_range("attention", "rowinfo", rowinfo, static_cast<uint64_t>(rows) * 2, 4);
+  require_range("attention", "out", out, span(rows, heads * d, ldo), 4);
+  if (rowinfo.offset % 2 != 0) throw std::invalid_argument("attention: rowinfo must start on an even element");
+  struct {
+    uint32_t d, group, q_off, ldq, ldk, out_off, ldo, row_off;
+    float scale;
+  } push{d, group, u32(q.offset), ldq, ldk, u32(out.offset), ldo, u32(rowinfo.offset / 2), scale};
+  batch.dispatch(*attention_, {q.buffer, &K, &V, out.buffer, rowinfo.buffer}, &push, heads, rows);
+}
+
+void ShaderOps::swiglu(CommandBatch& batch, Operand gate, Operand up, Operand out, uint32_t n) {
+  require_range("swiglu", "gate", gate, n, 4);
+  require_range("swiglu", "up", up, n, 4);
+  require_range("swiglu", "out", out, n, 4);
+  const uint32_t push[4] = {n, u32(gate.offset), u32(up.offset), u32(out.offset)};
+  batch.dispatch(*swiglu_, {gate.buffer, up.buffer, out.buffer}, push, groups(n, 256));
+}
+
+void ShaderOps::axpy(CommandBatch& batch, Operand y, float a, Operand x, uint32_t n) {
+  require_range("axpy", "y", y, n, 4);
+  require_range("axpy", "x", x, n, 4);
+  struct {
+    uint32_t n, y_off, x_off;
+    float a;
+  } push{n, u32(y.offset), u32(x.offset), a};
+  batch.dispatch(*axpy_, {y.buffer, x.buffer}, &push, groups(n, 256));
+}
+
+void ShaderOps::embed(CommandBatch& batch, const Buffer& table, Operand ids, Operand out, uint32_t rows, uint32_t hidden) {
+  if (rows > kMaxGroups) throw std::invalid_argument("embed: too many rows for one dispatch");
+  require_range("embed", "ids", ids, rows, 4);
+  require_range("embed", "out", out, static_cast<uint64_t>(rows) * hidden, 4);
+  require_range("embed", "table", Operand{&table, 0}, hidden, 2);
+  const uint32_t push[3] = {hidden, u32(ids.offset), u32(out.offset)};
+  batch.dispatch(*embed_, {&table, ids.buffer, out.buffer}, push, groups(hidden, 256), rows);
+}
+
+void ShaderOps::router_topk(CommandBatch& batch, const Buffer& logits, const Buffer& ids, const Buffer& weights,
+                            uint32_t rows, uint32_t experts, uint32_t top_k, bool norm_topk, float scaling) {
+  if (experts == 0 || experts > kMaxExperts || top_k == 0 || top_k > experts)
+    throw std::invalid_argument("router_topk: need 1 <= top_k <= experts <= 256");
+  require_range("router_topk", "logits", Operand{&logits, 0}, static_cast<uint64_t>(rows) * experts, 4);
+  require_range("router_topk", "ids", Operand{&ids, 0}, static_cast<uint64_t>(rows) * top_k, 4);
+  require_range("router_topk", "weights", Operand{&weights, 0}, static_cast<uint64_t>(rows) * top_k, 4);
+  struct {
+    uint32_t rows, experts, top_k, norm_topk;
+    float scaling;
+  } push{rows, experts, top_k, norm_topk ? 1u : 0u, scaling};
+  batch.dispatch(*router_topk_, {&logits, &ids, &weights}, &push, groups(rows, 64));
+}
+
+void ShaderOps::argmax(CommandBatch& batch, Operand x, uint32_t ldx, Operand best, uint32_t rows, uint32_t n) {
+  if (n == 0) throw std::invalid_argument("argmax: empty rows");
+  if (rows > kMaxGroups) throw std::invalid_argument("argmax: too many rows for one dispatch");
+  require_range("argmax", "x", x, span(rows, n, ldx), 4);
+  require_range("argmax", "best", best, rows, 4);
+  const uint32_t push[4] = {n, u32(x.offset), ldx, u32(best.offset)};
+  batch.dispatch(*argmax_, {x.buffer, best.buffer}, push, rows);
+}
+
+std::vector<float> rope_table(int64_t positions, int64_t d, float theta) {
+  const int64_t half = d / 2;
+  std::vector<float> table(static_cast<size_t>(positions * half * 2));
+  for (int64_t i = 0; i < half; ++i) {
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(d);
+    const float inv_freq = 1.0f / std::pow(theta, exponent);
+    for (int64_t pos = 0; pos < positions; ++pos) {
+      const float angle = static_cast<float>(pos) * inv_freq;
+      table[(pos * half + i) * 2] = std::cos(angle);
+      table[(pos * half + i) * 2 + 1] = std::sin(angle);
+    }
+  }
+  return table;
+}
+
+}  // namespace scriptorium::vk

@@ -1,0 +1,63 @@
+// The decoder's operations as compute shaders (shaders/*.comp), recorded into a CommandBatch. Every
+// operand is a buffer and an element offset into it (f32, int32, or bf16 elements for weights);
+// each call checks that the ranges it will touch lie inside its buffers.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "buffers.h"
+#include "pipelines.h"
+
+namespace scriptorium::vk {
+
+// A buffer and an element offset into it.
+struct Operand {
+  const Buffer* buffer;
+  uint64_t offset = 0;
+};
+
+class ShaderOps {
+ public:
+  static constexpr uint32_t kMaxHeadDim = 256, kMaxExperts = 256;
+
+  explicit ShaderOps(Device& device);
+  ~ShaderOps();
+
+  /* Y[M,N] = X[M,K] @ W[N,K]^T; X f32 (row stride ldx), W bf16 (row stride K), Y f32 (row stride ldy) */
+  void matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy, uint32_t M,
+                   uint32_t N, uint32_t K);
+  /* y[r,i] = x[r,i] * rsqrt(mean(x[r]^2) + eps) * w[i]; x, y f32 [rows, n] (strides ldx, ldy), w bf16 [n] */
+  void rmsnorm(CommandBatch& batch, Operand x, uint32_t ldx, Operand w, Operand y, uint32_t ldy, uint32_t rows,
+               uint32_t n, float eps);
+  /* x[r, heads*d] (stride ldx) rotated in place at position pos[r]; table from rope_table() */
+  void rope(CommandBatch& batch, Operand x, uint32_t ldx, Operand pos, const Buffer& table, uint32_t rows,
+            uint32_t heads, uint32_t d);
+  /* out[r, h*d..] = softmax(scale q[r,h] . K[j]) V[j] over the visible keys of row r:
+     rowinfo int32 [rows, 2] = (element offset of the row's kv-head-0 key 0, visible count) into K and V
+     (the same offsets in both), key row stride ldk; heads = group * kv_heads; d <= kMaxHeadDim */
+  void attention(CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K, const Buffer& V, uint32_t ldk,
+                 Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows, uint32_t heads, uint32_t group, uint32_t d,
+                 float scale);
+  /* out[i] = silu(gate[i]) * up[i], i < n */
+  void swiglu(CommandBatch& batch, Operand gate, Operand up, Operand out, uint32_t n);
+  /* y[i] += a * x[i], i < n */
+  void axpy(CommandBatch& batch, Operand y, float a, Operand x, uint32_t n);
+  /* out[r, :] = table[ids[r], :] as f32; table bf16 [vocab, hidden], ids int32 [rows] checked by the caller */
+  void embed(CommandBatch& batch, const Buffer& table, Operand ids, Operand out, uint32_t rows, uint32_t hidden);
+  /* logits f32 [rows, experts] -> softmax in place; ids int32 / weights f32 [rows, top_k] (see router_topk.comp) */
+  void router_topk(CommandBatch& batch, const Buffer& logits, const Buffer& ids, const Buffer& weights, uint32_t rows,
+                   uint32_t experts, uint32_t top_k, bool norm_topk, float scaling);
+  /* best[r] = first argmax of x[r, :n] (stride ldx), int32 */
+  void argmax(CommandBatch& batch, Operand x, uint32_t ldx, Operand best, uint32_t rows, uint32_t n);
+
+ private:
+  Device& device_;
+  std::unique_ptr<Pipeline> matmul_bf16_, rmsnorm_, rope_, attention_, swiglu_, axpy_, embed_, router_topk_, argmax_;
+};
+
+// The (cos, sin) table rope() reads, f32 [positions, d/2, 2], computed exactly as the CPU's
+// rope_rotate_half computes its angles.
+std::vector<float> rope_table(int64_t positions, int64_t d, float theta);
+
+}  // namespace scriptorium::vk

@@ -1,0 +1,321 @@
+// Every shader of the Vulkan backend against the CPU's scalar kernels, on odd shapes, on the first
+// Vulkan device (llvmpipe in CI). Tolerances are relative to the largest magnitude of the CPU result:
+// the shaders sum in another order than the CPU, so results agree to float rounding, not bitwise.
+// Without a Vulkan driver the test is skipped, unless SCRIPTORIUM_REQUIRE_VULKAN=1 makes that a failure.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../../src/kernels.h"
+#include "shader_ops.h"
+
+using namespace scriptorium;
+
+namespace {
+
+constexpr double kTol = 2e-5;  // |gpu - cpu| <= kTol * max |cpu|
+
+int g_passed = 0, g_failed = 0;
+std::mt19937 g_rng(2024);
+
+std::vector<float> random_f32(size_t n, float scale = 1.f) {
+  std::normal_distribution<float> dist(0.f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(g_rng);
+  return v;
+}
+
+std::vector<bf16_t> random_bf16(size_t n, float scale = 1.f) {
+  std::vector<bf16_t> v(n);
+  for (bf16_t& x : v) x = f32_to_bf16(std::normal_distribution<float>(0.f, scale)(g_rng));
+  return v;
+}
+
+// "" when every |got - want| <= kTol * max |want| (and both have the same length).
+std::string compare(const std::vector<float>& got, const std::vector<float>& want) {
+  double largest = 0, worst = 0;
+  size_t at = 0;
+  for (float w : want) largest = std::max(largest, std::fabs(static_cast<double>(w)));
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double e = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (!(e <= worst)) worst = e, at = i;
+  }
+  if (worst <= kTol * std::max(largest, 1e-30)) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "element %zu: got %g, want %g (largest %g)", at, got[at], want[at], largest);
+  return buf;
+}
+
+void run(const std::string& name, const std::function<std::string()>& fn) {
+  std::string error;
+  try {
+    error = fn();
+  } catch (const std::exception& e) {
+    error = std::string("threw: ") + e.what();
+  }
+  if (error.empty()) {
+    ++g_passed;
+    std::printf("ok    %s\n", name.c_str());
+  } else {
+    ++g_failed;
+    std::printf("FAIL  %s: %s\n", name.c_str(), error.c_str());
+  }
+  std::fflush(stdout);
+}
+
+struct Gpu {
+  std::unique_ptr<vk::Device> device;
+  std::unique_ptr<vk::Transfer> transfer;
+  std::unique_ptr<vk::ShaderOps> ops;
+  std::unique_ptr<vk::CommandBatch> batch;
+
+  template <typename T>
+  std::unique_ptr<vk::Buffer> upload(const std::vector<T>& host) {
+    auto buffer = std::make_unique<vk::Buffer>(*device, host.size() * sizeof(T));
+    transfer->upload(*buffer, 0, host.data(), host.size() * sizeof(T));
+    return buffer;
+  }
+  template <typename T>
+  std::vector<T> download(const vk::Buffer& buffer, size_t n, size_t offset = 0) {
+    std::vector<T> host(n);
+    transfer->download(buffer, offset * sizeof(T), host.data(), n * sizeof(T));
+    return host;
+  }
+};
+
+void test_matmul(Gpu& gpu, uint32_t M, uint32_t N, uint32_t K) {
+  run("matmul_bf16 M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K), [&] {
+    // Operands sit at odd offsets inside larger buffers, X and Y with padded row strides.
+    const uint32_t ldx = K + 3, ldy = N + 5, x_off = 7, w_off = 3, y_off = 11;
+    const std::vector<float> x = random_f32(x_off + static_cast<size_t>(M) * ldx);
+    const std::vector<bf16_t> w = random_bf16(w_off + static_cast<size_t>(N) * K);
+    std::vector<float> want(y_off + static_cast<size_t>(M) * ldy, 0.f);
+    kernels_scalar().gemm_bf16(x.data() + x_off, ldx, w.data() + w_off, want.data() + y_off, ldy, M, 0, N, K);
+    auto X = gpu.upload(x);
+    auto W = gpu.upload(w);
+    auto Y = gpu.upload(std::vector<float>(want.size(), 0.f));
+    gpu.ops->matmul_bf16(*gpu.batch, {X.get(), x_off}, ldx, {W.get(), w_off}, {Y.get(), y_off}, ldy, M, N, K);
+    gpu.batch->run();
+    return compare(gpu.download<float>(*Y, want.size()), want);
+  });
+}
+
+void test_rmsnorm(Gpu& gpu, uint32_t rows, uint32_t n) {
+  run("rmsnorm rows=" + std::to_string(rows) + " n=" + std::to_string(n), [&] {
+    const uint32_t ld = n + 2;
+    const std::vector<float> x = random_f32(static_cast<size_t>(rows) * ld, 3.f);
+    const std::vector<bf16_t> w = random_bf16(n + 1);
+    std::vector<float> want(static_cast<size_t>(rows) * n);
+    for (uint32_t r = 0; r < rows; ++r) kernels_scalar().rmsnorm(x.data() + r * ld, w.data() + 1, want.data() + r * n, n, 1e-6f);
+    auto X = gpu.upload(x);
+    auto Wb = gpu.upload(w);
+    auto Y = gpu.upload(std::vector<float>(want.size()));
+    gpu.ops->rmsnorm(*gpu.batch, {X.get(), 0}, ld, {Wb.get(), 1}, {Y.get(), 0}, n, rows, n, 1e-6f);
+    gpu.batch->run();
+    return compare(gpu.download<float>(*Y, want.size()), want);
+  });
+}
+
+void test_rope(Gpu& gpu, uint32_t rows, uint32_t heads, uint32_t d) {
+  run("rope rows=" + std::to_string(rows) + " heads=" + std::to_string(heads) + " d=" + std::to_string(d), [&] {
+    const uint32_t ld = heads * d + 4, positions = 3000;
+    std::vector<float> x = random_f32(static_cast<size_t>(rows) * ld);
+    std::vector<int32_t> pos(rows);
+    for (uint32_t r = 0; r < rows; ++r) pos[r] = static_cast<int32_t>((r * 977u + 13u) % positions);
+    std::vector<float> want = x;
+    for (uint32_t r = 0; r < rows; ++r) rope_rotate_half(want.data() + r * ld, heads, d, pos[r], 10000.f);
+    auto X = gpu.upload(x);
+    auto P = gpu.upload(pos);
+    auto T = gpu.upload(vk::rope_table(positions, d, 10000.f));
+    gpu.ops->rope(*gpu.batch, {X.get(), 0}, ld, {P.get(), 0}, *T, rows, heads, d);
+    gpu.batch->run();
+    return compare(gpu.download<float>(*X, x.size()), want);
+  });
+}
+
+// rows query rows against per-row visible prefixes of one cache; heads share kv heads in groups.
+void test_attention(Gpu& gpu, uint32_t rows, uint32_t heads, uint32_t kv_heads, uint32_t d, uint32_t slots) {
+  run("attention rows=" + std::to_string(rows) + " heads=" + std::to_string(heads) + "/" + std::to_string(kv_heads) +
+          " d=" + std::to_string(d) + " keys<=" + std::to_string(slots),
+      [&] {
+        const uint32_t qw = heads * d, kw = kv_heads * d, group = heads / kv_heads;
+        const float scale = 1.f / std::sqrt(static_cast<float>(d));
+        const std::vector<float> q = random_f32(static_cast<size_t>(rows) * qw, 2.f);
+        // Two sequences' caches in one buffer: even rows read the first, odd rows the second.
+        const std::vector<float> k = random_f32(static_cast<size_t>(2 * slots) * kw);
+        const std::vector<float> v = random_f32(static_cast<size_t>(2 * slots) * kw);
+        std::vector<int32_t> info(rows * 2);
+        std::vector<float> want(static_cast<size_t>(rows) * qw);
+        for (uint32_t r = 0; r < rows; ++r) {
+          const uint32_t base = (r % 2) * slots * kw, visible = 1 + (r * 37u) % slots;
+          info[r * 2] = static_cast<int32_t>(base);
+          info[r * 2 + 1] = static_cast<int32_t>(visible);
+          for (uint32_t h = 0; h < heads; ++h)
+            kernels_scalar().attention_head(q.data() + r * qw + h * d, k.data() + base + (h / group) * d,
+                                            v.data() + base + (h / group) * d, kw, visible, d, scale,
+                                            want.data() + r * qw + h * d);
+        }
+        auto Q = gpu.upload(q);
+        auto K = gpu.upload(k);
+        auto V = gpu.upload(v);
+        auto I = gpu.upload(info);
+        auto O = gpu.upload(std::vector<float>(want.size()));
+        gpu.ops->attention(*gpu.batch, {Q.get(), 0}, qw, *K, *V, kw, {I.get(), 0}, {O.get(), 0}, qw, rows, heads, group,
+                           d, scale);
+        gpu.batch->run();
+        return compare(gpu.download<float>(*O, want.size()), want);
+      });
+}
+
+void test_swiglu_axpy(Gpu& gpu, uint32_t n) {
+  run("swiglu and axpy n=" + std::to_string(n), [&] {
+    const std::vector<float> gate = random_f32(n + 1, 4.f), up = random_f32(n + 2), y0 = random_f32(n);
+    std::vector<float> want(n);
+    kernels_scalar().swiglu(gate.data() + 1, up.data() + 2, want.data(), n);
+    std::vector<float> want_y = y0;
+    kernels_scalar().axpy(want_y.data(), -0.75f, want.data(), n);
+    auto G = gpu.upload(gate);
+    auto U = gpu.upload(up);
+    auto O = gpu.upload(std::vector<float>(n));
+    auto Y = gpu.upload(y0);
+    gpu.ops->swiglu(*gpu.batch, {G.get(), 1}, {U.get(), 2}, {O.get(), 0}, n);
+    gpu.ops->axpy(*gpu.batch, {Y.get(), 0}, -0.75f, {O.get(), 0}, n);
+    gpu.batch->run();
+    const std::string e = compare(gpu.download<float>(*O, n), want);
+    return e.empty() ? compare(gpu.download<float>(*Y, n), want_y) : e;
+  });
+}
+
+void test_embed(Gpu& gpu, uint32_t vocab, uint32_t hidden, uint32_t rows) {
+  run("embed vocab=" + std::to_string(vocab) + " hidden=" + std::to_string(hidden), [&] {
+    const std::vector<bf16_t> table = random_bf16(static_cast<size_t>(vocab) * hidden);
+    std::vector<int32_t> ids(rows);
+    for (uint32_t r = 0; r < rows; ++r) ids[r] = static_cast<int32_t>((r * 7919u + 1u) % vocab);
+    ids.back() = static_cast<int32_t>(vocab - 1);
+    std::vector<float> want(static_cast<size_t>(rows) * hidden);
+    for (uint32_t r = 0; r < rows; ++r)
+      for (uint32_t j = 0; j < hidden; ++j) want[r * hidden + j] = bf16_to_f32(table[ids[r] * hidden + j]);
+    auto T = gpu.upload(table);
+    auto I = gpu.upload(ids);
+    auto O = gpu.upload(std::vector<float>(want.size()));
+    gpu.ops->embed(*gpu.batch, *T, {I.get(), 0}, {O.get(), 0}, rows, hidden);
+    gpu.batch->run();
+    return compare(gpu.download<float>(*O, want.size()), want);
+  });
+}
+
+void test_router(Gpu& gpu, uint32_t rows, uint32_t experts, uint32_t top_k, bool norm_topk) {
+  run("router_topk rows=" + std::to_string(rows) + " experts=" + std::to_string(experts) + " k=" +
+          std::to_string(top_k) + (norm_topk ? " normalised" : ""),
+      [&]() -> std::string {
+        std::vector<float> logits = random_f32(static_cast<size_t>(rows) * experts, 2.f);
+        // A row of equal logits: ties go to the lower expert index.
+        for (uint32_t e = 0; e < experts; ++e) logits[e] = 0.5f;
+        std::vector<int32_t> want_ids;
+        std::vector<float> want_w;
+        for (uint32_t r = 0; r < rows; ++r) {
+          std::vector<float> s(logits.begin() + r * experts, logits.begin() + (r + 1) * experts);
+          kernels_scalar().softmax(s.data(), experts);
+          std::vector<int32_t> order(experts);
+          for (uint32_t e = 0; e < experts; ++e) order[e] = static_cast<int32_t>(e);
+          std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
+                            [&](int32_t a, int32_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); });
+          float norm = 1.f, sum = 0.f;
+          for (uint32_t k = 0; k < top_k; ++k) sum += s[order[k]];
+          if (norm_topk) norm = 1.f / (sum + 1e-20f);
+          for (uint32_t k = 0; k < top_k; ++k) {
+            want_ids.push_back(order[k]);
+            want_w.push_back(s[order[k]] * norm * 2.5f);
+          }
+        }
+        auto L = gpu.upload(logits);
+        auto I = gpu.upload(std::vector<int32_t>(want_ids.size()));
+        auto Wt = gpu.upload(std::vector<float>(want_w.size()));
+        gpu.ops->router_topk(*gpu.batch, *L, *I, *Wt, rows, experts, top_k, norm_topk, 2.5f);
+        gpu.batch->run();
+        if (gpu.download<int32_t>(*I, want_ids.size()) != want_ids) return "expert ids differ";
+        return compare(gpu.download<float>(*Wt, want_w.size()), want_w);
+      });
+}
+
+void test_argmax(Gpu& gpu, uint32_t rows, uint32_t n) {
+  run("argmax rows=" + std::to_string(rows) + " n=" + std::to_string(n), [&]() -> std::string {
+    const uint32_t ld = n + 1;
+    std::vector<float> x = random_f32(static_cast<size_t>(rows) * ld);
+    // Row 0: a tie between two maxima (the first wins); row 1 (if any): every entry -inf.
+    x[3 % n] = 50.f;
+    x[(n - 1)] = 50.f;
+    if (rows > 1)
+      for (uint32_t i = 0; i < n; ++i) x[ld + i] = -INFINITY;
+    std::vector<int32_t> want(rows);
+    for (uint32_t r = 0; r < rows; ++r) want[r] = static_cast<int32_t>(kernels_scalar().argmax(x.data() + r * ld, n));
+    auto X = gpu.upload(x);
+    auto B = gpu.upload(std::vector<int32_t>(rows, -7));
+    gpu.ops->argmax(*gpu.batch, {X.get(), 0}, ld, {B.get(), 0}, rows, n);
+    gpu.batch->run();
+    const std::vector<int32_t> got = gpu.download<int32_t>(*B, rows);
+    for (uint32_t r = 0; r < rows; ++r)
+      if (got[r] != want[r]) return "row " + std::to_string(r) + ": got " + std::to_string(got[r]) + ", want " + std::to_string(want[r]);
+    return "";
+  });
+}
+
+void test_bounds(Gpu& gpu) {
+  run("an operand range outside its buffer is rejected before dispatch", [&]() -> std::string {
+    auto small = gpu.upload(std::vector<float>(10));
+    auto w = gpu.upload(std::vector<bf16_t>(8));
+    try {
+      gpu.ops->matmul_bf16(*gpu.batch, {small.get(), 0}, 4, {w.get(), 0}, {small.get(), 0}, 4, 3, 4, 4);
+    } catch (const std::invalid_argument&) {
+      return "";
+    }
+    return "no error";
+  });
+}
+
+}  // namespace
+
+int main() {
+  Gpu gpu;
+  try {
+    auto instance = std::make_shared<vk::Instance>();
+    gpu.device = std::make_unique<vk::Device>(instance, 0);
+  } catch (const std::exception& e) {
+    const char* require = std::getenv("SCRIPTORIUM_REQUIRE_VULKAN");
+    std::printf("%s shader tests: no Vulkan device: %s\n", require && *require == '1' ? "FAIL" : "skip", e.what());
+    return require && *require == '1' ? 1 : 0;
+  }
+  std::printf("device: %s\n", gpu.device->info().name.c_str());
+  gpu.transfer = std::make_unique<vk::Transfer>(*gpu.device);
+  gpu.ops = std::make_unique<vk::ShaderOps>(*gpu.device);
+  gpu.batch = std::make_unique<vk::CommandBatch>(*gpu.device);
+
+  test_matmul(gpu, 1, 1, 1);
+  test_matmul(gpu, 1, 77, 129);
+  test_matmul(gpu, 5, 33, 65);
+  test_matmul(gpu, 37, 70, 1001);
+  test_matmul(gpu, 70, 45, 17);
+  test_rmsnorm(gpu, 1, 1);
+  test_rmsnorm(gpu, 7, 1281);
+  test_rope(gpu, 9, 3, 2);
+  test_rope(gpu, 13, 5, 34);
+  test_attention(gpu, 5, 4, 2, 8, 3);
+  test_attention(gpu, 7, 6, 2, 66, 200);
+  test_attention(gpu, 3, 2, 1, 256, 65);
+  test_swiglu_axpy(gpu, 1);
+  test_swiglu_axpy(gpu, 70001);
+  test_embed(gpu, 101, 65, 9);
+  test_router(gpu, 11, 64, 6, false);
+  test_router(gpu, 5, 7, 3, true);
+  test_argmax(gpu, 3, 1);
+  test_argmax(gpu, 4, 5001);
+  test_bounds(gpu);
+  std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}
