@@ -14,7 +14,7 @@ import { NativeModel } from '../src/engine/native-model.js';
 import { modelConfig } from '../src/model/synth/model-configs.js';
 import { elementCount, tensorManifest } from '../src/model/synth/tensor-manifest.js';
 import { checkCheckpoint } from '../src/model/checkpoint-check.js';
-import { openStorage } from '../src/storage/storage.js';
+import { openStorage } from '../src/storage/open-storage.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
 import { damagedCheckpoints } from './support/damaged-checkpoints.js';
 import { makePng } from './support/make-documents.js';

@@ -5,7 +5,8 @@
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 
-import type { PreprocessedPage, RgbImage } from './image-preprocess.js';
+import type { RgbImage } from '../documents/rgb-image.js';
+import type { PreprocessedPage } from './image-preprocess.js';
 import type { VisionMode } from './image-tokens.js';
 import type { Variant } from './model-config.js';
 import type { OcrPage, PageSize } from './ocr-postprocess.js';
