@@ -1,4 +1,4 @@
-// `scriptorium dashboard`: bull-board over the documents and pages queues (read-write, so failed
+// `scriptorium dashboard`: bull-board over the documents queue and every variant's page queue (read-write, so failed
 // jobs can be retried from the browser) and GET /healthz, which says whether Redis answers PING.
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -11,8 +11,7 @@ import express from 'express';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
-import { DOCUMENTS_QUEUE, PAGES_QUEUE } from '../jobs/job-types.js';
-import { DOCUMENTS, PAGES, type QueueName } from '../queue/queue-names.js';
+import { DOCUMENTS, fullQueueName, PAGE_QUEUES, type QueueName } from '../queue/queue-names.js';
 import { checkRedisReachable, redactedRedisUrl, redisOptions, redisUrlFromEnv } from '../queue/redis.js';
 import { commandLogger } from './cli-logger.js';
 import { integerOption, parseCommandArgs, UsageError } from './usage.js';
@@ -76,16 +75,14 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   await checkRedisReachable(redisUrl);
 
   const health = await openHealthConnection(redisUrl, logger);
-  const queues = [openQueue(DOCUMENTS, redisUrl), openQueue(PAGES, redisUrl)];
+  const names = [DOCUMENTS, ...PAGE_QUEUES];
+  const queues = names.map((name) => openQueue(name, redisUrl));
   // The health connection reports Redis outages; the queues' own errors would only repeat it.
   for (const queue of queues) queue.on('error', () => undefined);
 
   const board = new ExpressAdapter();
   createBullBoard({
-    queues: [
-      new BullMQAdapter(queues[0], { displayName: DOCUMENTS_QUEUE }),
-      new BullMQAdapter(queues[1], { displayName: PAGES_QUEUE }),
-    ],
+    queues: queues.map((queue, i) => new BullMQAdapter(queue, { displayName: fullQueueName(names[i]) })),
     serverAdapter: board,
   });
 

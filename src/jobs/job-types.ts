@@ -8,7 +8,6 @@ import type { DocumentType } from '../documents/document-type.js';
 import type { SealedPdfPassword } from '../documents/document.js';
 
 export const DOCUMENTS_QUEUE = 'scriptorium:documents';
-export const PAGES_QUEUE = 'scriptorium:pages';
 
 /** Options that change the output; part of the docId. */
 export interface OcrJobOptions {

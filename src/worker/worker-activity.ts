@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 
 import type { DocumentJobData, PageJobData } from '../jobs/job-types.js';
 import type { LiveWorkerProgress } from '../queue/live-workers.js';
-import { DOCUMENTS, PAGES, type QueueName } from '../queue/queue-names.js';
+import { DOCUMENTS, pageQueue, type QueueName } from '../queue/queue-names.js';
 import { countCompleted } from '../queue/throughput.js';
 import type { DocumentOutcome } from './document-worker.js';
 import type { DecodeStats } from './page-pipeline.js';
@@ -38,7 +38,7 @@ export class WorkerActivity {
       this.#pagesDone += pages;
       metrics.pagesDone.inc(pages);
       for (const page of outcome.pages) observeStageTimes(page.timings_ms);
-      this.#count(PAGES, pages);
+      this.#count(pageQueue(job.data.options.variant), pages);
     });
     worker.on('failed', (job) => {
       if (job === undefined) return;

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, register } from 'prom-client';
 
 import type { Stage } from '../jobs/job-types.js';
-import { DOCUMENTS, PAGES, type QueueName } from '../queue/queue-names.js';
+import { DOCUMENTS, fullQueueName, PAGE_QUEUES } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 
 export interface WorkerMetrics {
@@ -86,10 +86,10 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
     collectDefaultMetrics();
     defaultMetricsStarted = true;
   }
-  const queues = [DOCUMENTS, PAGES].map((name) => ({ name, queue: new Queue(name.name, { connection: redisOptions(options.redisUrl, 'client'), prefix: name.prefix }) }));
+  const queues = [DOCUMENTS, ...PAGE_QUEUES].map((name) => ({ name, queue: new Queue(name.name, { connection: redisOptions(options.redisUrl, 'client'), prefix: name.prefix }) }));
   queueDepthReader = async () => {
     const counts = await Promise.all(queues.map(async ({ name, queue }) => ({ name, counts: await queue.getJobCounts(...DEPTH_STATES) })));
-    return counts.flatMap(({ name, counts: byState }) => DEPTH_STATES.map((state) => ({ queue: fullName(name), state, jobs: byState[state] ?? 0 })));
+    return counts.flatMap(({ name, counts: byState }) => DEPTH_STATES.map((state) => ({ queue: fullQueueName(name), state, jobs: byState[state] ?? 0 })));
   };
   queueDepthGauge ??= new Gauge({
     name: 'scriptorium_queue_jobs',
@@ -134,8 +134,4 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
       await Promise.all(queues.map(({ queue }) => queue.close()));
     },
   };
-}
-
-function fullName(name: QueueName): string {
-  return `${name.prefix}:${name.name}`;
 }
