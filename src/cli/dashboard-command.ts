@@ -8,11 +8,11 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import express from 'express';
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
 import { DOCUMENTS, fullQueueName, PAGE_QUEUES, type QueueName } from '../queue/queue-names.js';
 import { checkRedisReachable, redactedRedisUrl, redisOptions, redisUrlFromEnv } from '../queue/redis.js';
+import { RedisHealthProbe } from '../queue/redis-health.js';
 import { commandLogger } from './cli-logger.js';
 import { integerOption, parseCommandArgs, UsageError } from './usage.js';
 
@@ -30,8 +30,6 @@ Redis is $REDIS_URL (default redis://127.0.0.1:6379).`;
 const DEFAULT_HOST = '127.0.0.1';
 const DEFAULT_PORT = 3000;
 const MAX_PORT = 65_535;
-/** How long /healthz waits for PONG before answering 503. */
-const PING_TIMEOUT_MS = 1_000;
 
 export interface DashboardOptions {
   /** Default: REDIS_URL, else redis://127.0.0.1:6379. */
@@ -74,7 +72,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const logger = options.logger ?? commandLogger('info');
   await checkRedisReachable(redisUrl);
 
-  const health = await openHealthConnection(redisUrl, logger);
+  const health = await RedisHealthProbe.open(redisUrl, logger);
   const names = [DOCUMENTS, ...PAGE_QUEUES];
   const queues = names.map((name) => openQueue(name, redisUrl));
   // The health connection reports Redis outages; the queues' own errors would only repeat it.
@@ -89,7 +87,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const app = express();
   app.disable('x-powered-by');
   app.get('/healthz', async (_request, response) => {
-    const redis = await ping(health);
+    const redis = await health.ping();
     response.status(redis === 'ok' ? 200 : 503).json({ redis });
   });
   app.use('/', board.getRouter());
@@ -137,44 +135,8 @@ function openQueue(queue: QueueName, redisUrl: string): Queue {
   return new Queue(queue.name, { connection: redisOptions(redisUrl, 'client'), prefix: queue.prefix });
 }
 
-/**
- * A connection only for /healthz, resolved once ready: no offline queue and a command timeout, so that
- * PING fails at once while Redis is away instead of waiting for a reconnect. It keeps reconnecting in
- * the background and logs when Redis goes away and when it is back.
- */
-async function openHealthConnection(redisUrl: string, logger: Logger): Promise<Redis> {
-  const client = new Redis({ ...redisOptions(redisUrl, 'client'), enableOfflineQueue: false, commandTimeout: PING_TIMEOUT_MS, lazyConnect: true });
-  let lost = false;
-  client.on('error', (error: Error) => {
-    if (lost) return;
-    lost = true;
-    logger.warn({ redis: redactedRedisUrl(redisUrl), err: error.message }, 'lost the connection to Redis; reconnecting');
-  });
-  client.on('ready', () => {
-    if (!lost) return;
-    lost = false;
-    logger.info({ redis: redactedRedisUrl(redisUrl) }, 'Redis is back');
-  });
-  try {
-    await client.connect();
-  } catch (error) {
-    client.disconnect();
-    throw new Error(`Redis at ${redactedRedisUrl(redisUrl)} went away while the dashboard started: ${(error as Error).message}`);
-  }
-  return client;
-}
-
-async function ping(client: Redis): Promise<'ok' | 'unreachable'> {
-  try {
-    await client.ping();
-    return 'ok';
-  } catch {
-    return 'unreachable';
-  }
-}
-
-async function closeConnections(queues: Queue[], health: Redis): Promise<void> {
-  health.disconnect();
+async function closeConnections(queues: Queue[], health: RedisHealthProbe): Promise<void> {
+  health.close();
   await Promise.all(queues.map((queue) => queue.close()));
 }
 

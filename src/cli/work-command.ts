@@ -40,9 +40,11 @@ While it runs, \`scriptorium status\` lists it among the live workers.
   --batch N           most pages decoded together (default 8): pages join the running decode steps as
                       soon as they are encoded and leave when done (continuous batching)
   --concurrency N     page jobs held at once (default 2 × batch: the next pages are encoded, ready to join)
-  --threads T         engine threads (default: one per CPU)
+  --threads T         engine threads (default: one per CPU this process may use: its cgroup's CPU
+                      limit, as a container's or pod's, when it is lower than the CPU count)
   --metrics-port P    serve Prometheus metrics at http://H:P/metrics (pages done and failed, stage
-                      times, generated tokens and decode time, queue depths, process metrics)
+                      times, generated tokens and decode time, queue depths, process metrics), and
+                      /healthz (event loop responsive) and /readyz (model loaded, Redis reachable)
   --metrics-host H    the address to listen on (default 0.0.0.0: every interface)
   --page-timeout S    a page still decoding after S seconds stops, and fails with
                       "timed out" and are tried again (default ${DEFAULT_PAGE_TIMEOUT_MS / S})
@@ -105,9 +107,11 @@ export async function runWorkCommand(args: string[]): Promise<number> {
     }
     const model = await resolveModelDir(values.model, { cacheDir: values['model-cache'] });
     const workers = await startOcrWorkers({ model, variant, threads, storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
+    metrics?.health.modelLoaded();
     logger.info({ redis: redis.description, batch, concurrency, ...faults }, 'taking jobs');
     await new Promise<void>((resolve, reject) => {
       onShutdownSignal((signal) => {
+        metrics?.health.stopping();
         logger.info({ signal }, 'stopping: finishing claimed jobs');
         workers.close().then(resolve, reject);
       });

@@ -1,5 +1,6 @@
 // Prometheus metrics of a worker process (prom-client's default registry, one set per process
-// however many workers it runs) and the HTTP endpoint `scriptorium work --metrics-port` serves them on.
+// however many workers it runs) and the HTTP endpoint `scriptorium work --metrics-port` serves them
+// on, beside the process's /healthz and /readyz (worker-health.ts).
 import http from 'node:http';
 
 import { Queue } from 'bullmq';
@@ -9,6 +10,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, register } from 'prom
 import type { Stage } from '../jobs/job-types.js';
 import { DOCUMENTS, fullQueueName, PAGE_QUEUES } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
+import { WorkerHealth, type HealthAnswer } from './worker-health.js';
 
 export interface WorkerMetrics {
   pagesDone: Counter;
@@ -63,14 +65,18 @@ export interface MetricsServerOptions {
   port: number;
   /** Default: every interface, for a Prometheus on another host. */
   host?: string;
-  /** For the queue depths, read on each scrape. */
+  /** For the queue depths, read on each scrape, and for /readyz. */
   redisUrl: string;
   logger: Logger;
+  /** See WorkerHealthOptions. */
+  eventLoopLimitMs?: number;
 }
 
 export interface MetricsServer {
   /** http://host:port/metrics */
   url: string;
+  /** What /healthz and /readyz answer: tell it when the model is loaded and when the process stops. */
+  health: WorkerHealth;
   close(): Promise<void>;
 }
 
@@ -78,7 +84,10 @@ let queueDepthReader: (() => Promise<Array<{ queue: string; state: string; jobs:
 let queueDepthGauge: Gauge<'queue' | 'state'> | undefined;
 let defaultMetricsStarted = false;
 
-/** Serves GET /metrics: the worker metrics, the queue depths per state, and Node's process metrics. */
+/**
+ * Serves GET /metrics: the worker metrics, the queue depths per state, and Node's process metrics;
+ * GET /healthz and /readyz: the process's liveness and readiness as JSON, 200 or 503.
+ */
 export async function serveMetrics(options: MetricsServerOptions): Promise<MetricsServer> {
   const { logger } = options;
   workerMetrics();
@@ -106,9 +115,21 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
     },
   });
 
+  const health = await WorkerHealth.start({ redisUrl: options.redisUrl, logger, eventLoopLimitMs: options.eventLoopLimitMs });
+  const answer = (response: http.ServerResponse, { status, body }: HealthAnswer) =>
+    response.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
   const server = http.createServer((request, response) => {
-    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
-      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at /metrics\n');
+    const route = request.method === 'GET' ? request.url?.split('?')[0] : undefined;
+    if (route === '/healthz') return answer(response, health.liveness());
+    if (route === '/readyz') {
+      health.readiness().then(
+        (readiness) => answer(response, readiness),
+        () => answer(response, { status: 503, body: { error: 'readiness check failed' } }),
+      );
+      return;
+    }
+    if (route !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at /metrics, health at /healthz and /readyz\n');
       return;
     }
     register.metrics().then(
@@ -119,16 +140,24 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
       },
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
+    });
+  } catch (error) {
+    health.close();
+    await Promise.all(queues.map(({ queue }) => queue.close()));
+    throw error;
+  }
   const { port } = server.address() as { port: number };
   const host = options.host ?? '0.0.0.0';
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/metrics`,
+    health,
     async close() {
       queueDepthReader = undefined;
+      health.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await Promise.all(queues.map(({ queue }) => queue.close()));
