@@ -1,5 +1,6 @@
 // `scriptorium dashboard`: bull-board over the documents queue and every variant's page queue (read-write, so failed
-// jobs can be retried from the browser) and GET /healthz, which says whether Redis answers PING.
+// jobs can be retried from the browser), GET /healthz, which says whether Redis answers PING, and
+// GET /queue-depth, the page work waiting per variant for an autoscaler (KEDA's metrics-api scaler).
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 
@@ -10,16 +11,20 @@ import { Queue } from 'bullmq';
 import express from 'express';
 import type { Logger } from 'pino';
 
+import { VARIANTS, type Variant } from '../engine/model-config.js';
 import { DOCUMENTS, fullQueueName, PAGE_QUEUES, type QueueName } from '../queue/queue-names.js';
 import { checkRedisReachable, redactedRedisUrl, redisOptions, redisUrlFromEnv } from '../queue/redis.js';
+import { pageQueueDepths } from '../queue/queue-depth.js';
 import { RedisHealthProbe } from '../queue/redis-health.js';
 import { commandLogger } from './cli-logger.js';
 import { integerOption, parseCommandArgs, UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium dashboard [--host H] [--port P]
 
-Serves the queue dashboard (bull-board) at http://H:P/ and GET /healthz: 200 {"redis":"ok"} while
-Redis answers PING, 503 otherwise. Jobs can be retried, promoted and removed from the page, and
+Serves the queue dashboard (bull-board) at http://H:P/, GET /healthz: 200 {"redis":"ok"} while
+Redis answers PING, 503 otherwise, and GET /queue-depth: per variant, the page jobs not yet claimed
+(waiting, prioritized, delayed, paused), those being read (active) and their sum (pending), as JSON
+{"v3":{"unclaimed":…,"active":…,"pending":…,…},…} for an autoscaler. Jobs can be retried, promoted and removed from the page, and
 there is no login: keep --host on loopback unless an authenticating proxy stands in front.
 
   --host H   address to listen on (default 127.0.0.1)
@@ -75,6 +80,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const health = await RedisHealthProbe.open(redisUrl, logger);
   const names = [DOCUMENTS, ...PAGE_QUEUES];
   const queues = names.map((name) => openQueue(name, redisUrl));
+  const pagesOf = (variant: Variant) => queues[1 + VARIANTS.indexOf(variant)];
   // The health connection reports Redis outages; the queues' own errors would only repeat it.
   for (const queue of queues) queue.on('error', () => undefined);
 
@@ -89,6 +95,14 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   app.get('/healthz', async (_request, response) => {
     const redis = await health.ping();
     response.status(redis === 'ok' ? 200 : 503).json({ redis });
+  });
+  app.get('/queue-depth', async (_request, response) => {
+    try {
+      response.json(await pageQueueDepths(pagesOf));
+    } catch (error) {
+      logger.warn({ err: error }, 'queue depth: cannot read the page queues');
+      response.status(503).json({ error: 'cannot read the page queues from Redis' });
+    }
   });
   app.use('/', board.getRouter());
 
