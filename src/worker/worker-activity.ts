@@ -12,7 +12,7 @@ import { countCompleted } from '../queue/throughput.js';
 import type { DocumentOutcome } from './document-worker.js';
 import type { DecodeStats } from './page-pipeline.js';
 import type { DonePageOutcome } from './page-worker.js';
-import { observeStageTimes, workerMetrics } from './worker-metrics.js';
+import { failureReasonLabel, observeStageTimes, workerMetrics } from './worker-metrics.js';
 
 export class WorkerActivity {
   readonly #redis: Redis;
@@ -40,16 +40,17 @@ export class WorkerActivity {
       for (const page of outcome.pages) observeStageTimes(page.timings_ms);
       this.#count(pageQueue(job.data.options.variant), pages);
     });
-    worker.on('failed', (job) => {
+    worker.on('failed', (job, error) => {
       if (job === undefined) return;
+      const reason = { reason: failureReasonLabel(error) };
       this.#currentJobs.delete(job.id ?? '');
       const pages = job.data.lastPage - job.data.firstPage + 1;
       // BullMQ sets finishedOn only when the job has no tries left.
       if (job.finishedOn === undefined) {
-        metrics.pageRetries.inc(pages);
+        metrics.pageRetries.inc(reason, pages);
       } else {
         this.#pagesFailed += pages;
-        metrics.pagesFailed.inc(pages);
+        metrics.pagesFailed.inc(reason, pages);
       }
     });
   }

@@ -14,8 +14,8 @@ import { WorkerHealth, type HealthAnswer } from './worker-health.js';
 
 export interface WorkerMetrics {
   pagesDone: Counter;
-  pagesFailed: Counter;
-  pageRetries: Counter;
+  pagesFailed: Counter<'reason'>;
+  pageRetries: Counter<'reason'>;
   stageSeconds: Histogram<'stage'>;
   generatedTokens: Counter;
   decodeSeconds: Counter;
@@ -34,10 +34,15 @@ let metrics: WorkerMetrics | undefined;
 export function workerMetrics(): WorkerMetrics {
   metrics ??= {
     pagesDone: new Counter({ name: 'scriptorium_pages_done_total', help: 'Pages read and stored by this process' }),
-    pagesFailed: new Counter({ name: 'scriptorium_pages_failed_total', help: 'Pages that failed for good in this process (no tries left)' }),
+    pagesFailed: new Counter({
+      name: 'scriptorium_pages_failed_total',
+      help: 'Pages that failed for good in this process (no tries left), by reason (see failureReasonLabel)',
+      labelNames: ['reason'],
+    }),
     pageRetries: new Counter({
       name: 'scriptorium_page_retries_total',
-      help: 'Page tries that failed in this process and will be tried again',
+      help: 'Page tries that failed in this process and will be tried again, by reason',
+      labelNames: ['reason'],
     }),
     stageSeconds: new Histogram({
       name: 'scriptorium_page_stage_seconds',
@@ -53,6 +58,24 @@ export function workerMetrics(): WorkerMetrics {
     decodeTokensPerSecond: new Gauge({ name: 'scriptorium_decode_tokens_per_second', help: 'Generated tokens per second of the latest batched decode' }),
   };
   return metrics;
+}
+
+/** The reasons a page fails, few enough for a label (the full reason is in document.json and the logs). */
+export type FailureReasonLabel = 'timeout' | 'engine-hung' | 'worker-died' | 'unreadable' | 'other';
+
+/**
+ * - timeout: the page deadline stopped its decode; engine-hung: the engine never returned
+ * - worker-died: its workers died more often than --max-stalled allows
+ * - unreadable: another try cannot help (a page that cannot be rendered, a missing source)
+ * - other: anything else, retried (storage or Redis unreachable, …)
+ */
+export function failureReasonLabel(error: Error): FailureReasonLabel {
+  // A page stopped by its deadline fails with the PageTimeoutError's message as a plain Error.
+  if (error.name === 'PageTimeoutError' || error.message.startsWith('timed out after ')) return 'timeout';
+  if (error.name === 'EngineHungError') return 'engine-hung';
+  if (/stalled more than allowable limit/.test(error.message)) return 'worker-died';
+  if (error.name === 'UnrecoverableError') return 'unreadable';
+  return 'other';
 }
 
 /** Records one stored page's stage times (milliseconds, as in its result JSON). */
