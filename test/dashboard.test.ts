@@ -11,7 +11,7 @@ import { pino } from 'pino';
 
 import { runDashboardCommand, startDashboard, type Dashboard } from '../src/cli/dashboard-command.js';
 import { UsageError } from '../src/cli/usage.js';
-import { DOCUMENTS, PAGES } from '../src/queue/queue-names.js';
+import { DOCUMENTS, pageQueue } from '../src/queue/queue-names.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
 import { redisOptions } from '../src/queue/redis.js';
 import { REDIS_SERVER_MISSING } from './support/redis-server.js';
@@ -38,7 +38,7 @@ describe('scriptorium dashboard with Redis', { skip: REDIS_SERVER_MISSING }, () 
 
   before(async () => {
     redis = await startEmbeddedRedis();
-    for (const queue of [DOCUMENTS, PAGES]) {
+    for (const queue of [DOCUMENTS, pageQueue('v1'), pageQueue('v3')]) {
       const producer = new Queue(queue.name, { connection: redisOptions(redis.url, 'client'), prefix: queue.prefix });
       await producer.add(`${queue.name}-job`, { docId: 'doc-1' });
       await producer.close();
@@ -64,7 +64,7 @@ describe('scriptorium dashboard with Redis', { skip: REDIS_SERVER_MISSING }, () 
     assert.match(await response.text(), /<title>Bull Dashboard<\/title>/);
   });
 
-  test('GET /api/queues lists both queues, writable, with one waiting job each', async () => {
+  test('GET /api/queues lists the documents queue and every page queue, writable, with their waiting jobs', async () => {
     const response = await fetch(new URL('api/queues', dashboard.url));
     assert.equal(response.status, 200);
     const body = (await response.json()) as { queues: { name: string; displayName: string; counts: Record<string, number>; readOnlyMode: boolean; allowRetries: boolean }[] };
@@ -73,7 +73,9 @@ describe('scriptorium dashboard with Redis', { skip: REDIS_SERVER_MISSING }, () 
       .sort((a, b) => a.name.localeCompare(b.name));
     assert.deepEqual(queues, [
       { name: 'documents', displayName: 'scriptorium:documents', waiting: 1, readOnlyMode: false, allowRetries: true },
-      { name: 'pages', displayName: 'scriptorium:pages', waiting: 1, readOnlyMode: false, allowRetries: true },
+      { name: 'pages-v1', displayName: 'scriptorium:pages-v1', waiting: 1, readOnlyMode: false, allowRetries: true },
+      { name: 'pages-v2', displayName: 'scriptorium:pages-v2', waiting: 0, readOnlyMode: false, allowRetries: true },
+      { name: 'pages-v3', displayName: 'scriptorium:pages-v3', waiting: 1, readOnlyMode: false, allowRetries: true },
     ]);
   });
 

@@ -14,7 +14,7 @@ import { startOcrWorkers, type OcrWorkers } from '../src/cli/ocr-workers.js';
 import type { OcrJobOptions, PageJobData } from '../src/jobs/job-types.js';
 import type { DocumentResultJson, PageResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments } from '../src/producer/enqueue.js';
-import { PAGES } from '../src/queue/queue-names.js';
+import { pageQueue } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
 import { openStorage } from '../src/storage/open-storage.js';
@@ -43,7 +43,7 @@ describe('S3 unavailable for a while', { skip: REDIS_SERVER_MISSING }, () => {
     storage = openStorage('s3://scriptorium/outage') as S3Storage;
     root = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-fault-s3-'));
     model = await tinyCheckpoint('v3');
-    pages = new Queue(PAGES.name, { connection: redisOptions(redis.url, 'client'), prefix: PAGES.prefix });
+    pages = new Queue(pageQueue('v3').name, { connection: redisOptions(redis.url, 'client'), prefix: pageQueue('v3').prefix });
   });
   after(async () => {
     await workers?.close();

@@ -15,7 +15,7 @@ import type { OcrJobOptions, Stage } from '../src/jobs/job-types.js';
 import type { DocumentResultJson, PageResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments, type EnqueueSummary } from '../src/producer/enqueue.js';
 import { rejectedInputKey } from '../src/jobs/storage-layout.js';
-import { PAGES } from '../src/queue/queue-names.js';
+import { pageQueue } from '../src/queue/queue-names.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
 import { redisOptions } from '../src/queue/redis.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
@@ -124,7 +124,7 @@ describe('pipeline end to end on Redis and S3', { skip: REDIS_SERVER_MISSING }, 
   });
 
   test('enqueueing the same archive again adds no jobs', async () => {
-    const pages = new Queue(PAGES.name, { prefix: PAGES.prefix, connection: redisOptions(redis.url, 'client') });
+    const pages = new Queue(pageQueue('v1').name, { prefix: pageQueue('v1').prefix, connection: redisOptions(redis.url, 'client') });
     try {
       const before = await pages.getJobCounts();
       const again = await enqueue();

@@ -24,7 +24,7 @@ import type { DocumentResultJson } from '../src/jobs/result-json.js';
 import { documentId } from '../src/producer/doc-id.js';
 import { rejectedInputKey } from '../src/jobs/storage-layout.js';
 import { pageJobId } from '../src/queue/job-ids.js';
-import { jobKey, PAGES } from '../src/queue/queue-names.js';
+import { jobKey, pageQueue } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
 import { FileStorage } from '../src/storage/file-storage.js';
 import { startDocumentWorker } from '../src/worker/document-worker.js';
@@ -145,7 +145,7 @@ describe('enqueue and follow', { skip: REDIS_SERVER_MISSING }, () => {
     const docId = documentId(locked, OCR);
     const client = new Redis(redis.url);
     try {
-      const pageJob = JSON.parse((await client.hget(jobKey(PAGES, pageJobId(docId, 1, 1)), 'data')) ?? '{}') as PageJobData;
+      const pageJob = JSON.parse((await client.hget(jobKey(pageQueue('v1'), pageJobId(docId, 1, 1)), 'data')) ?? '{}') as PageJobData;
       assert.ok(pageJob.pdfPassword !== undefined, 'the page job carries no password: this test would prove nothing');
       const everything = await redisContents(client);
       assert.ok(everything.length > 0);

@@ -13,7 +13,7 @@ import { documentId } from '../src/producer/doc-id.js';
 import { documentFlow, enqueueDocuments, type EnqueueOptions } from '../src/producer/enqueue.js';
 import { planDocument, type PlannedDocument } from '../src/producer/plan-document.js';
 import { DEFAULT_PRIORITY } from '../src/queue/job-options.js';
-import { DOCUMENTS, PAGES } from '../src/queue/queue-names.js';
+import { DOCUMENTS, pageQueue } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
 import { openStorage } from '../src/storage/open-storage.js';
 import type { Storage } from '../src/storage/storage.js';
@@ -45,7 +45,7 @@ describe('enqueueDocuments', { skip: REDIS_SERVER_MISSING }, () => {
     pngId = documentId(png, OCR);
     const connection = redisOptions(redis.url, 'client');
     documents = new Queue(DOCUMENTS.name, { connection, prefix: DOCUMENTS.prefix });
-    pages = new Queue(PAGES.name, { connection, prefix: PAGES.prefix });
+    pages = new Queue(pageQueue('v1').name, { connection, prefix: pageQueue('v1').prefix });
   });
   beforeEach(async () => {
     await redis.flush();
@@ -90,12 +90,18 @@ describe('enqueueDocuments', { skip: REDIS_SERVER_MISSING }, () => {
     assert.deepEqual(await document?.getDependenciesCount(), { processed: 0, unprocessed: 2, ignored: 0, failed: 0 });
   });
 
-  test('V3 parse-multi gives one child per page group, named for its pages', async () => {
+  test('V3 parse-multi gives one child per page group, named for its pages, on the V3 page queue only', async () => {
     const multi: OcrJobOptions = { variant: 'v3', task: 'parse-multi', mode: 'base', dpi: 36, maxNewTokens: 8 };
     const summary = await enqueueDocuments([path.join(inputDir, 'two-pages.pdf')], { ocr: multi, storage, connection: redisOptions(redis.url, 'client') });
     const { docId } = summary.queued[0];
-    const jobs = await pages.getJobs(['prioritized']);
-    assert.deepEqual(jobs.map(({ id, name }) => ({ id, name })), [{ id: `${docId}.p1-2`, name: `pages ${docId}:1-2` }]);
+    const v3Pages = new Queue<PageJobData>(pageQueue('v3').name, { connection: redisOptions(redis.url, 'client'), prefix: pageQueue('v3').prefix });
+    try {
+      const jobs = await v3Pages.getJobs(['prioritized']);
+      assert.deepEqual(jobs.map(({ id, name }) => ({ id, name })), [{ id: `${docId}.p1-2`, name: `pages ${docId}:1-2` }]);
+      assert.equal(await pages.count(), 0);
+    } finally {
+      await v3Pages.close();
+    }
   });
 
   test('page jobs are tried 3 times with exponential backoff and let their document go on when they fail', async () => {

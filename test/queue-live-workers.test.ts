@@ -5,7 +5,9 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 
 import { LIVE_WORKER_KEY_PREFIX, LiveWorkerHeartbeat, listLiveWorkers, type LiveWorkerIdentity, type LiveWorkerProgress } from '../src/queue/live-workers.js';
-import { DOCUMENTS, PAGES } from '../src/queue/queue-names.js';
+import { DOCUMENTS, pageQueue } from '../src/queue/queue-names.js';
+
+const PAGES = pageQueue('v3');
 import { countCompleted, recentThroughput } from '../src/queue/throughput.js';
 import { REDIS_SERVER_MISSING, useTestRedis } from './support/redis-server.js';
 
@@ -113,7 +115,7 @@ describe('live workers and throughput in Redis', { skip: REDIS_SERVER_MISSING },
 
   test('counters expire after the longest window', async () => {
     await countCompleted(client, PAGES, 1, NOW);
-    const [key] = await client.keys('scriptorium:throughput:pages:*');
+    const [key] = await client.keys('scriptorium:throughput:pages-v3:*');
     const ttl = await client.ttl(key);
     assert.ok(ttl > 60 * 60 && ttl <= 61 * 60, `TTL ${ttl} s`);
   });

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 
 import { startEmbeddedRedis, RedisServerMissingError } from '../src/queue/embedded-redis.js';
 import { documentJobId, pageJobId, pagesOfJobId } from '../src/queue/job-ids.js';
-import { DOCUMENTS, jobIdOfKey, jobKey, PAGES } from '../src/queue/queue-names.js';
+import { DOCUMENTS, jobIdOfKey, jobKey, pageJobIdOfKey, PAGE_QUEUES, pageQueue } from '../src/queue/queue-names.js';
 import { checkRedisReachable, redactedRedisUrl, redisOptions, redisUrlFromEnv } from '../src/queue/redis.js';
 import { REDIS_SERVER_MISSING } from './support/redis-server.js';
 
@@ -83,14 +83,24 @@ test('page job ids carry their pages and contain no colon (BullMQ refuses it)', 
   assert.equal(pagesOfJobId(docId), undefined);
 });
 
-test("the queues' Redis keys are scriptorium:documents:… and scriptorium:pages:…", () => {
-  assert.deepEqual([DOCUMENTS, PAGES], [
+test("the queues' Redis keys are scriptorium:documents:… and one scriptorium:pages-<variant>:… per variant", () => {
+  assert.deepEqual([DOCUMENTS, ...PAGE_QUEUES], [
     { prefix: 'scriptorium', name: 'documents' },
-    { prefix: 'scriptorium', name: 'pages' },
+    { prefix: 'scriptorium', name: 'pages-v1' },
+    { prefix: 'scriptorium', name: 'pages-v2' },
+    { prefix: 'scriptorium', name: 'pages-v3' },
   ]);
-  assert.equal(jobKey(PAGES, 'abc.p1-1'), 'scriptorium:pages:abc.p1-1');
-  assert.equal(jobIdOfKey(PAGES, 'scriptorium:pages:abc.p1-1'), 'abc.p1-1');
-  assert.equal(jobIdOfKey(PAGES, 'scriptorium:documents:abc'), undefined);
+  assert.equal(jobKey(pageQueue('v3'), 'abc.p1-1'), 'scriptorium:pages-v3:abc.p1-1');
+  assert.equal(jobIdOfKey(pageQueue('v3'), 'scriptorium:pages-v3:abc.p1-1'), 'abc.p1-1');
+  assert.equal(jobIdOfKey(pageQueue('v3'), 'scriptorium:pages-v1:abc.p1-1'), undefined);
+  assert.equal(jobIdOfKey(pageQueue('v3'), 'scriptorium:documents:abc'), undefined);
+});
+
+test('a page job id is found in a job key of any page queue, and only there', () => {
+  assert.equal(pageJobIdOfKey('scriptorium:pages-v1:abc.p2-2'), 'abc.p2-2');
+  assert.equal(pageJobIdOfKey('scriptorium:pages-v3:abc.p1-12'), 'abc.p1-12');
+  assert.equal(pageJobIdOfKey('scriptorium:documents:abc'), undefined);
+  assert.equal(pageJobIdOfKey('scriptorium:pages:abc.p1-1'), undefined);
 });
 
 /** A port nothing listens on. */

@@ -15,7 +15,7 @@ import type { DonePageOutcome, OcrJobOptions, PageJobData, PageOutcome } from '.
 import type { DocumentResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments, type EnqueueSummary } from '../src/producer/enqueue.js';
 import { DocumentWatcher } from '../src/queue/document-watcher.js';
-import { PAGES } from '../src/queue/queue-names.js';
+import { pageQueue } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
 import { FileStorage } from '../src/storage/file-storage.js';
 import type { Storage } from '../src/storage/storage.js';
@@ -70,7 +70,7 @@ describe('page and document workers', { skip: REDIS_SERVER_MISSING }, () => {
   before(async () => {
     root = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-queue-workers-'));
     engine = await OcrEngine.load(await tinyCheckpoint('v1'), { threads: 2 });
-    pages = new Queue(PAGES.name, { connection: redisOptions(redis.url, 'client'), prefix: PAGES.prefix });
+    pages = new Queue(pageQueue('v1').name, { connection: redisOptions(redis.url, 'client'), prefix: pageQueue('v1').prefix });
   });
   beforeEach(async () => {
     await redis.flush();

@@ -18,7 +18,7 @@ import type { OcrJobOptions, PageJobData, PageOutcome } from '../src/jobs/job-ty
 import type { DocumentResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments } from '../src/producer/enqueue.js';
 import { DocumentWatcher } from '../src/queue/document-watcher.js';
-import { PAGES } from '../src/queue/queue-names.js';
+import { pageQueue } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
 import { FileStorage } from '../src/storage/file-storage.js';
 import { startDocumentWorker } from '../src/worker/document-worker.js';
@@ -172,7 +172,7 @@ describe('the page worker with a deadline', { skip: REDIS_SERVER_MISSING }, () =
   let documents = 0;
 
   before(() => {
-    pages = new Queue(PAGES.name, { connection: redisOptions(redis.url, 'client'), prefix: PAGES.prefix });
+    pages = new Queue(pageQueue('v3').name, { connection: redisOptions(redis.url, 'client'), prefix: pageQueue('v3').prefix });
   });
   after(() => pages.close());
   beforeEach(async () => {

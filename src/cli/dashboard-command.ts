@@ -1,5 +1,6 @@
-// `scriptorium dashboard`: bull-board over the documents and pages queues (read-write, so failed
-// jobs can be retried from the browser) and GET /healthz, which says whether Redis answers PING.
+// `scriptorium dashboard`: bull-board over the documents queue and every variant's page queue (read-write, so failed
+// jobs can be retried from the browser), GET /healthz, which says whether Redis answers PING, and
+// GET /queue-depth, the page work waiting per variant for an autoscaler (KEDA's metrics-api scaler).
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 
@@ -8,19 +9,22 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import express from 'express';
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
-import { DOCUMENTS_QUEUE, PAGES_QUEUE } from '../jobs/job-types.js';
-import { DOCUMENTS, PAGES, type QueueName } from '../queue/queue-names.js';
+import { VARIANTS, type Variant } from '../engine/model-config.js';
+import { DOCUMENTS, fullQueueName, PAGE_QUEUES, type QueueName } from '../queue/queue-names.js';
 import { checkRedisReachable, redactedRedisUrl, redisOptions, redisUrlFromEnv } from '../queue/redis.js';
+import { pageQueueDepths } from '../queue/queue-depth.js';
+import { RedisHealthProbe } from '../queue/redis-health.js';
 import { commandLogger } from './cli-logger.js';
 import { integerOption, parseCommandArgs, UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium dashboard [--host H] [--port P]
 
-Serves the queue dashboard (bull-board) at http://H:P/ and GET /healthz: 200 {"redis":"ok"} while
-Redis answers PING, 503 otherwise. Jobs can be retried, promoted and removed from the page, and
+Serves the queue dashboard (bull-board) at http://H:P/, GET /healthz: 200 {"redis":"ok"} while
+Redis answers PING, 503 otherwise, and GET /queue-depth: per variant, the page jobs not yet claimed
+(waiting, prioritized, delayed, paused), those being read (active) and their sum (pending), as JSON
+{"v3":{"unclaimed":…,"active":…,"pending":…,…},…} for an autoscaler. Jobs can be retried, promoted and removed from the page, and
 there is no login: keep --host on loopback unless an authenticating proxy stands in front.
 
   --host H   address to listen on (default 127.0.0.1)
@@ -31,8 +35,6 @@ Redis is $REDIS_URL (default redis://127.0.0.1:6379).`;
 const DEFAULT_HOST = '127.0.0.1';
 const DEFAULT_PORT = 3000;
 const MAX_PORT = 65_535;
-/** How long /healthz waits for PONG before answering 503. */
-const PING_TIMEOUT_MS = 1_000;
 
 export interface DashboardOptions {
   /** Default: REDIS_URL, else redis://127.0.0.1:6379. */
@@ -75,25 +77,32 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const logger = options.logger ?? commandLogger('info');
   await checkRedisReachable(redisUrl);
 
-  const health = await openHealthConnection(redisUrl, logger);
-  const queues = [openQueue(DOCUMENTS, redisUrl), openQueue(PAGES, redisUrl)];
+  const health = await RedisHealthProbe.open(redisUrl, logger);
+  const names = [DOCUMENTS, ...PAGE_QUEUES];
+  const queues = names.map((name) => openQueue(name, redisUrl));
+  const pagesOf = (variant: Variant) => queues[1 + VARIANTS.indexOf(variant)];
   // The health connection reports Redis outages; the queues' own errors would only repeat it.
   for (const queue of queues) queue.on('error', () => undefined);
 
   const board = new ExpressAdapter();
   createBullBoard({
-    queues: [
-      new BullMQAdapter(queues[0], { displayName: DOCUMENTS_QUEUE }),
-      new BullMQAdapter(queues[1], { displayName: PAGES_QUEUE }),
-    ],
+    queues: queues.map((queue, i) => new BullMQAdapter(queue, { displayName: fullQueueName(names[i]) })),
     serverAdapter: board,
   });
 
   const app = express();
   app.disable('x-powered-by');
   app.get('/healthz', async (_request, response) => {
-    const redis = await ping(health);
+    const redis = await health.ping();
     response.status(redis === 'ok' ? 200 : 503).json({ redis });
+  });
+  app.get('/queue-depth', async (_request, response) => {
+    try {
+      response.json(await pageQueueDepths(pagesOf));
+    } catch (error) {
+      logger.warn({ err: error }, 'queue depth: cannot read the page queues');
+      response.status(503).json({ error: 'cannot read the page queues from Redis' });
+    }
   });
   app.use('/', board.getRouter());
 
@@ -140,44 +149,8 @@ function openQueue(queue: QueueName, redisUrl: string): Queue {
   return new Queue(queue.name, { connection: redisOptions(redisUrl, 'client'), prefix: queue.prefix });
 }
 
-/**
- * A connection only for /healthz, resolved once ready: no offline queue and a command timeout, so that
- * PING fails at once while Redis is away instead of waiting for a reconnect. It keeps reconnecting in
- * the background and logs when Redis goes away and when it is back.
- */
-async function openHealthConnection(redisUrl: string, logger: Logger): Promise<Redis> {
-  const client = new Redis({ ...redisOptions(redisUrl, 'client'), enableOfflineQueue: false, commandTimeout: PING_TIMEOUT_MS, lazyConnect: true });
-  let lost = false;
-  client.on('error', (error: Error) => {
-    if (lost) return;
-    lost = true;
-    logger.warn({ redis: redactedRedisUrl(redisUrl), err: error.message }, 'lost the connection to Redis; reconnecting');
-  });
-  client.on('ready', () => {
-    if (!lost) return;
-    lost = false;
-    logger.info({ redis: redactedRedisUrl(redisUrl) }, 'Redis is back');
-  });
-  try {
-    await client.connect();
-  } catch (error) {
-    client.disconnect();
-    throw new Error(`Redis at ${redactedRedisUrl(redisUrl)} went away while the dashboard started: ${(error as Error).message}`);
-  }
-  return client;
-}
-
-async function ping(client: Redis): Promise<'ok' | 'unreachable'> {
-  try {
-    await client.ping();
-    return 'ok';
-  } catch {
-    return 'unreachable';
-  }
-}
-
-async function closeConnections(queues: Queue[], health: Redis): Promise<void> {
-  health.disconnect();
+async function closeConnections(queues: Queue[], health: RedisHealthProbe): Promise<void> {
+  health.close();
   await Promise.all(queues.map((queue) => queue.close()));
 }
 

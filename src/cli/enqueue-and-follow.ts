@@ -6,7 +6,7 @@ import { QueueEvents } from 'bullmq';
 import { enqueueDocuments, type EnqueueOptions, type EnqueueSummary } from '../producer/enqueue.js';
 import { DocumentWatcher, type DocumentSettlement } from '../queue/document-watcher.js';
 import { pagesOfJobId } from '../queue/job-ids.js';
-import { PAGES } from '../queue/queue-names.js';
+import { pageQueue, type QueueName } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 import { enqueueSummaryLine, exitStatusOf, queuedLine, settledLine, EXIT_ALL_DONE, EXIT_INTERRUPTED, EXIT_SOME_FAILED } from './document-report.js';
 import { EnqueueProgress, type ProgressTerminal } from './enqueue-progress.js';
@@ -41,7 +41,10 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
     if (options.wait) {
       // Started first: it hears of documents that finish while later inputs are still being enqueued.
       watcher = await DocumentWatcher.start(redisOptions(options.redisUrl, 'worker'));
-      if (progress !== undefined) pageEvents = await followPageJobs(options.redisUrl, (docId, pages) => progress.pagesFinished(docId, pages));
+      if (progress !== undefined) {
+        const queue = pageQueue(options.enqueue.ocr.variant);
+        pageEvents = await followPageJobs(options.redisUrl, queue, (docId, pages) => progress.pagesFinished(docId, pages));
+      }
     }
     const print = (line: string) => (progress === undefined ? write(line) : progress.line(line));
 
@@ -84,12 +87,12 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
 }
 
 /**
- * Tells `onPages` of each page job that finishes from now on (done, or failed for good: BullMQ writes
+ * Tells `onPages` of each job of the page `queue` that finishes from now on (done, or failed for good: BullMQ writes
  * 'failed' once a job has no tries left), with its docId and page count. For progress only: a page
  * finished before this listens is counted when its document finishes.
  */
-async function followPageJobs(redisUrl: string, onPages: (docId: string, pages: number) => void): Promise<QueueEvents> {
-  const events = new QueueEvents(PAGES.name, { connection: redisOptions(redisUrl, 'worker'), prefix: PAGES.prefix });
+async function followPageJobs(redisUrl: string, queue: QueueName, onPages: (docId: string, pages: number) => void): Promise<QueueEvents> {
+  const events = new QueueEvents(queue.name, { connection: redisOptions(redisUrl, 'worker'), prefix: queue.prefix });
   const finished = ({ jobId }: { jobId: string }) => {
     const job = pagesOfJobId(jobId);
     if (job !== undefined) onPages(job.docId, job.lastPage - job.firstPage + 1);

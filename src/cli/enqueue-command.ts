@@ -2,7 +2,8 @@
 // workers (`scriptorium work`) anywhere that share the Redis and the storage.
 import { Queue } from 'bullmq';
 
-import { PAGES } from '../queue/queue-names.js';
+import type { Variant } from '../engine/model-config.js';
+import { fullQueueName, pageQueue } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 import { ENQUEUE_ARGS, ENQUEUE_ARGS_USAGE, enqueueSettingsOf } from './enqueue-args.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
@@ -48,7 +49,7 @@ export async function runEnqueueCommand(args: string[]): Promise<number> {
       redisUrl: redis.url,
       wait: values.wait,
       progress: progressTerminal(),
-      beforeWaiting: () => warnWithoutWorkers(redis.url),
+      beforeWaiting: () => warnWithoutWorkers(redis.url, enqueue.ocr.variant),
     });
   } finally {
     await redis.close();
@@ -56,11 +57,14 @@ export async function runEnqueueCommand(args: string[]): Promise<number> {
 }
 
 /** Waiting with no worker would look like a hang. */
-async function warnWithoutWorkers(redisUrl: string): Promise<void> {
-  const pages = new Queue(PAGES.name, { connection: redisOptions(redisUrl, 'client'), prefix: PAGES.prefix });
+async function warnWithoutWorkers(redisUrl: string, variant: Variant): Promise<void> {
+  const queue = pageQueue(variant);
+  const pages = new Queue(queue.name, { connection: redisOptions(redisUrl, 'client'), prefix: queue.prefix });
   try {
     if ((await pages.getWorkersCount()) === 0) {
-      process.stderr.write(`scriptorium: no worker is connected to ${PAGES.prefix}:${PAGES.name}: start \`scriptorium work\` to process the documents (Ctrl-C stops waiting; the jobs stay queued)\n`);
+      process.stderr.write(
+        `scriptorium: no ${variant} worker is connected to ${fullQueueName(queue)}: start \`scriptorium work\` with a ${variant} model to process the documents (Ctrl-C stops waiting; the jobs stay queued)\n`,
+      );
     }
   } finally {
     await pages.close();

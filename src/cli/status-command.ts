@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 
 import { pagesOfJobId } from '../queue/job-ids.js';
 import { listLiveWorkers, type LiveWorker } from '../queue/live-workers.js';
-import { DOCUMENTS, PAGES, type QueueName } from '../queue/queue-names.js';
+import { DOCUMENTS, fullQueueName, PAGE_QUEUES } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 import { MAX_WINDOW_MINUTES, recentThroughput } from '../queue/throughput.js';
 import { openQueueRedis } from './queue-redis.js';
@@ -14,8 +14,9 @@ import { integerOption, parseCommandArgs, UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium status [--failed N] [--window M]
 
-Job counts per state of ${DOCUMENTS.prefix}:${DOCUMENTS.name} and ${PAGES.prefix}:${PAGES.name} in Redis
-($REDIS_URL, default redis://127.0.0.1:6379) and the number of connected workers; per queue, what was
+Job counts per state of ${fullQueueName(DOCUMENTS)} and of each variant's page queue
+(${PAGE_QUEUES.map(fullQueueName).join(', ')}) in Redis ($REDIS_URL, default redis://127.0.0.1:6379)
+and the number of workers connected to each; per queue, what was
 completed in the last M minutes (--window, default 10, at most ${MAX_WINDOW_MINUTES}), the rate, and at that rate
 the time left for the work still queued or running; the live workers (host, backend, the jobs they
 hold, pages done and failed, how long since their last heartbeat); and the latest failed jobs with
@@ -40,26 +41,26 @@ export async function runStatusCommand(args: string[]): Promise<number> {
 
   const redis = await openQueueRedis();
   const client = new Redis(redisOptions(redis.url, 'client'));
-  const queues = [DOCUMENTS, PAGES].map((name) => ({ name, queue: new Queue(name.name, { connection: redisOptions(redis.url, 'client'), prefix: name.prefix }) }));
+  const queues = [DOCUMENTS, ...PAGE_QUEUES].map((name) => ({ name, queue: new Queue(name.name, { connection: redisOptions(redis.url, 'client'), prefix: name.prefix }) }));
   try {
     const now = Date.now();
     const rows = await Promise.all(
       queues.map(async ({ name, queue }) => {
         const [counts, workers] = await Promise.all([queue.getJobCounts(...STATES), queue.getWorkersCount()]);
-        return [fullName(name), String(workers), ...STATES.map((state) => String(counts[state] ?? 0))];
+        return [fullQueueName(name), String(workers), ...STATES.map((state) => String(counts[state] ?? 0))];
       }),
     );
     const lines = [`Redis ${redis.description}`, ...table(['queue', 'workers', ...STATES], rows)];
 
-    const [documents, pages] = queues.map(({ queue }) => queue);
-    const unfinished = await Promise.all([unfinishedDocuments(documents), unfinishedPages(pages)]);
+    const [documents, ...pageQueues] = queues;
+    const unfinished = await Promise.all([
+      unfinishedDocuments(documents.queue).then((left) => ({ name: documents.name, unit: 'documents', left })),
+      ...pageQueues.map(({ name, queue }) => unfinishedPages(queue).then((left) => ({ name, unit: 'pages', left }))),
+    ]);
     const throughputRows = await Promise.all(
-      [
-        { name: DOCUMENTS, unit: 'documents', left: unfinished[0] },
-        { name: PAGES, unit: 'pages', left: unfinished[1] },
-      ].map(async ({ name, unit, left }) => {
+      unfinished.map(async ({ name, unit, left }) => {
         const { completed, perMinute } = await recentThroughput(client, name, windowMinutes, now);
-        return [fullName(name), `${completed} ${unit}`, perMinute.toFixed(1), `${left} ${unit}`, eta(left, perMinute)];
+        return [fullQueueName(name), `${completed} ${unit}`, perMinute.toFixed(1), `${left} ${unit}`, eta(left, perMinute)];
       }),
     );
     lines.push('', ...table(['queue', `done in ${windowMinutes} min`, 'per min', 'left', 'ETA'], throughputRows));
@@ -76,7 +77,7 @@ export async function runStatusCommand(args: string[]): Promise<number> {
       for (const { name, queue } of queues) {
         const failed = await queue.getFailed(0, failedShown - 1);
         if (failed.length === 0) continue;
-        lines.push('', `latest failed jobs of ${fullName(name)}:`);
+        lines.push('', `latest failed jobs of ${fullQueueName(name)}:`);
         for (const job of failed) {
           const when = job.finishedOn === undefined ? '' : ` at ${new Date(job.finishedOn).toISOString()}`;
           lines.push(`  ${job.name} (id ${job.id}), ${job.attemptsMade} tr${job.attemptsMade === 1 ? 'y' : 'ies'}${when}: ${job.failedReason}`);
@@ -90,10 +91,6 @@ export async function runStatusCommand(args: string[]): Promise<number> {
     client.disconnect();
     await redis.close();
   }
-}
-
-function fullName(name: QueueName): string {
-  return `${name.prefix}:${name.name}`;
 }
 
 async function unfinishedDocuments(documents: Queue): Promise<number> {

@@ -34,16 +34,18 @@ While it runs, \`scriptorium status\` lists it among the live workers.
   --model M           checkpoint folder, or s3://bucket/prefix/ holding the checkpoint files and a
                       SHA256SUMS of them (\`sha256sum * > SHA256SUMS\`), fetched and verified once into
                       the cache (default $SCRIPTORIUM_MODEL, else the synthetic tiny V3 checkpoint);
-                      jobs enqueued for another variant fail on this worker
+                      the worker takes page jobs of its variant's queue only (scriptorium:pages-v3)
   --model-cache DIR   where s3:// models are kept, as DIR/<bucket>/<prefix>/ (default ~/.cache/scriptorium/models)
   --variant V         overrides the variant detected from config.json
   --storage URL       ${STORAGE_URL_USAGE}; the producer's storage
   --batch N           most pages decoded together (default 8): pages join the running decode steps as
                       soon as they are encoded and leave when done (continuous batching)
   --concurrency N     page jobs held at once (default 2 × batch: the next pages are encoded, ready to join)
-  --threads T         engine threads (default: one per CPU)
+  --threads T         engine threads (default: one per CPU this process may use: its cgroup's CPU
+                      limit, as a container's or pod's, when it is lower than the CPU count)
   --metrics-port P    serve Prometheus metrics at http://H:P/metrics (pages done and failed, stage
-                      times, generated tokens and decode time, queue depths, process metrics)
+                      times, generated tokens and decode time, queue depths, process metrics), and
+                      /healthz (event loop responsive) and /readyz (model loaded, Redis reachable)
   --metrics-host H    the address to listen on (default 0.0.0.0: every interface)
   --page-timeout S    a page still decoding after S seconds stops, and fails with
                       "timed out" and are tried again (default ${DEFAULT_PAGE_TIMEOUT_MS / S})
@@ -115,9 +117,11 @@ export async function runWorkCommand(args: string[]): Promise<number> {
     }
     const model = await resolveModelDir(values.model, { cacheDir: values['model-cache'], logger });
     const workers = await startOcrWorkers({ model, variant, threads, storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
+    metrics?.health.modelLoaded();
     logger.info({ redis: redis.description, batch, concurrency, ...faults }, 'taking jobs');
     await new Promise<void>((resolve, reject) => {
       onShutdownSignal((signal) => {
+        metrics?.health.stopping();
         logger.info({ signal }, 'stopping: finishing claimed jobs');
         workers.close().then(resolve, reject);
       });

@@ -2,10 +2,10 @@
 // batched decoder forward passes and vision encodes on native threads. Calls on one model are
 // queued here so that libuv's worker threads never wait on the engine's lock.
 import { createRequire } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { cpuLimit } from './cpu-limit.js';
 import { loadModelConfig, type ModelConfig, type Variant } from './model-config.js';
 import { parseVisionDims, type VisionDims } from './vision-config.js';
 
@@ -142,7 +142,7 @@ export function nativeBinding(): NativeBinding {
 
 export interface LoadOptions {
   variant?: Variant;
-  /** Engine threads; defaults to the number of CPUs. */
+  /** Engine threads; defaults to cpuLimit(): the CPUs this process may use, within its cgroup's quota. */
   threads?: number;
 }
 
@@ -159,7 +159,7 @@ export class NativeModel {
   static async load(modelDir: string, options: LoadOptions = {}): Promise<NativeModel> {
     const config = await loadModelConfig(modelDir, options.variant);
     const vision = parseVisionDims(config);
-    const threads = options.threads ?? os.availableParallelism();
+    const threads = options.threads ?? cpuLimit();
     const handle = new (nativeBinding().NativeModel)(modelDir, config.decoder, threads, vision ?? undefined);
     return new NativeModel(config, vision, handle);
   }

@@ -10,7 +10,6 @@ import type { OcrTask } from '../engine/prompts.js';
 import { parseBoundaryData } from './boundary-data.js';
 
 export const DOCUMENTS_QUEUE = 'scriptorium:documents';
-export const PAGES_QUEUE = 'scriptorium:pages';
 
 const positiveInteger = z.number().int().positive();
 

@@ -1,6 +1,7 @@
 // From inputs to queued work (DESIGN.md "Data flow"): every input document is planned, its source
 // staged once, and one BullMQ flow added per document: the parent 'document <docId>' on
-// scriptorium:documents with one child per page (V3 parse-multi: per page group) on scriptorium:pages.
+// scriptorium:documents with one child per page (V3 parse-multi: per page group) on the page queue
+// of the document's variant (scriptorium:pages-v3), which only workers of that variant take from.
 // Job ids come from the docId, so enqueueing the same input again adds nothing.
 //
 // What happens to each input, as the summary reports it:
@@ -18,7 +19,7 @@ import type { OcrJobOptions } from '../jobs/job-types.js';
 import { rejectedInputKey, type DocumentKeys } from '../jobs/storage-layout.js';
 import { documentJobId, documentJobName, pageJobId, pageJobName } from '../queue/job-ids.js';
 import { documentJobOptions, pageJobOptions, type PageJobLifecycle } from '../queue/job-options.js';
-import { DOCUMENTS, PAGES } from '../queue/queue-names.js';
+import { DOCUMENTS, pageQueue } from '../queue/queue-names.js';
 import type { Storage } from '../storage/storage.js';
 import { expandInputs, type ExpandInputsOptions, type ProducerInput } from './input-sources.js';
 import { planDocument, stageSource, type PlannedDocument } from './plan-document.js';
@@ -135,8 +136,8 @@ async function enqueuePlanned(plan: PlannedDocument, options: EnqueueOptions, fl
 }
 
 /**
- * The document's flow: the parent job on the documents queue, one child per page job on the pages
- * queue. Adding it again while its jobs exist adds nothing: BullMQ keeps the jobs it holds by id.
+ * The document's flow: the parent job on the documents queue, one child per page job on the page
+ * queue of its variant. Adding it again while its jobs exist adds nothing: BullMQ keeps the jobs it holds by id.
  */
 export function documentFlow(plan: PlannedDocument, lifecycle: PageJobLifecycle = {}): FlowJob {
   const { docId, documentJob, pageJobs } = plan;
@@ -147,7 +148,7 @@ export function documentFlow(plan: PlannedDocument, lifecycle: PageJobLifecycle 
     opts: documentJobOptions(documentJobId(docId), lifecycle.priority),
     children: pageJobs.map((data) => ({
       name: pageJobName(docId, data.firstPage, data.lastPage),
-      queueName: PAGES.name,
+      queueName: pageQueue(data.options.variant).name,
       data,
       opts: pageJobOptions(pageJobId(docId, data.firstPage, data.lastPage), lifecycle),
     })),

@@ -5,10 +5,10 @@ import { randomBytes } from 'node:crypto';
 
 import type { Redis } from 'ioredis';
 
-import { PAGES } from './queue-names.js';
+import { DOCUMENTS } from './queue-names.js';
 
 /** scriptorium:workers:<host>:<pid>:<random> */
-export const LIVE_WORKER_KEY_PREFIX = `${PAGES.prefix}:workers:`;
+export const LIVE_WORKER_KEY_PREFIX = `${DOCUMENTS.prefix}:workers:`;
 export const DEFAULT_HEARTBEAT_MS = 5_000;
 /** A worker's hash outlives its last heartbeat by this many intervals. */
 const TTL_IN_HEARTBEATS = 3;

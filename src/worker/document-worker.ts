@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { parseDocumentJobData, parseDonePageOutcome, type DocumentJobData, type DocumentOutcome } from '../jobs/job-types.js';
 import { documentResultKeys } from '../jobs/storage-layout.js';
 import { pagesOfJobId } from '../queue/job-ids.js';
-import { jobIdOfKey, DOCUMENTS, PAGES } from '../queue/queue-names.js';
+import { DOCUMENTS, pageJobIdOfKey } from '../queue/queue-names.js';
 import type { Storage } from '../storage/storage.js';
 import { assembleDocument, type PageStatus } from './document-assembler.js';
 
@@ -69,8 +69,8 @@ export async function pageStatusesOf(job: Job<DocumentJobData>): Promise<PageSta
   const done = Object.values(values).flatMap((value) => parseDonePageOutcome(value).pages.map(({ page, key }): PageStatus => ({ page, status: 'done', key })));
   const failed = Object.entries(failures).flatMap(([key, bullmqReason]) => {
     const reason = bullmqReason === BULLMQ_STALLED_REASON ? STALLED_PAGE_REASON : bullmqReason;
-    const pages = pagesOfJobId(jobIdOfKey(PAGES, key) ?? '');
-    if (pages === undefined) throw new Error(`document ${job.data.docId}: a failed child ${key} is not a page job of ${PAGES.prefix}:${PAGES.name}`);
+    const pages = pagesOfJobId(pageJobIdOfKey(key) ?? '');
+    if (pages === undefined) throw new Error(`document ${job.data.docId}: a failed child ${key} is not a page job of a page queue`);
     return Array.from({ length: pages.lastPage - pages.firstPage + 1 }, (_, i): PageStatus => ({ page: pages.firstPage + i, status: 'failed', reason }));
   });
   return [...done, ...failed];

@@ -13,7 +13,7 @@ import os from 'node:os';
 
 import type { Redis } from 'ioredis';
 
-import { PAGES } from '../queue/queue-names.js';
+import { DOCUMENTS } from '../queue/queue-names.js';
 
 const DEATHS_FIELD = 'deaths';
 /** Claims of jobs that never finish (their queue was obliterated) do not stay for ever. */
@@ -98,9 +98,9 @@ function workerKeyOf(field: string): string {
   return space < 0 ? field : field.slice(0, space);
 }
 
-/** scriptorium:pages:claims:<jobId> */
+/** scriptorium:page-claims:<jobId>; page job ids are unique across the variants' page queues. */
 export function claimsKey(jobId: string): string {
-  return `${PAGES.prefix}:${PAGES.name}:claims:${jobId}`;
+  return `${DOCUMENTS.prefix}:page-claims:${jobId}`;
 }
 
 function parseHolder(text: string): ClaimHolder | undefined {

@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 
 import { openSealedPdfPassword, renderPage, type PdfRenderer, type RgbImage } from '../documents/document.js';
+import type { Variant } from '../engine/model-config.js';
 import type { OcrEngine, PageResult } from '../engine/ocr-engine.js';
 import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
 import type { DonePageOutcome, PageJobData, PageOutcome, StageTimings, StoredPage } from '../jobs/job-types.js';
@@ -72,6 +73,11 @@ export class PagePipeline {
       checkpoint: options.checkpointId,
       synthetic: options.synthetic,
     };
+  }
+
+  /** Its engine's variant: the only one whose page jobs it can read. */
+  get variant(): Variant {
+    return this.#options.engine.variant;
   }
 
   /**

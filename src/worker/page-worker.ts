@@ -1,4 +1,5 @@
-// The BullMQ worker of the pages queue: every claimed page job is read by its own
+// The BullMQ worker of the page queue of its engine's variant (so it never claims a page its model
+// cannot read): every claimed page job is read by its own
 // PagePipeline.processPages call, and the engine's continuous batch merges their decodes: a page
 // joins the running decode steps as soon as it is encoded and leaves when it is done, so concurrent
 // pages share every pass over the weights. A job's return value is its outcome (result keys and
@@ -23,7 +24,7 @@ import type { Logger } from 'pino';
 
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import { parsePageJobData, type DonePageOutcome, type PageJobData, type PageOutcome } from '../jobs/job-types.js';
-import { PAGES } from '../queue/queue-names.js';
+import { pageQueue } from '../queue/queue-names.js';
 import { STALLED_PAGE_REASON } from './document-worker.js';
 import { PageClaims } from './page-claims.js';
 import { SharedOrAlone } from './shared-or-alone.js';
@@ -155,8 +156,9 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
     }
   };
 
+  const queue = pageQueue(pipeline.variant);
   const worker = new Worker<PageJobData, DonePageOutcome>(
-    PAGES.name,
+    queue.name,
     async (job: Job<PageJobData>, token?: string) => {
       const jobId = job.id ?? '';
       const claim = token ?? '';
@@ -196,7 +198,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
     },
     {
       connection,
-      prefix: PAGES.prefix,
+      prefix: queue.prefix,
       concurrency: options.concurrency ?? 2 * DEFAULT_MAX_SEQUENCES,
       lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
       stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,

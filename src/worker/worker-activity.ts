@@ -7,10 +7,10 @@ import type { Logger } from 'pino';
 
 import type { DocumentJobData, DocumentOutcome, DonePageOutcome, PageJobData } from '../jobs/job-types.js';
 import type { LiveWorkerProgress } from '../queue/live-workers.js';
-import { DOCUMENTS, PAGES, type QueueName } from '../queue/queue-names.js';
+import { DOCUMENTS, pageQueue, type QueueName } from '../queue/queue-names.js';
 import { countCompleted } from '../queue/throughput.js';
 import type { DecodeStats } from './page-pipeline.js';
-import { observeStageTimes, workerMetrics } from './worker-metrics.js';
+import { failureReasonLabel, observeStageTimes, workerMetrics } from './worker-metrics.js';
 
 export class WorkerActivity {
   readonly #redis: Redis;
@@ -36,18 +36,19 @@ export class WorkerActivity {
       this.#pagesDone += pages;
       metrics.pagesDone.inc(pages);
       for (const page of outcome.pages) observeStageTimes(page.timings_ms);
-      this.#count(PAGES, pages);
+      this.#count(pageQueue(job.data.options.variant), pages);
     });
-    worker.on('failed', (job) => {
+    worker.on('failed', (job, error) => {
       if (job === undefined) return;
+      const reason = { reason: failureReasonLabel(error) };
       this.#currentJobs.delete(job.id ?? '');
       const pages = job.data.lastPage - job.data.firstPage + 1;
       // BullMQ sets finishedOn only when the job has no tries left.
       if (job.finishedOn === undefined) {
-        metrics.pageRetries.inc(pages);
+        metrics.pageRetries.inc(reason, pages);
       } else {
         this.#pagesFailed += pages;
-        metrics.pagesFailed.inc(pages);
+        metrics.pagesFailed.inc(reason, pages);
       }
     });
   }

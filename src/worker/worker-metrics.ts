@@ -1,5 +1,6 @@
 // Prometheus metrics of a worker process (prom-client's default registry, one set per process
-// however many workers it runs) and the HTTP endpoint `scriptorium work --metrics-port` serves them on.
+// however many workers it runs) and the HTTP endpoint `scriptorium work --metrics-port` serves them
+// on, beside the process's /healthz and /readyz (worker-health.ts).
 import http from 'node:http';
 
 import { Queue } from 'bullmq';
@@ -7,13 +8,14 @@ import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, register } from 'prom-client';
 
 import type { Stage } from '../jobs/job-types.js';
-import { DOCUMENTS, PAGES, type QueueName } from '../queue/queue-names.js';
+import { DOCUMENTS, fullQueueName, PAGE_QUEUES } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
+import { WorkerHealth, type HealthAnswer } from './worker-health.js';
 
 export interface WorkerMetrics {
   pagesDone: Counter;
-  pagesFailed: Counter;
-  pageRetries: Counter;
+  pagesFailed: Counter<'reason'>;
+  pageRetries: Counter<'reason'>;
   stageSeconds: Histogram<'stage'>;
   generatedTokens: Counter;
   decodeSeconds: Counter;
@@ -32,10 +34,15 @@ let metrics: WorkerMetrics | undefined;
 export function workerMetrics(): WorkerMetrics {
   metrics ??= {
     pagesDone: new Counter({ name: 'scriptorium_pages_done_total', help: 'Pages read and stored by this process' }),
-    pagesFailed: new Counter({ name: 'scriptorium_pages_failed_total', help: 'Pages that failed for good in this process (no tries left)' }),
+    pagesFailed: new Counter({
+      name: 'scriptorium_pages_failed_total',
+      help: 'Pages that failed for good in this process (no tries left), by reason (see failureReasonLabel)',
+      labelNames: ['reason'],
+    }),
     pageRetries: new Counter({
       name: 'scriptorium_page_retries_total',
-      help: 'Page tries that failed in this process and will be tried again',
+      help: 'Page tries that failed in this process and will be tried again, by reason',
+      labelNames: ['reason'],
     }),
     stageSeconds: new Histogram({
       name: 'scriptorium_page_stage_seconds',
@@ -53,6 +60,24 @@ export function workerMetrics(): WorkerMetrics {
   return metrics;
 }
 
+/** The reasons a page fails, few enough for a label (the full reason is in document.json and the logs). */
+export type FailureReasonLabel = 'timeout' | 'engine-hung' | 'worker-died' | 'unreadable' | 'other';
+
+/**
+ * - timeout: the page deadline stopped its decode; engine-hung: the engine never returned
+ * - worker-died: its workers died more often than --max-stalled allows
+ * - unreadable: another try cannot help (a page that cannot be rendered, a missing source)
+ * - other: anything else, retried (storage or Redis unreachable, …)
+ */
+export function failureReasonLabel(error: Error): FailureReasonLabel {
+  // A page stopped by its deadline fails with the PageTimeoutError's message as a plain Error.
+  if (error.name === 'PageTimeoutError' || error.message.startsWith('timed out after ')) return 'timeout';
+  if (error.name === 'EngineHungError') return 'engine-hung';
+  if (/stalled more than allowable limit/.test(error.message)) return 'worker-died';
+  if (error.name === 'UnrecoverableError') return 'unreadable';
+  return 'other';
+}
+
 /** Records one stored page's stage times (milliseconds, as in its result JSON). */
 export function observeStageTimes(timings: Record<Stage, number>): void {
   const { stageSeconds } = workerMetrics();
@@ -63,14 +88,18 @@ export interface MetricsServerOptions {
   port: number;
   /** Default: every interface, for a Prometheus on another host. */
   host?: string;
-  /** For the queue depths, read on each scrape. */
+  /** For the queue depths, read on each scrape, and for /readyz. */
   redisUrl: string;
   logger: Logger;
+  /** See WorkerHealthOptions. */
+  eventLoopLimitMs?: number;
 }
 
 export interface MetricsServer {
   /** http://host:port/metrics */
   url: string;
+  /** What /healthz and /readyz answer: tell it when the model is loaded and when the process stops. */
+  health: WorkerHealth;
   close(): Promise<void>;
 }
 
@@ -78,7 +107,10 @@ let queueDepthReader: (() => Promise<Array<{ queue: string; state: string; jobs:
 let queueDepthGauge: Gauge<'queue' | 'state'> | undefined;
 let defaultMetricsStarted = false;
 
-/** Serves GET /metrics: the worker metrics, the queue depths per state, and Node's process metrics. */
+/**
+ * Serves GET /metrics: the worker metrics, the queue depths per state, and Node's process metrics;
+ * GET /healthz and /readyz: the process's liveness and readiness as JSON, 200 or 503.
+ */
 export async function serveMetrics(options: MetricsServerOptions): Promise<MetricsServer> {
   const { logger } = options;
   workerMetrics();
@@ -86,10 +118,10 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
     collectDefaultMetrics();
     defaultMetricsStarted = true;
   }
-  const queues = [DOCUMENTS, PAGES].map((name) => ({ name, queue: new Queue(name.name, { connection: redisOptions(options.redisUrl, 'client'), prefix: name.prefix }) }));
+  const queues = [DOCUMENTS, ...PAGE_QUEUES].map((name) => ({ name, queue: new Queue(name.name, { connection: redisOptions(options.redisUrl, 'client'), prefix: name.prefix }) }));
   queueDepthReader = async () => {
     const counts = await Promise.all(queues.map(async ({ name, queue }) => ({ name, counts: await queue.getJobCounts(...DEPTH_STATES) })));
-    return counts.flatMap(({ name, counts: byState }) => DEPTH_STATES.map((state) => ({ queue: fullName(name), state, jobs: byState[state] ?? 0 })));
+    return counts.flatMap(({ name, counts: byState }) => DEPTH_STATES.map((state) => ({ queue: fullQueueName(name), state, jobs: byState[state] ?? 0 })));
   };
   queueDepthGauge ??= new Gauge({
     name: 'scriptorium_queue_jobs',
@@ -106,9 +138,21 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
     },
   });
 
+  const health = await WorkerHealth.start({ redisUrl: options.redisUrl, logger, eventLoopLimitMs: options.eventLoopLimitMs });
+  const answer = (response: http.ServerResponse, { status, body }: HealthAnswer) =>
+    response.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
   const server = http.createServer((request, response) => {
-    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
-      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at /metrics\n');
+    const route = request.method === 'GET' ? request.url?.split('?')[0] : undefined;
+    if (route === '/healthz') return answer(response, health.liveness());
+    if (route === '/readyz') {
+      health.readiness().then(
+        (readiness) => answer(response, readiness),
+        () => answer(response, { status: 503, body: { error: 'readiness check failed' } }),
+      );
+      return;
+    }
+    if (route !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at /metrics, health at /healthz and /readyz\n');
       return;
     }
     register.metrics().then(
@@ -119,23 +163,27 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
       },
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
+    });
+  } catch (error) {
+    health.close();
+    await Promise.all(queues.map(({ queue }) => queue.close()));
+    throw error;
+  }
   const { port } = server.address() as { port: number };
   const host = options.host ?? '0.0.0.0';
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/metrics`,
+    health,
     async close() {
       queueDepthReader = undefined;
+      health.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await Promise.all(queues.map(({ queue }) => queue.close()));
     },
   };
-}
-
-function fullName(name: QueueName): string {
-  return `${name.prefix}:${name.name}`;
 }
