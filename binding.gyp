@@ -35,6 +35,7 @@
         "native/src/kernels_scalar.cc",
         "native/src/kernels_dispatch.cc",
         "native/src/ops.cc",
+        "native/src/attention.cc",
         "native/src/decoder.cc",
         "native/src/vision_ops.cc",
         "native/src/sam_encoder.cc",
