@@ -1,4 +1,4 @@
-// From inputs to queued work (DESIGN.md "Data flow"): every input document is planned, its source
+// From inputs to queued work (docs/design.md "Data flow"): every input document is planned, its source
 // staged once, and one BullMQ flow added per document: the parent 'document <docId>' on
 // scriptorium:documents with one child per page (V3 parse-multi: per page group) on scriptorium:pages.
 // Job ids come from the docId, so enqueueing the same input again adds nothing.
