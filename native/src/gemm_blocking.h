@@ -1,6 +1,7 @@
-// The cache-blocking loop of every vector kernel set's Y = X @ W^T. An instruction set supplies only
-// its register tiles and block sizes; this loop decides which tile covers which part of Y and which
-// rows of W a tile prefetches for the next block, so the sets differ where the hardware differs.
+// The blocking loops of every vector kernel set's matrix products: Y = X @ W^T and, for k-major right
+// operands, Y = X @ B. An instruction set supplies only its register tiles and block sizes; these
+// loops decide which tile covers which part of Y and which rows of W a tile prefetches for the next
+// block, so the sets differ only where the hardware differs.
 //
 // Each kernels_<isa>.cc passes a tile type from its own unnamed namespace, which gives every
 // instantiation internal linkage: no copy built with one set's ISA flags can be shared with code
@@ -50,6 +51,22 @@ void gemm_blocked(const Tile& tile, const GemmBlocking& b, const XT* X, int64_t 
           tile(mr, nr, X + m * ldx, ldx, W + n * ldw, ldw, Y + m * ldy + n, ldy, K, ahead);
         }
       }
+    }
+  }
+}
+
+/* Y[M, n0:n1] = X[M,K] @ B[K, n0:n1] with B stored k-major (row stride ldb): tiles of at most
+   tile_rows x tile_cols, tile(mr, cols, X, ldx, B, ldb, Y, ldy, K) for mr <= tile_rows and
+   cols <= tile_cols, each streaming B's rows from L1/L2. */
+template <typename Tile>
+void gemm_nn_blocked(const Tile& tile, int64_t tile_rows, int64_t tile_cols, const float* X, int64_t ldx,
+                     const float* B, int64_t ldb, float* Y, int64_t ldy, int64_t M, int64_t n0, int64_t n1,
+                     int64_t K) {
+  for (int64_t n = n0; n < n1; n += tile_cols) {
+    const int64_t cols = n1 - n < tile_cols ? n1 - n : tile_cols;
+    for (int64_t r = 0; r < M; r += tile_rows) {
+      const int64_t mr = M - r < tile_rows ? M - r : tile_rows;
+      tile(mr, cols, X + r * ldx, ldx, B + n, ldb, Y + r * ldy + n, ldy, K);
     }
   }
 }

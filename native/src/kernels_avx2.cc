@@ -205,18 +205,18 @@ constexpr NnTileFn kNnTiles[4][2] = {
     {nn_tile<4, 1>, nn_tile<4, 2>},
 };
 
-/* Y[M, n0:n1] = X[M,K] @ B[K, n0:n1] */
+struct NnTiles {
+  void operator()(int64_t mr, int64_t cols, const float* X, int64_t ldx, const float* B, int64_t ldb, float* Y,
+                  int64_t ldy, int64_t K) const {
+    const int64_t vectors = (cols + 7) / 8;
+    kNnTiles[mr - 1][vectors - 1](X, ldx, B, ldb, Y, ldy, K, cols - 8 * (vectors - 1));
+  }
+};
+
+/* Y[M, n0:n1] = X[M,K] @ B[K, n0:n1] in tiles of 4 rows x 16 columns */
 void gemm_nn_f32(const float* X, int64_t ldx, const float* B, int64_t ldb, float* Y, int64_t ldy,
                  int64_t M, int64_t n0, int64_t n1, int64_t K) {
-  for (int64_t n = n0; n < n1; n += 16) {
-    const int64_t cols = min64(16, n1 - n);
-    const int64_t vectors = (cols + 7) / 8;
-    const int64_t last = cols - 8 * (vectors - 1);
-    for (int64_t r = 0; r < M; r += 4) {
-      const int64_t mr = min64(4, M - r);
-      kNnTiles[mr - 1][vectors - 1](X + r * ldx, ldx, B + n, ldb, Y + r * ldy + n, ldy, K, last);
-    }
-  }
+  gemm_nn_blocked(NnTiles{}, 4, 16, X, ldx, B, ldb, Y, ldy, M, n0, n1, K);
 }
 
 /* 1 + erf(v / sqrt 2) for 8 lanes: erfc(|z|) ~ poly(t) exp(-z^2), t = 1 / (1 + p|z|) (Abramowitz-Stegun

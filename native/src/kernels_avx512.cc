@@ -188,18 +188,18 @@ constexpr NnTileFn kNnTiles[6][4] = {
     {nn_tile<6, 1>, nn_tile<6, 2>, nn_tile<6, 3>, nn_tile<6, 4>},
 };
 
-/* Y[M, n0:n1] = X[M,K] @ B[K, n0:n1]: 6-row x 64-column tiles stream B's rows from L1/L2 */
+struct NnTiles {
+  void operator()(int64_t mr, int64_t cols, const float* X, int64_t ldx, const float* B, int64_t ldb, float* Y,
+                  int64_t ldy, int64_t K) const {
+    const int64_t vectors = (cols + 15) / 16;
+    kNnTiles[mr - 1][vectors - 1](X, ldx, B, ldb, Y, ldy, K, tail_mask(cols - 16 * (vectors - 1)));
+  }
+};
+
+/* Y[M, n0:n1] = X[M,K] @ B[K, n0:n1] in tiles of 6 rows x 64 columns */
 void gemm_nn_f32(const float* X, int64_t ldx, const float* B, int64_t ldb, float* Y, int64_t ldy,
                  int64_t M, int64_t n0, int64_t n1, int64_t K) {
-  for (int64_t n = n0; n < n1; n += 64) {
-    const int64_t cols = min64(64, n1 - n);
-    const int64_t vectors = (cols + 15) / 16;
-    const __mmask16 m = tail_mask(cols - 16 * (vectors - 1));
-    for (int64_t r = 0; r < M; r += 6) {
-      const int64_t mr = min64(6, M - r);
-      kNnTiles[mr - 1][vectors - 1](X + r * ldx, ldx, B + n, ldb, Y + r * ldy + n, ldy, K, m);
-    }
-  }
+  gemm_nn_blocked(NnTiles{}, 6, 64, X, ldx, B, ldb, Y, ldy, M, n0, n1, K);
 }
 
 /* 1 + erf(v / sqrt 2) for 16 lanes: erfc(|z|) ~ poly(t) exp(-z^2), t = 1 / (1 + p|z|) (Abramowitz-Stegun
