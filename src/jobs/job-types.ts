@@ -1,5 +1,5 @@
 // The shapes that cross process boundaries: BullMQ job data (keys and options, never bytes) and the
-// result JSON written to storage (docs/design.md "Data flow" and "Results"). Declared once, imported by
+// result JSON written to storage (DESIGN.md "Data flow" and "Results"). Declared once, imported by
 // the producer, the worker and the CLI.
 import type { VisionMode } from '../engine/image-tokens.js';
 import type { Variant } from '../engine/model-config.js';

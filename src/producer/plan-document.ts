@@ -14,7 +14,7 @@ const V3_MULTI_PAGE_DEFAULT_OUTPUT_BUDGET = 2048;
 /** Text ids of the V3 multi-page prompt '<image>Multi page parsing.' besides BOS and the image ids. */
 const V3_MULTI_PAGE_PROMPT_TOKENS = 4;
 
-/** Written last by the assembler (docs/design.md "Data flow"): the document is finished. */
+/** Written last by the assembler (DESIGN.md "Data flow"): the document is finished. */
 const DONE_MARKER = '_DONE';
 
 export interface PlannedDocument {
