@@ -1,4 +1,4 @@
-// The two BullMQ queues of docs/design.md's data flow. BullMQ refuses ':' in a queue name, so
+// The two BullMQ queues of DESIGN.md's data flow. BullMQ refuses ':' in a queue name, so
 // 'scriptorium:documents' becomes the queue 'documents' under the key prefix 'scriptorium': its Redis
 // keys are then exactly 'scriptorium:documents:…', the names job-types.ts declares.
 import { DOCUMENTS_QUEUE, PAGES_QUEUE } from '../jobs/job-types.js';
