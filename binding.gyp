@@ -38,13 +38,13 @@
         "native/src/kernels_scalar.cc",
         "native/src/kernels_dispatch.cc",
         "native/src/ops.cc",
+        "native/src/attention.cc",
         "native/src/decoder.cc",
         "native/src/vision_ops.cc",
         "native/src/sam_encoder.cc",
         "native/src/clip_encoder.cc",
         "native/src/qwen2_encoder.cc",
-        "native/src/vision_encoder.cc",
-        "native/src/ceilings.cc"
+        "native/src/vision_encoder.cc"
       ],
       "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
       "libraries": ["-lpthread"],
@@ -74,6 +74,19 @@
           "defines": ["SCRIPTORIUM_VULKAN_MISSING=\"<(vulkan_missing)\""]
         }]
       ]
+    },
+    {
+      "target_name": "scriptorium_probes",
+      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512bf16"],
+      "sources": [
+        "native/probes/probes_addon.cc",
+        "native/probes/ceilings.cc",
+        "native/src/thread_pool.cc",
+        "native/src/kernels_scalar.cc",
+        "native/src/kernels_dispatch.cc"
+      ],
+      "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
+      "libraries": ["-lpthread"]
     }
   ]
 }

@@ -7,10 +7,10 @@ import path from 'node:path';
 
 import { UsageError } from '../src/cli/usage.js';
 import type { Variant } from '../src/engine/model-config.js';
-import { nativeBinding, type MachineCeilings } from '../src/engine/native-model.js';
 import { parseBenchArgs, USAGE, type BenchOptions } from './bench-options.js';
 import { benchCheckpoint } from './checkpoints.js';
 import { runMeasureProcess } from './measure-client.js';
+import { measureCeilings, type MachineCeilings } from './native-probes.js';
 import { batchText, ceilingsText, decoderText, encodersText, latencyText } from './report-table.js';
 import {
   summariseBatch,
@@ -56,14 +56,6 @@ function latencyPlot(latency: readonly LatencySummary[]): string {
   });
 }
 
-async function measureCeilings(options: BenchOptions): Promise<MachineCeilings> {
-  const binding = nativeBinding();
-  if (typeof binding.measureCeilings !== 'function') {
-    throw new Error('the native addon predates the ceilings probe: run `npm run build:native`');
-  }
-  return binding.measureCeilings({ threads: options.threads, ...options.ceilings });
-}
-
 async function main(args: string[]): Promise<number> {
   const options = parseBenchArgs(args, process.env);
   if (options === 'help') {
@@ -87,7 +79,7 @@ async function main(args: string[]): Promise<number> {
     startedAt: started.toISOString(),
     machine: { cpu: os.cpus()[0]?.model ?? 'unknown', cpus: os.cpus().length, memoryBytes: os.totalmem(), node: process.version, platform: process.platform },
     options: { ...options, parts: [...parts], cases: options.cases.map((c) => c.id) },
-    ceilings: await measureCeilings(options),
+    ceilings: await measureCeilings({ threads: options.threads, ...options.ceilings }),
     pages: [],
     latency: [],
   };

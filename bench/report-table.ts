@@ -1,5 +1,5 @@
 // The benchmark's results as plain-text tables for stdout.
-import type { MachineCeilings } from '../src/engine/native-model.js';
+import type { MachineCeilings } from './native-probes.js';
 import type { BatchSummary, ComputeFigure, LatencySummary, PageSummary } from './summary.js';
 
 /** Columns padded to their widest cell; the first column left-aligned, the others right-aligned. */

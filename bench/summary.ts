@@ -4,7 +4,7 @@
 //   memory-bound (decode): the time the counted bytes take at the measured read bandwidth ÷ the
 //     measured time.
 // 1 would mean running at the ceiling.
-import type { MachineCeilings } from '../src/engine/native-model.js';
+import type { MachineCeilings } from './native-probes.js';
 import { pageCase } from './page-cases.js';
 import type { BatchAnswer, LatencyAnswer, PageAnswer } from './measure-jobs.js';
 import { median, medianSeries } from './stats.js';

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import type { PageAnswer } from '../bench/measure-jobs.js';
 import { median, medianSeries } from '../bench/stats.js';
 import { bandwidthEfficiency, computeEfficiency, summariseBatch, summariseLatency, summarisePage } from '../bench/summary.js';
-import type { MachineCeilings } from '../src/engine/native-model.js';
+import type { MachineCeilings } from '../bench/native-probes.js';
 
 const CEILINGS: MachineCeilings = {
   kernels: 'avx512bf16',

@@ -118,7 +118,7 @@ describe('reference decoder on a synthetic checkpoint', () => {
   const window = 4;
   const prompt = [3, 14, 15, 9, 26, 5]; // longer than the window
   const causal: Visibility = (query, key) => key <= query;
-  /** The R-SWA rule as MODELS.md §8.2 states it, for prefill length L and window W. */
+  /** The R-SWA rule as docs/model.md §8.2 states it, for prefill length L and window W. */
   const rswa =
     (L: number, W: number): Visibility =>
     (query, key) =>

@@ -1,5 +1,5 @@
 // Self-tests of the vision reference (test/reference/vision-*.ts): interpolation, relative-position bias, window
-// partitioning, the Qwen2 encoder mask and the assembly counts of MODELS.md §6.3 against hand-computed values, and
+// partitioning, the Qwen2 encoder mask and the assembly counts of docs/model.md §6.3 against hand-computed values, and
 // whole tiny encodes. None of this needs the native engine.
 
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Synthetic checkpoints: configs, tensor manifests (MODELS.md §1, §3), safetensors layout and values.
+// Synthetic checkpoints: configs, tensor manifests (docs/model.md §1, §3), safetensors layout and values.
 
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -21,7 +21,7 @@ const V3_CONFIG_FIXTURE = resolve(REPO_ROOT, '../shared/fixtures/unlimited-ocr/c
 const sumParameters = (specs: TensorSpec[]) => specs.reduce((sum, s) => sum + elementCount(s), 0);
 const shapeOf = (specs: TensorSpec[], name: string) => specs.find((s) => s.name === name)?.shape;
 
-describe('full-size tensor manifests (MODELS.md §3)', () => {
+describe('full-size tensor manifests (docs/model.md §3)', () => {
   const expected: Record<Variant, { tensors: number; parameters: number }> = {
     v1: { tensors: 2710, parameters: 3_336_106_240 },
     v2: { tensors: 2707, parameters: 3_389_119_360 },
@@ -96,7 +96,7 @@ describe('full-size tensor manifests (MODELS.md §3)', () => {
   });
 });
 
-describe('model configs (MODELS.md §1)', () => {
+describe('model configs (docs/model.md §1)', () => {
   test('v3 full config.json is byte-identical to the published one', { skip: !existsSync(V3_CONFIG_FIXTURE) }, async () => {
     assert.equal(JSON.stringify(modelConfig('v3', 'full'), null, 2), await readFile(V3_CONFIG_FIXTURE, 'utf8'));
   });

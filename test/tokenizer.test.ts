@@ -34,7 +34,7 @@ const CORPUS: Record<string, string> = {
   'unusual whitespace and marks': 'a\u3000b\u00a0c\u2028d\u200be\u0301 ﾊﾝｶｸ ＦＵＬＬ　ｗｉｄｔｈ',
 };
 
-/** The official OCR prompts (spec §2): `<image>` and `<|grounding|>` must become 128815 and 128820. */
+/** The official OCR prompts (docs/model.md §2): `<image>` and `<|grounding|>` must become 128815 and 128820. */
 const OCR_PROMPTS: Record<string, number[]> = {
   '<image>\n<|grounding|>Convert the document to markdown.': [128815, 201, 128820, 21842, 270, 4940, 304, 2121, 7919, 16],
   '<image>\nFree OCR.': [128815, 201, 21431, 126041, 16],

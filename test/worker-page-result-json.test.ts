@@ -1,4 +1,4 @@
-// The page result JSON built from an engine result (DESIGN.md "Results").
+// The page result JSON built from an engine result (docs/design.md "Results").
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 

@@ -1,4 +1,4 @@
-// CLIP-L/14 vision transformer fed with SAM features (MODELS.md §3.3, §5.3; V1 and V3): the SAM
+// CLIP-L/14 vision transformer fed with SAM features (docs/model.md §3.3, §5.3; V1 and V3): the SAM
 // output replaces the patch convolution, a CLS row is prepended, position embeddings are added
 // (the stored 16x16 grid resized when the token grid differs), pre-LayerNorm, then pre-norm
 // blocks with bidirectional attention and quick-GELU MLPs. No final LayerNorm; CLS is dropped.

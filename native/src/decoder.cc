@@ -6,7 +6,6 @@
 #include <stdexcept>
 
 #include "ops.h"
-#include "vision_ops.h"
 
 namespace scriptorium {
 
@@ -151,6 +150,7 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t
   grow(last_rows_, static_cast<int64_t>(entries.size()) * H);
   row_pos_.resize(rows);
   row_entry_.resize(rows);
+  queries_.clear();
 
   int64_t r = 0;
   for (size_t b = 0; b < entries.size(); ++b) {
@@ -160,6 +160,7 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t
     if (cache.prefix_ < 0) cache.prefix_ = n;
     const int64_t last = cache.length_ + n - 1;
     cache.reserve_rows(std::max(cache.slot_of(last), cache.slot_of(cache.length_)) + 1);
+    queries_.push_back({&cache, r, n, cache.length_});
     for (int64_t i = 0; i < n; ++i, ++r) {
       row_pos_[r] = cache.length_ + i;
       row_entry_[r] = static_cast<int64_t>(b);
@@ -254,39 +255,7 @@ void Decoder::attention(int64_t l, std::vector<ForwardEntry>& entries, int64_t r
     std::copy_n(v_.data() + r * KW, KW, cache.v_[l].data() + slot * KW);
   }
 
-  // A prefill (many new tokens of one sequence) attends in blocks of queries through k-major
-  // products; single new tokens (decode steps) one head at a time with an online softmax. New tokens
-  // of a sequence sit in consecutive slots equal to their positions (a window only starts after the
-  // prefill), so query t of a run starting at `first` sees slots [0, first + t].
-  constexpr int64_t kBlockedQueries = 16;
-  const float scale = 1.f / std::sqrt(static_cast<float>(D));
-  single_rows_.clear();
-  for (int64_t b = 0, r0 = 0; b < static_cast<int64_t>(entries.size()); ++b) {
-    const int64_t n = static_cast<int64_t>(entries[b].ids.size());
-    if (n < kBlockedQueries) {
-      for (int64_t i = 0; i < n; ++i) single_rows_.push_back(r0 + i);
-    } else {
-      const KvCache& cache = *entries[b].cache;
-      const int64_t first = row_pos_[r0];
-      const AttentionTensors tensors{q_.data() + r0 * QW, QW, cache.k_[l].data(), KW, cache.v_[l].data(), KW,
-                                     attn_.data() + r0 * QW, QW};
-      AttentionHooks causal;
-      causal.visible_keys = [first](int64_t t) { return first + t + 1; };
-      scriptorium::attention(pool_, tensors, AttentionShape{1, n, first + n, dims_.heads, dims_.kv_heads, D, scale}, causal);
-    }
-    r0 += n;
-  }
-  const int64_t group = dims_.heads / dims_.kv_heads;
-  pool_.parallel_for(static_cast<int64_t>(single_rows_.size()) * dims_.heads, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t r = single_rows_[task / dims_.heads], h = task % dims_.heads;
-      const KvCache& cache = *entries[row_entry_[r]].cache;
-      const int64_t kv_offset = (h / group) * D;
-      kernels_.attention_head(q_.data() + r * QW + h * D, cache.k_[l].data() + kv_offset,
-                              cache.v_[l].data() + kv_offset, KW, cache.visible_slots(row_pos_[r]), D, scale,
-                              attn_.data() + r * QW + h * D);
-    }
-  });
+  attend_caches(pool_, kernels_, dims_, l, queries_, q_.data(), attn_.data(), single_rows_);
   matmul_bf16(pool_, attn_.data(), layer.wo, proj_.data(), rows, H, QW);
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "attention.h"
 #include "kernels.h"
 #include "ops.h"
 #include "safetensors.h"
@@ -44,13 +45,16 @@ class KvCache {
   int64_t prefix_length() const { return prefix_; }  // -1 before the first forward call
   int64_t slots() const { return capacity_rows_; }
   size_t bytes() const;
+  // Keys / values of one layer: slots() rows of kv_heads*head_dim floats.
+  const float* keys(int64_t layer) const { return k_[layer].data(); }
+  const float* values(int64_t layer) const { return v_[layer].data(); }
+  // Number of leading slots a query at `pos` attends to (all visible keys are slots [0, n)).
+  int64_t visible_slots(int64_t pos) const;
 
  private:
   friend class Decoder;
   // Slot where the token at absolute position `pos` is stored.
   int64_t slot_of(int64_t pos) const;
-  // Number of leading slots a query at `pos` attends to (all visible keys are slots [0, n)).
-  int64_t visible_slots(int64_t pos) const;
   void reserve_rows(int64_t rows);
 
   DecoderDims dims_;
@@ -120,7 +124,9 @@ class Decoder {
   // Scratch, grown on demand and reused across calls.
   std::vector<float> x_, norm_, q_, k_, v_, attn_, proj_, gate_, up_, router_logits_;
   std::vector<float> expert_in_, expert_out_, last_rows_;
-  std::vector<int64_t> row_pos_, row_entry_, single_rows_;
+  std::vector<int64_t> row_pos_, row_entry_;
+  std::vector<CachedQueries> queries_;                  // [entries] their rows of q_ and attn_
+  std::vector<std::pair<int64_t, int64_t>> single_rows_;  // attention scratch
   std::vector<std::vector<std::pair<int64_t, float>>> rows_of_expert_;  // [n_routed] (row, weight)
   std::vector<int64_t> expert_order_;                                   // [n_routed]
   std::vector<std::pair<int64_t, float>> all_rows_;                     // every row, weight 1

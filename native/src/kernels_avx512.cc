@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include "gemm_blocking.h"
 #include "kernels.h"
 
 namespace scriptorium {
@@ -53,14 +54,6 @@ inline __m512 exp16(__m512 x) {
   return _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), _mm512_scalef_ps(p, n));
 }
 
-// Rows of the next W block that a tile prefetches in step with its k loop: row, row + stride, ...
-template <typename WT>
-struct Ahead {
-  const WT* row;
-  int64_t count;
-  int64_t stride;
-};
-
 template <int MR, int NR, bool kTail>
 inline void fma_step(__m512 (&acc)[MR][NR], const __m512 (&w)[NR], const float* X, int64_t ldx,
                      int64_t k, __mmask16 m) {
@@ -76,7 +69,7 @@ inline void fma_step(__m512 (&acc)[MR][NR], const __m512 (&w)[NR], const float* 
 /* Y[MR, NR] = X[MR,K] @ W[NR,K]^T: each W vector is widened once and reused for MR rows */
 template <int MR, int NR, typename WT>
 void tile(const float* X, int64_t ldx, const WT* W, int64_t ldw, float* Y, int64_t ldy, int64_t K,
-          Ahead<WT> ahead) {
+          WeightPrefetch<WT> ahead) {
   __m512 acc[MR][NR];
   #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
@@ -107,7 +100,7 @@ void tile(const float* X, int64_t ldx, const WT* W, int64_t ldw, float* Y, int64
 
 template <typename WT>
 using TileFn = void (*)(const float*, int64_t, const WT*, int64_t, float*, int64_t, int64_t,
-                        Ahead<WT>);
+                        WeightPrefetch<WT>);
 
 // kTiles<WT>[MR - 1][NR - 1]. NR > 4 only for MR <= 2, where 4 columns give too few FMA chains.
 template <typename WT>
@@ -120,35 +113,24 @@ constexpr TileFn<WT> kTiles[4][8] = {
     {tile<4, 1, WT>, tile<4, 2, WT>, tile<4, 3, WT>, tile<4, 4, WT>},
 };
 
-/* Y[M, n0:n1] = X[M,K] @ W[n0:n1,K]^T. W is walked in blocks of nb rows, each reused from L1 by
-   every 4-row tile of the X block while those tiles prefetch the next W block; X blocks (mc rows)
-   and W panels (nc rows) are sized to stay in L2. */
+// Up to 4 rows per tile; 8 columns when the rows are too few to give 4 columns enough FMA chains.
+// X blocks (mc rows) and W panels (nc rows) are sized to stay in L2.
+struct Tiles {
+  template <typename WT>
+  void operator()(int64_t mr, int64_t nr, const float* X, int64_t ldx, const WT* W, int64_t ldw, float* Y,
+                  int64_t ldy, int64_t K, WeightPrefetch<WT> ahead) const {
+    kTiles<WT>[mr - 1][nr - 1](X, ldx, W, ldw, Y, ldy, K, ahead);
+  }
+};
+
+/* Y[M, n0:n1] = X[M,K] @ W[n0:n1,K]^T */
 template <typename WT>
 void gemm(const float* X, int64_t ldx, const WT* W, int64_t ldw, float* Y, int64_t ldy, int64_t M,
           int64_t n0, int64_t n1, int64_t K) {
   const int64_t nb = M <= 2 ? 8 : 4;
   const int64_t mc = max64(4, kL2Block / (K * 4) / 4 * 4);
   const int64_t nc = max64(nb, kL2Block / (K * int64_t(sizeof(WT))) / nb * nb);
-  for (int64_t pb = n0; pb < n1; pb += nc) {
-    const int64_t pe = min64(n1, pb + nc);
-    for (int64_t mb = 0; mb < M; mb += mc) {
-      const int64_t me = min64(M, mb + mc);
-      const int64_t tiles = (me - mb + 3) / 4;
-      for (int64_t n = pb; n < pe; n += nb) {
-        const int64_t nr = min64(nb, pe - n);
-        const int64_t next = min64(nb, max64(0, pe - n - nb));
-        for (int64_t m = mb, t = 0; m < me; m += 4, ++t) {
-          const int64_t mr = min64(4, me - m);
-          Ahead<WT> ahead{nullptr, 0, 0};
-          if (t < next) {
-            ahead = {W + (n + nb + t) * ldw, (next - t + tiles - 1) / tiles, tiles * ldw};
-          }
-          kTiles<WT>[mr - 1][nr - 1](X + m * ldx, ldx, W + n * ldw, ldw, Y + m * ldy + n, ldy, K,
-                                     ahead);
-        }
-      }
-    }
-  }
+  gemm_blocked(Tiles{}, GemmBlocking{4, nb, mc, nc, true}, X, ldx, W, ldw, Y, ldy, M, n0, n1, K);
 }
 
 void gemm_bf16(const float* X, int64_t ldx, const bf16_t* W, float* Y, int64_t ldy, int64_t M,
@@ -206,18 +188,18 @@ constexpr NnTileFn kNnTiles[6][4] = {
     {nn_tile<6, 1>, nn_tile<6, 2>, nn_tile<6, 3>, nn_tile<6, 4>},
 };
 
-/* Y[M, n0:n1] = X[M,K] @ B[K, n0:n1]: 6-row x 64-column tiles stream B's rows from L1/L2 */
+struct NnTiles {
+  void operator()(int64_t mr, int64_t cols, const float* X, int64_t ldx, const float* B, int64_t ldb, float* Y,
+                  int64_t ldy, int64_t K) const {
+    const int64_t vectors = (cols + 15) / 16;
+    kNnTiles[mr - 1][vectors - 1](X, ldx, B, ldb, Y, ldy, K, tail_mask(cols - 16 * (vectors - 1)));
+  }
+};
+
+/* Y[M, n0:n1] = X[M,K] @ B[K, n0:n1] in tiles of 6 rows x 64 columns */
 void gemm_nn_f32(const float* X, int64_t ldx, const float* B, int64_t ldb, float* Y, int64_t ldy,
                  int64_t M, int64_t n0, int64_t n1, int64_t K) {
-  for (int64_t n = n0; n < n1; n += 64) {
-    const int64_t cols = min64(64, n1 - n);
-    const int64_t vectors = (cols + 15) / 16;
-    const __mmask16 m = tail_mask(cols - 16 * (vectors - 1));
-    for (int64_t r = 0; r < M; r += 6) {
-      const int64_t mr = min64(6, M - r);
-      kNnTiles[mr - 1][vectors - 1](X + r * ldx, ldx, B + n, ldb, Y + r * ldy + n, ldy, K, m);
-    }
-  }
+  gemm_nn_blocked(NnTiles{}, 6, 64, X, ldx, B, ldb, Y, ldy, M, n0, n1, K);
 }
 
 /* 1 + erf(v / sqrt 2) for 16 lanes: erfc(|z|) ~ poly(t) exp(-z^2), t = 1 / (1 + p|z|) (Abramowitz-Stegun

@@ -11,6 +11,7 @@
 
 #include <new>
 
+#include "gemm_blocking.h"
 #include "kernels.h"
 
 namespace scriptorium {
@@ -63,13 +64,13 @@ inline __m512bh as_bh(__m512i v) { return reinterpret_cast<__m512bh>(v); }
 // y = reduce_add(acc[0] + acc[1]). Two chains per output hide the dot product's latency, and a
 // batched row stays bitwise equal to a one-row call.
 
-/* acc[i][j][P] += (H_i + L_i)[k:k+32] . W_j[k:k+32]; W rows j at W + j*K, masked by m */
+/* acc[i][j][P] += (H_i + L_i)[k:k+32] . W_j[k:k+32]; W rows j at W + j*ldw, masked by m */
 template <int MR, int NR, int P>
 inline void dp_step(__m512 (&acc)[MR][NR][2], const bf16_t* S, int64_t lds, const bf16_t* W,
-                    int64_t K, int64_t k, __mmask32 m) {
+                    int64_t ldw, int64_t k, __mmask32 m) {
   __m512bh w[NR];
   #pragma GCC unroll 4
-  for (int j = 0; j < NR; ++j) w[j] = as_bh(_mm512_maskz_loadu_epi16(m, W + j * K + k));
+  for (int j = 0; j < NR; ++j) w[j] = as_bh(_mm512_maskz_loadu_epi16(m, W + j * ldw + k));
   #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
     const __m512bh h = as_bh(_mm512_load_si512(S + i * lds + k));
@@ -82,14 +83,7 @@ inline void dp_step(__m512 (&acc)[MR][NR][2], const bf16_t* S, int64_t lds, cons
   }
 }
 
-// Rows of the next W block that a tile prefetches in step with its k loop: row, row + stride, ...
-struct Ahead {
-  const bf16_t* row;
-  int64_t count;
-  int64_t stride;
-};
-
-inline void prefetch(const Ahead& ahead, int64_t k) {
+inline void prefetch(const WeightPrefetch<bf16_t>& ahead, int64_t k) {
   for (int64_t r = 0; r < ahead.count; ++r) {
     const char* line = reinterpret_cast<const char*>(ahead.row + r * ahead.stride + k);
     _mm_prefetch(line, _MM_HINT_T0);
@@ -103,8 +97,8 @@ inline __mmask32 step_mask(int64_t left) {
 
 /* Y[MR, NR] = (H + L)[MR,K] @ W[NR,K]^T; row i of H at S + i*lds, of L at S + i*lds + lds/2 */
 template <int MR, int NR>
-void tile(const bf16_t* S, int64_t lds, const bf16_t* W, int64_t K, float* Y, int64_t ldy,
-          Ahead ahead) {
+void tile(const bf16_t* S, int64_t lds, const bf16_t* W, int64_t ldw, float* Y, int64_t ldy, int64_t K,
+          WeightPrefetch<bf16_t> ahead) {
   __m512 acc[MR][NR][2];
   #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
@@ -114,18 +108,19 @@ void tile(const bf16_t* S, int64_t lds, const bf16_t* W, int64_t K, float* Y, in
   int64_t k = 0;
   for (; k + 64 <= K; k += 64) {
     prefetch(ahead, k);
-    dp_step<MR, NR, 0>(acc, S, lds, W, K, k, all);
-    dp_step<MR, NR, 1>(acc, S, lds, W, K, k + 32, all);
+    dp_step<MR, NR, 0>(acc, S, lds, W, ldw, k, all);
+    dp_step<MR, NR, 1>(acc, S, lds, W, ldw, k + 32, all);
   }
-  if (k < K) dp_step<MR, NR, 0>(acc, S, lds, W, K, k, step_mask(K - k));
-  if (k + 32 < K) dp_step<MR, NR, 1>(acc, S, lds, W, K, k + 32, step_mask(K - k - 32));
+  if (k < K) dp_step<MR, NR, 0>(acc, S, lds, W, ldw, k, step_mask(K - k));
+  if (k + 32 < K) dp_step<MR, NR, 1>(acc, S, lds, W, ldw, k + 32, step_mask(K - k - 32));
   #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
     #pragma GCC unroll 4
     for (int j = 0; j < NR; ++j) Y[i * ldy + j] = _mm512_reduce_add_ps(_mm512_add_ps(acc[i][j][0], acc[i][j][1]));
 }
 
-using TileFn = void (*)(const bf16_t*, int64_t, const bf16_t*, int64_t, float*, int64_t, Ahead);
+using TileFn = void (*)(const bf16_t*, int64_t, const bf16_t*, int64_t, float*, int64_t, int64_t,
+                       WeightPrefetch<bf16_t>);
 
 // kTiles[MR - 1][NR - 1]. A 3x4 tile holds 24 accumulators, 4 W and 2 X vectors in registers.
 constexpr TileFn kTiles[4][4] = {
@@ -135,11 +130,18 @@ constexpr TileFn kTiles[4][4] = {
     {tile<4, 1>, nullptr, nullptr, nullptr},
 };
 
-/* Y[M, n0:n1] = X[M,K] @ W[n0:n1,K]^T. Each X block (mc rows) is split into scratch once.
-   Up to kStreamRows rows (decode), W is read one row at a time, front to back: one sequential
-   stream per thread keeps DRAM busiest, and the row serves every X row from L1. More rows are
-   compute bound: 3x4 tiles, each W block reused from L1 by every X row of the block while the
-   tiles prefetch the next block between them. */
+struct Tiles {
+  void operator()(int64_t mr, int64_t nr, const bf16_t* S, int64_t lds, const bf16_t* W, int64_t ldw, float* Y,
+                  int64_t ldy, int64_t K, WeightPrefetch<bf16_t> ahead) const {
+    kTiles[mr - 1][nr - 1](S, lds, W, ldw, Y, ldy, K, ahead);
+  }
+};
+
+/* Y[M, n0:n1] = X[M,K] @ W[n0:n1,K]^T. Each X block (mc rows) is split into scratch once, then
+   multiplied by all of W[n0:n1]. Up to kStreamRows rows (decode), W is read one row at a time,
+   front to back, without prefetching: one sequential stream per thread keeps DRAM busiest, and
+   the row serves every X row from L1. More rows are compute bound: 3x4 tiles, each W block reused
+   from L1 by every X row of the block while the tiles prefetch the next block between them. */
 void gemm_bf16(const float* X, int64_t ldx, const bf16_t* W, float* Y, int64_t ldy, int64_t M,
                int64_t n0, int64_t n1, int64_t K) {
   const int64_t kp = (K + 31) / 32 * 32;
@@ -147,22 +149,12 @@ void gemm_bf16(const float* X, int64_t ldx, const bf16_t* W, float* Y, int64_t l
   const int64_t mc = min64(M, max64(kMinRows, kXBlock / (lds * 2)));
   bf16_t* S = scratch(mc * lds);
   const bool stream = M <= kStreamRows;
-  const int64_t nb = stream ? 1 : 4, mt = stream ? 4 : 3;
   for (int64_t mb = 0; mb < M; mb += mc) {
     const int64_t rows = min64(mc, M - mb);
     for (int64_t i = 0; i < rows; ++i)
       split_row(X + (mb + i) * ldx, K, kp, S + i * lds, S + i * lds + kp);
-    const int64_t tiles = (rows + mt - 1) / mt;
-    for (int64_t n = n0; n < n1; n += nb) {
-      const int64_t nr = min64(nb, n1 - n);
-      const int64_t next = stream ? 0 : min64(nb, max64(0, n1 - n - nb));
-      for (int64_t m = 0, t = 0; m < rows; m += mt, ++t) {
-        const int64_t mr = min64(mt, rows - m);
-        Ahead ahead{nullptr, 0, 0};
-        if (t < next) ahead = {W + (n + nb + t) * K, (next - t + tiles - 1) / tiles, tiles * K};
-        kTiles[mr - 1][nr - 1](S + m * lds, lds, W + n * K, K, Y + (mb + m) * ldy + n, ldy, ahead);
-      }
-    }
+    const GemmBlocking blocking{stream ? 4 : 3, stream ? 1 : 4, rows, max64(1, n1 - n0), !stream};
+    gemm_blocked(Tiles{}, blocking, S, lds, W, K, Y + mb * ldy, ldy, rows, n0, n1, K);
   }
 }
 

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "attention.h"
+
 namespace scriptorium {
 
 void Qwen2Dims::validate() const {

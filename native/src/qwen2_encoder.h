@@ -1,4 +1,4 @@
-// Qwen2 decoder used as a vision encoder (MODELS.md §3.4, §5.4; V2): the SAM tokens of a view are
+// Qwen2 decoder used as a vision encoder (docs/model.md §3.4, §5.4; V2): the SAM tokens of a view are
 // followed by as many learned queries, and the sequence runs through pre-RMSNorm Qwen2 layers (GQA
 // with q/k/v biases, rotate-half RoPE on positions 0..2n-1, SwiGLU MLP) under the causal-flow mask:
 // visual rows see every visual row only; query i sees every visual row and queries 0..i. The final

@@ -1,4 +1,4 @@
-// SAM ViT-B image encoder (MODELS.md §3.2, §5.1), shared by all variants: 16-px patch conv,
+// SAM ViT-B image encoder (docs/model.md §3.2, §5.1), shared by all variants: 16-px patch conv,
 // absolute position embedding (resized when the grid differs from the stored one), pre-norm
 // blocks with windowed or global attention and decomposed relative-position bias, then the neck
 // and two stride-2 convolutions (net_2, net_3). Feature maps are held channels-last.

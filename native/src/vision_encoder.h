@@ -1,4 +1,4 @@
-// The vision half of a checkpoint (MODELS.md §5): SAM followed by CLIP (deepencoder: V1, V3) or by
+// The vision half of a checkpoint (docs/model.md §5): SAM followed by CLIP (deepencoder: V1, V3) or by
 // the Qwen2 encoder (deepencoderv2: V2), then the linear projector into the decoder's embedding
 // space. All views of one call share one side and go through every layer together. Also holds the
 // assembly vectors image_newline (absent in V2) and view_seperator (§3.5, §5.6).

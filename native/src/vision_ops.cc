@@ -10,7 +10,6 @@ namespace scriptorium {
 
 namespace {
 
-constexpr int64_t kRowsPerTask = 24;       // attention query rows scored together (one K pass)
 constexpr int64_t kIm2colFloats = 1 << 22;  // im2col chunk: 16 MiB of F32
 
 /* Rows of `width` floats per parallel_for grain: about 16K floats of work per chunk */
@@ -245,53 +244,6 @@ void resize_linear(const float* X, int64_t il, int64_t C, float* Y, int64_t ol) 
     const double l1 = src - static_cast<double>(i0), l0 = 1.0 - l1;
     for (int64_t c = 0; c < C; ++c) y[c] = static_cast<float>(l0 * X[i0 * C + c] + l1 * X[i1 * C + c]);
   }
-}
-
-/* out[b*queries+t, h*D:(h+1)*D] = softmax(scale * q.K^T + bias) V */
-void attention(ThreadPool& pool, const AttentionTensors& t, const AttentionShape& s, const AttentionHooks& hooks) {
-  if (s.batch <= 0 || s.queries <= 0 || s.keys <= 0 || s.heads <= 0 || s.kv_heads <= 0 || s.head_dim <= 0 ||
-      s.heads % s.kv_heads != 0)
-    throw std::invalid_argument("attention: sizes must be positive and heads a multiple of kv_heads");
-  const int64_t D = s.head_dim, T = s.keys, KVH = s.kv_heads, group = s.heads / s.kv_heads;
-  const KernelSet& kernels = active_kernels();
-
-  // K^T per sequence and kv head, [batch*KVH, D, keys]: scores and P.V are then both k-major
-  // products (gemm_nn_f32), with no horizontal sum per score.
-  std::vector<float> kt(s.batch * KVH * D * T);
-  pool.parallel_for(s.batch * KVH, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const float* k = t.k + (i / KVH) * T * t.ldk + (i % KVH) * D;
-      float* dst = kt.data() + i * D * T;
-      for (int64_t r = 0; r < T; ++r)
-        for (int64_t d = 0; d < D; ++d) dst[d * T + r] = k[r * t.ldk + d];
-    }
-  });
-
-  const int64_t blocks = (s.queries + kRowsPerTask - 1) / kRowsPerTask;
-  pool.parallel_for(s.batch * s.heads * blocks, 1, [&](int64_t i0, int64_t i1) {
-    std::vector<float> scores(kRowsPerTask * T), scratch(hooks.bias_scratch);
-    int64_t visible[kRowsPerTask];
-    for (int64_t item = i0; item < i1; ++item) {
-      const int64_t t0 = item % blocks * kRowsPerTask, h = item / blocks % s.heads, b = item / blocks / s.heads;
-      const int64_t rows = std::min(kRowsPerTask, s.queries - t0), g = h / group;
-      int64_t widest = 0;
-      for (int64_t r = 0; r < rows; ++r) {
-        visible[r] = hooks.visible_keys ? std::clamp<int64_t>(hooks.visible_keys(t0 + r), 1, T) : T;
-        widest = std::max(widest, visible[r]);
-      }
-      const float* q = t.q + (b * s.queries + t0) * t.ldq + h * D;
-      kernels.gemm_nn_f32(q, t.ldq, kt.data() + (b * KVH + g) * D * T, T, scores.data(), T, rows, 0, widest, D);
-      for (int64_t r = 0; r < rows; ++r) {
-        float* row = scores.data() + r * T;
-        for (int64_t j = 0; j < widest; ++j) row[j] *= s.scale;
-        if (hooks.bias) hooks.bias(b, h, t0 + r, row, scratch.data());
-        kernels.softmax(row, visible[r]);
-        std::fill(row + visible[r], row + widest, 0.0f);
-      }
-      kernels.gemm_nn_f32(scores.data(), T, t.v + b * T * t.ldv + g * D, t.ldv, t.out + (b * s.queries + t0) * t.ldo + h * D,
-                          t.ldo, rows, 0, D, widest);
-    }
-  });
 }
 
 }  // namespace scriptorium

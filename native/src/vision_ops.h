@@ -1,11 +1,10 @@
 // Building blocks shared by the vision encoders (SAM, CLIP, Qwen2): weight loading, linear and
 // convolution layers, LayerNorm, the GELU variants, the interpolations the reference code applies
-// to its position tables, and attention with a per-row additive bias. Activations are F32 and
+// to its position tables (attention is in attention.h). Activations are F32 and
 // row-major; weights stay BF16 in the checkpoint mapping; biases and norm parameters become F32.
 // Every function with a ThreadPool spreads its work over it.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -86,38 +85,5 @@ void resize_bicubic_aa(ThreadPool& pool, const float* X, int64_t ih, int64_t iw,
 // PyTorch F.interpolate(mode='linear', align_corners=False) along the rows of a table.
 /* Y[ol,C] = resize(X[il,C]) along the first axis */
 void resize_linear(const float* X, int64_t il, int64_t C, float* Y, int64_t ol);
-
-// Multi-head attention over `batch` independent sequences. Row (b*queries + t) of Q holds the
-// query t of sequence b, head h at columns [h*head_dim, (h+1)*head_dim); K and V likewise with
-// kv_heads heads (head h reads kv head h / (heads / kv_heads)). Scores are built a few query rows
-// at a time per task; no [queries, keys] matrix is ever held.
-struct AttentionShape {
-  int64_t batch = 0, queries = 0, keys = 0, heads = 0, kv_heads = 0, head_dim = 0;
-  float scale = 1.f;
-};
-
-struct AttentionTensors {
-  const float* q = nullptr;
-  int64_t ldq = 0;
-  const float* k = nullptr;
-  int64_t ldk = 0;
-  const float* v = nullptr;
-  int64_t ldv = 0;
-  float* out = nullptr;
-  int64_t ldo = 0;
-};
-
-struct AttentionHooks {
-  // Adds the additive bias of query t (sequence b, head h) to scores[keys], already scaled;
-  // scratch holds bias_scratch floats private to the calling thread. Empty: no bias.
-  std::function<void(int64_t b, int64_t h, int64_t t, float* scores, float* scratch)> bias;
-  int64_t bias_scratch = 0;
-  // How many leading keys query t sees (1..keys); the rest are masked. Empty: all keys.
-  std::function<int64_t(int64_t t)> visible_keys;
-};
-
-/* out[b*queries+t, h*D:(h+1)*D] = softmax(scale * q.K^T + bias) V  for every sequence b, head h, query t */
-void attention(ThreadPool& pool, const AttentionTensors& tensors, const AttentionShape& shape,
-               const AttentionHooks& hooks = {});
 
 }  // namespace scriptorium

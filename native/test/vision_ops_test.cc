@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/attention.h"
 #include "../src/kernels.h"
 #include "../src/thread_pool.h"
 #include "../src/vision_ops.h"

@@ -1,5 +1,5 @@
 // Page image -> the pixel tensors the vision encoder reads, as the official Hugging Face `infer` paths build them
-// (spec MODELS.md §4): EXIF orientation and RGB, a gray-padded square global view, optional tiles cut from a
+// (docs/model.md §4): EXIF orientation and RGB, a gray-padded square global view, optional tiles cut from a
 // stretched copy of the page, then x = p/255 normalised to [-1, 1] and cast to bfloat16. Every resize is
 // Pillow's bicubic, reproduced exactly by pillow-resize.ts.
 import { imageTokenCount, modeGeometry, type VisionMode } from './image-tokens.js';

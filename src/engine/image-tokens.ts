@@ -1,5 +1,5 @@
 // Resolution modes and the number K of `<image>` ids (128815) one image expands to in the prompt
-// (spec MODELS.md §4.3, §6.3). K counts every vector that replaces those ids: view tokens, the `image_newline`
+// (docs/model.md §4.3, §6.3). K counts every vector that replaces those ids: view tokens, the `image_newline`
 // after each row (V1/V3) and the one `view_seperator`.
 import type { Variant } from './model-config.js';
 

@@ -11,7 +11,7 @@ export interface NoRepeatNgramOptions {
 }
 
 /**
- * Ids banned at the next step by the sliding-window no-repeat-n-gram rule (spec MODELS.md §10.2),
+ * Ids banned at the next step by the sliding-window no-repeat-n-gram rule (docs/model.md §10.2),
  * over `tokens` = the generated tokens so far.
  */
 export function noRepeatNgramBans(tokens: readonly number[], options: NoRepeatNgramOptions): Set<number> {

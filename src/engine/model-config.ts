@@ -1,6 +1,6 @@
 // config.json of a checkpoint directory: variant detection and the decoder dimensions the native
 // engine needs. Every dimension comes from the file; absent keys take the defaults the official
-// configuration classes use (spec MODELS.md §1).
+// configuration classes use (docs/model.md §1).
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 

@@ -64,36 +64,7 @@ export interface EncodedViewBatch extends EncodedViews {
   stageMs: VisionStageTimes;
 }
 
-/** Options of the ceilings probe; defaults: every hardware thread, 1 GiB, 5 passes, 0.5 s. */
-export interface CeilingOptions {
-  threads?: number;
-  /** Size of the buffer the read-bandwidth passes stream through; far larger than the caches. */
-  bufferBytes?: number;
-  passes?: number;
-  /** Wall time of each compute measurement, in seconds. */
-  seconds?: number;
-}
-
-/** The machine's ceilings, measured with every thread busy (native/src/ceilings.h). */
-export interface MachineCeilings {
-  /** The active kernel set. */
-  kernels: string;
-  threads: number;
-  /** Vector width of the read loop: avx512, avx2, sse2 or scalar. */
-  readSimd: string;
-  /** Memory read bandwidth, 1e9 bytes/s (best pass). */
-  readGBps: number;
-  /** The active set's gemm_f32 / gemm_bf16 on blocks resident in L2. */
-  gemmF32Gflops: number;
-  gemmBf16Gflops: number;
-  /** Instruction-throughput peaks of the multiply-add those kernels use; 0 when unknown (scalar). */
-  peakF32Gflops: number;
-  peakBf16Gflops: number;
-  /** One core's clock from a chain of dependent adds; 0 when not measurable. */
-  clockGhz: number;
-}
-
-/** Learned vectors used to assemble visual embeddings (MODELS.md §5.6); V2 has no image_newline. */
+/** Learned vectors used to assemble visual embeddings (docs/model.md §5.6); V2 has no image_newline. */
 export type SpecialVectorName = 'image_newline' | 'view_seperator';
 
 interface NativeModelHandle {
@@ -122,7 +93,6 @@ interface NativeBinding {
   supportedKernelSets(): string[];
   /** Validates a header exactly as loading does (a file's data section holds dataBytes); throws naming `file`. */
   readSafetensorsHeader(json: Uint8Array, dataBytes: number, file: string): { tensors: SafetensorsHeaderEntry[]; metadata: Record<string, string> };
-  measureCeilings(options?: CeilingOptions): Promise<MachineCeilings>;
 }
 
 const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');

@@ -1,4 +1,4 @@
-// Decoded model output -> markdown and layout blocks, as the official save_results code does it (spec MODELS.md
+// Decoded model output -> markdown and layout blocks, as the official save_results code does it (docs/model.md
 // §11): grounding tags become blocks with pixel boxes and are removed from the markdown, `image` regions become
 // markdown image links, two LaTeX macros are rewritten, and V3 multi-page output is split on `<PAGE>` markers.
 // Unlike the official regexes, a tag never spans another tag, so a malformed tag cannot swallow the text after it.

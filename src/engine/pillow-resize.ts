@@ -1,4 +1,4 @@
-// Pillow's `Image.resize(size, Image.BICUBIC)` for 8-bit RGB, bit for bit (spec MODELS.md §4.1: every resize in
+// Pillow's `Image.resize(size, Image.BICUBIC)` for 8-bit RGB, bit for bit (docs/model.md §4.1: every resize in
 // the official preprocessing is this one). Pillow's libImaging/Resample.c is a separable convolution: a horizontal
 // pass into a uint8 intermediate, then a vertical pass. Per output pixel the filter — Keys' cubic with a = -0.5 and
 // support 2, widened by the scale factor when shrinking (antialiasing) — is sampled in double precision,

@@ -1,5 +1,5 @@
 // The official OCR prompts per variant, their token ids with the `<image>` placeholder expanded, and the
-// decoding settings the official scripts use with them (spec MODELS.md §6, §10).
+// decoding settings the official scripts use with them (docs/model.md §6, §10).
 import type { NoRepeatNgramOptions } from './logits-processors.js';
 import type { Variant } from './model-config.js';
 import type { Tokenizer } from './tokenizer.js';

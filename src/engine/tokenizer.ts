@@ -1,6 +1,6 @@
 /**
  * The DeepSeek-OCR tokenizer: byte-level BPE as the Hugging Face `tokenizers` library runs a checkpoint's
- * tokenizer.json (spec MODELS.md §2). Text is cut at added tokens first; every other segment goes through the
+ * tokenizer.json (docs/model.md §2). Text is cut at added tokens first; every other segment goes through the
  * DeepSeek-V3 pre-tokenizer (three regex splits), each piece is mapped byte by byte to the GPT-2 byte alphabet
  * and merged by BPE rank.
  */

@@ -1,4 +1,4 @@
-// Splitting a document into V3 one-shot multi-page requests (spec MODELS.md §9): every page of a request costs
+// Splitting a document into V3 one-shot multi-page requests (docs/model.md §9): every page of a request costs
 // 273 prompt ids (base mode) plus the output it will produce, all inside one 32768-token context.
 import { V3_CONTEXT_LIMIT } from './prompts.js';
 

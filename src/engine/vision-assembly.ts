@@ -1,5 +1,5 @@
 // Assembly of projected vision features into the rows that replace an image's K `<image>` tokens
-// (spec MODELS.md §5.6). Rows are in the order they fill the image positions: the local tiles'
+// (docs/model.md §5.6). Rows are in the order they fill the image positions: the local tiles'
 // block (if any), then the global view's block, then the view separator.
 
 /** Projected features of one view size: values[views, tokensPerView, width], tokensPerView = side². */

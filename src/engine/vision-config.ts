@@ -1,10 +1,10 @@
-// Vision dimensions of a checkpoint (MODELS.md §1.2, §3.2–3.5, §5), read from config.json's
+// Vision dimensions of a checkpoint (docs/model.md §1.2, §3.2–3.5, §5), read from config.json's
 // vision_config and projector_config. The published configs leave several dimensions to the
 // reference code; those come from VISION_CODE_DEFAULTS unless a (tiny test) config states them.
 import type { ModelConfig } from './model-config.js';
 import { ModelConfigError } from './model-config.js';
 
-/** Vision dimensions the reference code hard-codes (MODELS.md §1.2, §5). */
+/** Vision dimensions the reference code hard-codes (docs/model.md §1.2, §5). */
 export const VISION_CODE_DEFAULTS = {
   sam: { patch_size: 16, window_size: 14, mlp_ratio: 4, neck_channels: 256, norm_eps: 1e-6 },
   clip: { mlp_ratio: 4, norm_eps: 1e-5 },

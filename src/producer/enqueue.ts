@@ -1,4 +1,4 @@
-// From inputs to queued work (DESIGN.md "Data flow"): every input document is planned, its source
+// From inputs to queued work (docs/design.md "Data flow"): every input document is planned, its source
 // staged once, and one BullMQ flow added per document: the parent 'document <docId>' on
 // scriptorium:documents with one child per page (V3 parse-multi: per page group) on the page queue
 // of the document's variant (scriptorium:pages-v3), which only workers of that variant take from.

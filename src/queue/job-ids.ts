@@ -1,4 +1,4 @@
-// Job ids and names derived from the docId (DESIGN.md "Data flow"): enqueueing the same document
+// Job ids and names derived from the docId (docs/design.md "Data flow"): enqueueing the same document
 // twice gives the same ids, and BullMQ adds nothing for an id it already holds. BullMQ refuses ':'
 // in custom job ids, so a page job is '<docId>.p<first>-<last>' rather than '<docId>:<first>-<last>'.
 

@@ -1,4 +1,4 @@
-// One page's engine result as results/<docId>/pages/<nnnn>.json (DESIGN.md "Results").
+// One page's engine result as results/<docId>/pages/<nnnn>.json (docs/design.md "Results").
 import type { PageResult } from '../engine/ocr-engine.js';
 import type { PageJobData, StageTimings } from '../jobs/job-types.js';
 import type { OcrBlockJson, PageResultJson } from '../jobs/result-json.js';

@@ -1,4 +1,4 @@
-// Decoder hyper-parameters read from the top level of a checkpoint's config.json (MODELS.md §1.1, §8.4).
+// Decoder hyper-parameters read from the top level of a checkpoint's config.json (docs/model.md §1.1, §8.4).
 
 /** Mixture-of-experts settings of the MoE layers. */
 export interface MoeConfig {

@@ -1,4 +1,4 @@
-// Deliberately simple reference of the decoder language model (MODELS.md §7, §8): plain loops in float64,
+// Deliberately simple reference of the decoder language model (docs/model.md §7, §8): plain loops in float64,
 // one position at a time inside each layer, every key kept. The native engine is checked against it.
 
 import { readFileSync } from 'node:fs';

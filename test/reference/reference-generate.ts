@@ -1,5 +1,5 @@
 // Reference generation: pure greedy decoding over the reference decoder, and the sliding-window
-// no-repeat-n-gram rule of MODELS.md §10.2.
+// no-repeat-n-gram rule of docs/model.md §10.2.
 
 import type { EmbeddingOverride, ReferenceDecoder } from './reference-decoder.js';
 import { argmax, topK } from './reference-math.js';

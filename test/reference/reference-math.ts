@@ -1,4 +1,4 @@
-// The numeric building blocks of the reference decoder (MODELS.md §7): plain loops, float64 accumulation,
+// The numeric building blocks of the reference decoder (docs/model.md §7): plain loops, float64 accumulation,
 // weights kept as their exact float32 checkpoint values.
 
 /** Row-major weight matrix of exact checkpoint values: data[rows·cols] (nn.Linear layout [out, in]). */

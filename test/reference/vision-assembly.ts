@@ -1,5 +1,5 @@
 // Assembly of one image's projected view embeddings into the rows that replace its K `<image>` tokens
-// (MODELS.md §5.6; counts §6.3). Every function returns rows[K, width] in the order they fill the image positions:
+// (docs/model.md §5.6; counts §6.3). Every function returns rows[K, width] in the order they fill the image positions:
 // local block (if any), then the global block, then view_seperator.
 
 /** The learned separator vectors (§3.5), width = n_embed: image_newline is absent in V2. */

@@ -1,4 +1,4 @@
-// Reference CLIP-L/14 fed with SAM features instead of its own patch conv (MODELS.md §3.3, §5.3): CLS prepended,
+// Reference CLIP-L/14 fed with SAM features instead of its own patch conv (docs/model.md §3.3, §5.3): CLS prepended,
 // position table (CLS row kept, 16×16 grid rows bicubic-antialias resized when the grid differs), pre_layrnorm,
 // pre-norm blocks with bidirectional MHA and quick_gelu, no final norm, CLS dropped.
 

@@ -1,4 +1,4 @@
-// Vision-encoder hyper-parameters read from config.json (MODELS.md §1.2, §3.2–3.5). The published configs leave
+// Vision-encoder hyper-parameters read from config.json (docs/model.md §1.2, §3.2–3.5). The published configs leave
 // some dimensions to the model code; tiny test configs state them as extra keys, which take precedence:
 //   vision_config.width.sam_vit_b:     patch_size, window_size, mlp_dim, neck_channels
 //   vision_config.width.clip-l-14-224: mlp_dim

@@ -1,5 +1,5 @@
 // The two resamplers of the vision encoders, written from PyTorch's documented F.interpolate semantics
-// (align_corners = False), in float64 (PyTorch computes them in fp32; MODELS.md §5.1 step 2, §5.3 step 3):
+// (align_corners = False), in float64 (PyTorch computes them in fp32; docs/model.md §5.1 step 2, §5.3 step 3):
 //
 // Bicubic, antialias = True (SAM pos_embed, CLIP position grid). Facts confirmed in the sources:
 //  - pytorch/pytorch aten/src/ATen/native/cpu/UpSampleKernel.cpp, HelperInterpCubic::aa_filter: Keys cubic

@@ -1,4 +1,4 @@
-// Reference Qwen2 "LM as vision encoder" of DeepSeek-OCR-2 (MODELS.md §3.4, §5.4): the n SAM tokens followed by
+// Reference Qwen2 "LM as vision encoder" of DeepSeek-OCR-2 (docs/model.md §3.4, §5.4): the n SAM tokens followed by
 // n learned causal-flow queries, through pre-RMSNorm Qwen2 layers (GQA with q/k/v biases, rotate-half RoPE
 // θ = 1e6 at positions 0…2n−1, SwiGLU MLP) under a mixed mask, then the final RMSNorm; the query rows are the
 // output.

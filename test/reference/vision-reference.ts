@@ -1,4 +1,4 @@
-// Deliberately simple reference of the vision side (MODELS.md §5): SAM, then CLIP (V1/V3) or the Qwen2 encoder
+// Deliberately simple reference of the vision side (docs/model.md §5): SAM, then CLIP (V1/V3) or the Qwen2 encoder
 // (V2), then the linear projector, one view at a time, in float64. Written from the spec alone; the native
 // vision encoders are checked against it. Assembly of views into image rows lives in vision-assembly.ts.
 

@@ -1,4 +1,4 @@
-// Reference SAM ViT-B image encoder (MODELS.md §3.2, §5.1): patch conv, absolute position embedding (bicubic
+// Reference SAM ViT-B image encoder (docs/model.md §3.2, §5.1): patch conv, absolute position embedding (bicubic
 // antialiased resize when the grid is not the stored one), pre-norm blocks with windowed or global attention and
 // a decomposed relative-position bias, then the neck and the two strided convs. Tokens are rows in row-major
 // grid order (index = row·side + col), each row one pixel's channel vector (NHWC).

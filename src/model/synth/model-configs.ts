@@ -1,5 +1,5 @@
 // config.json contents of DeepSeek-OCR (v1), DeepSeek-OCR-2 (v2) and Unlimited-OCR (v3), at full size
-// (the published files: key order and values as in MODELS.md §1 and the real repositories) and as tiny
+// (the published files: key order and values as in docs/model.md §1 and the real repositories) and as tiny
 // test variants with the same structure and shrunk dimensions.
 //
 // The real configs leave some vision dimensions to the reference code. Tiny configs state them as

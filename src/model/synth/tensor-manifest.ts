@@ -1,4 +1,4 @@
-// Every tensor of a checkpoint (MODELS.md §3), derived from its config.json, with the distribution its
+// Every tensor of a checkpoint (docs/model.md §3), derived from its config.json, with the distribution its
 // synthetic values are drawn from. Shapes are PyTorch order: Linear [out, in], Conv2d [out, in, kH, kW].
 //
 // Synthetic initialisation, chosen so a forward pass stays well conditioned:
@@ -26,7 +26,7 @@ export interface TensorSpec {
   unread?: true;
 }
 
-/** The v2 encoder's local tile side in pixels (hard-coded in the reference code, MODELS.md §4.3). */
+/** The v2 encoder's local tile side in pixels (hard-coded in the reference code, docs/model.md §4.3). */
 const V2_TILE_SIZE = 768;
 /** net_2 and net_3 each halve the SAM grid. */
 const SAM_DOWNSAMPLE = 4;
@@ -77,7 +77,7 @@ const linear = (name: string, out: number, inp: number) => [weight(`${name}.weig
 /** LayerNorm: weight and bias [n]. */
 const layerNorm = (name: string, n: number) => [normWeight(`${name}.weight`, n), bias(`${name}.bias`, n)];
 
-/** MODELS.md §3.6: embeddings, pre-norm layers (dense FFN first, then routed + shared experts), lm_head. */
+/** docs/model.md §3.6: embeddings, pre-norm layers (dense FFN first, then routed + shared experts), lm_head. */
 function decoderTensors(c: ConfigJson): TensorSpec[] {
   const hidden = c.hidden_size;
   const headDim = hidden / c.num_attention_heads;
@@ -110,7 +110,7 @@ function decoderTensors(c: ConfigJson): TensorSpec[] {
   return tensors;
 }
 
-/** MODELS.md §3.2: SAM ViT-B; `net3Out` is the CLIP width (v1/v3) or the Qwen2 dim (v2). */
+/** docs/model.md §3.2: SAM ViT-B; `net3Out` is the CLIP width (v1/v3) or the Qwen2 dim (v2). */
 function samTensors(sam: SamWidthConfig, imageSize: number, net3Out: number): TensorSpec[] {
   const d = VISION_CODE_DEFAULTS.sam;
   const width = sam.width;
@@ -153,7 +153,7 @@ function samTensors(sam: SamWidthConfig, imageSize: number, net3Out: number): Te
   return tensors;
 }
 
-/** MODELS.md §3.3: CLIP-L/14 fed with SAM features (v1/v3). */
+/** docs/model.md §3.3: CLIP-L/14 fed with SAM features (v1/v3). */
 function clipTensors(clip: ClipWidthConfig): TensorSpec[] {
   const width = clip.width; // 1024
   const mlp = clip.mlp_dim ?? width * VISION_CODE_DEFAULTS.clip.mlp_ratio; // 4096
@@ -180,7 +180,7 @@ function clipTensors(clip: ClipWidthConfig): TensorSpec[] {
   return tensors;
 }
 
-/** MODELS.md §3.4: Qwen2 encoder and its causal-flow queries (v2). */
+/** docs/model.md §3.4: Qwen2 encoder and its causal-flow queries (v2). */
 function qwen2Tensors(q: Qwen2WidthConfig, queryRows: { query_768: number; query_1024: number }): TensorSpec[] {
   const d = VISION_CODE_DEFAULTS.qwen2;
   const dim = q.dim; // 896
@@ -210,7 +210,7 @@ function qwen2Tensors(q: Qwen2WidthConfig, queryRows: { query_768: number; query
   return tensors;
 }
 
-/** MODELS.md §3.5: linear projector, row separator (v1/v3 only) and view separator. */
+/** docs/model.md §3.5: linear projector, row separator (v1/v3 only) and view separator. */
 function projectorTensors(c: ConfigJson, withImageNewline: boolean): TensorSpec[] {
   const { input_dim, n_embed } = c.projector_config;
   return [

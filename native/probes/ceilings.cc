@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernels.h"
+#include "../src/kernels.h"
 
 #if defined(__x86_64__)
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_* (GCC PR 105593).

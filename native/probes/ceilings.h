@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "thread_pool.h"
+#include "../src/thread_pool.h"
 
 namespace scriptorium {
 

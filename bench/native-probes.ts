@@ -1,0 +1,54 @@
+// The benchmark's probes of this machine's ceilings, from the addon built beside the engine
+// (build/Release/scriptorium_probes.node, native/probes/): the production engine carries none of it.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Options of the ceilings probe; defaults: every hardware thread, 1 GiB, 5 passes, 0.5 s. */
+export interface CeilingOptions {
+  threads?: number;
+  /** Size of the buffer the read-bandwidth passes stream through; far larger than the caches. */
+  bufferBytes?: number;
+  passes?: number;
+  /** Wall time of each compute measurement, in seconds. */
+  seconds?: number;
+}
+
+/** The machine's ceilings, measured with every thread busy (native/probes/ceilings.h). */
+export interface MachineCeilings {
+  /** The active kernel set. */
+  kernels: string;
+  threads: number;
+  /** Vector width of the read loop: avx512, avx2, sse2 or scalar. */
+  readSimd: string;
+  /** Memory read bandwidth, 1e9 bytes/s (best pass). */
+  readGBps: number;
+  /** The active set's gemm_f32 / gemm_bf16 on blocks resident in L2. */
+  gemmF32Gflops: number;
+  gemmBf16Gflops: number;
+  /** Instruction-throughput peaks of the multiply-add those kernels use; 0 when unknown (scalar). */
+  peakF32Gflops: number;
+  peakBf16Gflops: number;
+  /** One core's clock from a chain of dependent adds; 0 when not measurable. */
+  clockGhz: number;
+}
+
+interface ProbesBinding {
+  measureCeilings(options?: CeilingOptions): Promise<MachineCeilings>;
+}
+
+const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+let binding: ProbesBinding | undefined;
+
+/** Measures the ceilings on native threads; rejects options it cannot measure with (synchronously). */
+export function measureCeilings(options?: CeilingOptions): Promise<MachineCeilings> {
+  if (!binding) {
+    const file = path.join(packageRoot, 'build/Release/scriptorium_probes.node');
+    try {
+      binding = createRequire(import.meta.url)(file) as ProbesBinding;
+    } catch (error) {
+      throw new Error(`the benchmark probes are not built (${file}): run \`npm run build:native\` (${(error as Error).message})`);
+    }
+  }
+  return binding.measureCeilings(options);
+}

@@ -1,0 +1,105 @@
+// N-API face of the benchmark probes, an addon of its own (scriptorium_probes.node) so that the
+// production engine carries no measuring code: measureCeilings() runs the machine-ceiling probes of
+// ceilings.h on a pool of their own, off the event loop, and resolves a Promise.
+#include <napi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "../src/thread_pool.h"
+#include "ceilings.h"
+
+namespace scriptorium {
+namespace {
+
+// Measures the machine's ceilings on a pool of its own, off the event loop.
+class CeilingsWorker : public Napi::AsyncWorker {
+ public:
+  CeilingsWorker(Napi::Env env, int threads, CeilingOptions options)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), threads_(threads), options_(options) {}
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      ThreadPool pool(threads_);
+      ceilings_ = measure_ceilings(pool, options_);
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("kernels", ceilings_.kernels);
+    out.Set("threads", ceilings_.threads);
+    out.Set("readSimd", ceilings_.read_simd);
+    out.Set("readGBps", ceilings_.read_gbps);
+    out.Set("gemmF32Gflops", ceilings_.gemm_f32_gflops);
+    out.Set("gemmBf16Gflops", ceilings_.gemm_bf16_gflops);
+    out.Set("peakF32Gflops", ceilings_.peak_f32_gflops);
+    out.Set("peakBf16Gflops", ceilings_.peak_bf16_gflops);
+    out.Set("clockGhz", ceilings_.clock_ghz);
+    deferred_.Resolve(out);
+  }
+
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  int threads_;
+  CeilingOptions options_;
+  Ceilings ceilings_;
+};
+
+// measureCeilings({threads?, bufferBytes?, passes?, seconds?}) -> Promise<ceilings> (see ceilings.h;
+// threads defaults to the hardware's).
+Napi::Value MeasureCeilings(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() > 0 && !info[0].IsUndefined() && !info[0].IsObject())
+    throw Napi::TypeError::New(env, "measureCeilings(options?: {threads?, bufferBytes?, passes?, seconds?})");
+  const Napi::Object o = info.Length() > 0 && info[0].IsObject() ? info[0].As<Napi::Object>() : Napi::Object::New(env);
+  auto number = [&](const char* key, double fallback) {
+    const Napi::Value v = o.Get(key);
+    if (v.IsUndefined()) return fallback;
+    if (!v.IsNumber()) throw Napi::TypeError::New(env, std::string("measureCeilings: ") + key + " must be a number");
+    return v.As<Napi::Number>().DoubleValue();
+  };
+  auto integer = [&](const char* key, double fallback, double min, double max) {
+    const double v = number(key, fallback);
+    if (v < min || v > max || v != std::floor(v))
+      throw Napi::RangeError::New(env, std::string("measureCeilings: ") + key + " must be an integer between " +
+                                           std::to_string(static_cast<int64_t>(min)) + " and " +
+                                           std::to_string(static_cast<int64_t>(max)));
+    return v;
+  };
+  CeilingOptions options;
+  const int threads = static_cast<int>(integer("threads", std::max(1u, std::thread::hardware_concurrency()), 1, 1024));
+  options.buffer_bytes = static_cast<int64_t>(integer("bufferBytes", static_cast<double>(options.buffer_bytes), 1, 1e12));
+  options.passes = static_cast<int>(integer("passes", options.passes, 1, 1000));
+  options.seconds = number("seconds", options.seconds);
+  try {
+    options.validate();
+  } catch (const std::exception& e) {
+    throw Napi::RangeError::New(env, e.what());
+  }
+  auto* worker = new CeilingsWorker(env, threads, options);
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("measureCeilings", Napi::Function::New(env, MeasureCeilings, "measureCeilings"));
+  return exports;
+}
+
+}  // namespace
+}  // namespace scriptorium
+
+using scriptorium::Init;
+NODE_API_MODULE(scriptorium_probes, Init)

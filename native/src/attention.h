@@ -1,0 +1,67 @@
+// Attention in one place: multi-head attention of many queries at once (the vision encoders, and
+// a decoder prefill against its cache), and the decoder's attention of a batch of sequences
+// against their KV caches, full causal (V1, V2) or R-SWA (V3). Activations are F32.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "kernels.h"
+#include "thread_pool.h"
+
+namespace scriptorium {
+
+// Multi-head attention over `batch` independent sequences. Row (b*queries + t) of Q holds the
+// query t of sequence b, head h at columns [h*head_dim, (h+1)*head_dim); K and V likewise with
+// kv_heads heads (head h reads kv head h / (heads / kv_heads)). Scores are built a few query rows
+// at a time per task; no [queries, keys] matrix is ever held.
+struct AttentionShape {
+  int64_t batch = 0, queries = 0, keys = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  float scale = 1.f;
+};
+
+struct AttentionTensors {
+  const float* q = nullptr;
+  int64_t ldq = 0;
+  const float* k = nullptr;
+  int64_t ldk = 0;
+  const float* v = nullptr;
+  int64_t ldv = 0;
+  float* out = nullptr;
+  int64_t ldo = 0;
+};
+
+struct AttentionHooks {
+  // Adds the additive bias of query t (sequence b, head h) to scores[keys], already scaled;
+  // scratch holds bias_scratch floats private to the calling thread. Empty: no bias.
+  std::function<void(int64_t b, int64_t h, int64_t t, float* scores, float* scratch)> bias;
+  int64_t bias_scratch = 0;
+  // How many leading keys query t sees (1..keys); the rest are masked. Empty: all keys.
+  std::function<int64_t(int64_t t)> visible_keys;
+};
+
+/* out[b*queries+t, h*D:(h+1)*D] = softmax(scale * q.K^T + bias) V  for every sequence b, head h, query t */
+void attention(ThreadPool& pool, const AttentionTensors& tensors, const AttentionShape& shape,
+               const AttentionHooks& hooks = {});
+
+class KvCache;
+struct DecoderDims;
+
+// One sequence's new tokens in a decoder forward call: rows [first_row, first_row + rows) of the
+// query and output matrices, at positions first_position, first_position + 1, ...; their keys and
+// values are already in `cache`.
+struct CachedQueries {
+  const KvCache* cache = nullptr;
+  int64_t first_row = 0, rows = 0, first_position = 0;
+};
+
+/* out[r, h*D:(h+1)*D] = softmax(q[r, h*D:(h+1)*D] . K^T / sqrt(D)) V over the cache slots row r
+   sees at `layer` (KvCache::visible_slots), for every row of every sequence; q, out [rows, heads*D].
+   A prefill's rows go through attention() in blocks of queries; single new tokens (decode steps)
+   one head at a time through the kernel set's attention_head. `single_rows` is scratch. */
+void attend_caches(ThreadPool& pool, const KernelSet& kernels, const DecoderDims& dims, int64_t layer,
+                   const std::vector<CachedQueries>& sequences, const float* q, float* out,
+                   std::vector<std::pair<int64_t, int64_t>>& single_rows);
+
+}  // namespace scriptorium
