@@ -13,7 +13,7 @@
 // another worker then takes them over, and a page whose workers died more than maxStalledCount times
 // fails. A page that failed or stalled before is read alone (no other page of this worker in the
 // engine meanwhile), so that it cannot take other pages down with it again.
-import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError, WaitingError, Worker, type Job, type Telemetry } from 'bullmq';
 import type { RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
@@ -56,6 +56,8 @@ export interface PageWorkerOptions {
    * above 1. Default DEFAULT_MAX_STALLED_COUNT.
    */
   maxStalledCount?: number;
+  /** BullMQ telemetry (queue/tracing.ts): each page job a span of its document's trace. Default: none. */
+  telemetry?: Telemetry;
   /** Deadline of one page job, from its start. Default DEFAULT_PAGE_TIMEOUT_MS. */
   pageTimeoutMs?: number;
   /** How long past the deadline the engine may take to stop before it counts as hung. Default DEFAULT_HANG_GRACE_MS. */
@@ -153,6 +155,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
       lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
       stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
       maxStalledCount: options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT,
+      telemetry: options.telemetry,
     },
   );
   worker.on('error', (error) => logger.error({ err: error }, 'page worker: queue error'));
