@@ -10,6 +10,7 @@ import { DEFAULT_MAX_SEQUENCES, OcrEngine } from '../engine/ocr-engine.js';
 import type { Variant } from '../engine/model-config.js';
 import { LiveWorkerHeartbeat } from '../queue/live-workers.js';
 import { redisOptions } from '../queue/redis.js';
+import { flushTraces, queueTelemetry } from '../queue/tracing.js';
 import type { Storage } from '../storage/storage.js';
 import { startDocumentWorker } from '../worker/document-worker.js';
 import { PagePipeline } from '../worker/page-pipeline.js';
@@ -86,7 +87,9 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     { intervalMs: options.heartbeatMs, onError: (error) => logger.warn({ err: error }, 'live-worker heartbeat failed; retrying at the next one') },
   );
   const connection = redisOptions(options.redisUrl, 'worker');
+  const telemetry = await queueTelemetry();
   const pages = startPageWorker({
+    telemetry,
     pipeline,
     connection,
     logger,
@@ -103,6 +106,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     },
   });
   const documents = startDocumentWorker({
+    telemetry,
     storage,
     connection,
     logger,
@@ -132,6 +136,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
       await Promise.all([pages.close(), documents.close()]);
       await heartbeat.stop().catch((error: unknown) => logger.warn({ err: error }, 'could not remove the live-worker entry; it expires on its own'));
       redis.disconnect();
+      await flushTraces();
     })();
     return closing;
   }

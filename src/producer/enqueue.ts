@@ -20,6 +20,7 @@ import { rejectedInputKey, type DocumentKeys } from '../jobs/storage-layout.js';
 import { documentJobId, documentJobName, pageJobId, pageJobName } from '../queue/job-ids.js';
 import { documentJobOptions, pageJobOptions, type PageJobLifecycle } from '../queue/job-options.js';
 import { DOCUMENTS, pageQueue } from '../queue/queue-names.js';
+import { flushTraces, queueTelemetry } from '../queue/tracing.js';
 import type { Storage } from '../storage/storage.js';
 import { expandInputs, type ExpandInputsOptions, type ProducerInput } from './input-sources.js';
 import { planDocument, stageSource, type PlannedDocument } from './plan-document.js';
@@ -82,7 +83,8 @@ export async function enqueueDocuments(inputs: readonly ProducerInput[], options
     summary.rejected.push(rejected);
     options.onDocument?.(rejected);
   };
-  const flows = new FlowProducer({ connection: options.connection, prefix: DOCUMENTS.prefix });
+  // With tracing on, each document's flow starts a trace that its page jobs and assembly continue.
+  const flows = new FlowProducer({ connection: options.connection, prefix: DOCUMENTS.prefix, telemetry: await queueTelemetry() });
   const documents = new Queue(DOCUMENTS.name, { connection: options.connection, prefix: DOCUMENTS.prefix });
   try {
     for await (const input of expandInputs(inputs, { ...options.inputs, onSkip: reject })) {
@@ -106,7 +108,7 @@ export async function enqueueDocuments(inputs: readonly ProducerInput[], options
       options.onDocument?.(queued);
     }
   } finally {
-    await Promise.all([flows.close(), documents.close()]);
+    await Promise.all([flows.close(), documents.close(), flushTraces()]);
   }
   // Rejected inputs have no docId; their reasons stay in storage beside the results.
   for (const { uri, reason } of summary.rejected) {

@@ -2,7 +2,7 @@
 // page job has settled: completed children's return values and failed children's last reasons
 // (kept by the flow's ignoreDependencyOnFailure) become the page statuses the assembler writes
 // document.md, document.json and _DONE from.
-import { Worker, type Job } from 'bullmq';
+import { Worker, type Job, type Telemetry } from 'bullmq';
 import type { RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
@@ -31,6 +31,8 @@ export interface DocumentWorkerOptions {
   lockDurationMs?: number;
   /** How often this worker looks for document jobs whose worker died. Default 30 s. */
   stalledIntervalMs?: number;
+  /** BullMQ telemetry (queue/tracing.ts): each assembly a span of its document's trace. Default: none. */
+  telemetry?: Telemetry;
 }
 
 export function startDocumentWorker(options: DocumentWorkerOptions): Worker<DocumentJobData, DocumentOutcome> {
@@ -57,6 +59,7 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
       concurrency: options.concurrency ?? 4,
       lockDuration: options.lockDurationMs ?? 30_000,
       stalledInterval: options.stalledIntervalMs ?? 30_000,
+      telemetry: options.telemetry,
     },
   );
   worker.on('error', (error) => logger.error({ err: error }, 'document worker: queue error'));

@@ -18,7 +18,7 @@
 // storage never fails.
 import { randomUUID } from 'node:crypto';
 
-import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError, WaitingError, Worker, type Job, type Telemetry } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
@@ -79,6 +79,8 @@ export interface PageWorkerOptions {
    * DEFAULT_MAX_STALLED_COUNT.
    */
   maxStalledCount?: number;
+  /** BullMQ telemetry (queue/tracing.ts): each page job a span of its document's trace. Default: none. */
+  telemetry?: Telemetry;
   /** Deadline of one page job, from its start. Default DEFAULT_PAGE_TIMEOUT_MS. */
   pageTimeoutMs?: number;
   /** How long past the deadline the engine may take to stop before it counts as hung. Default DEFAULT_HANG_GRACE_MS. */
@@ -203,6 +205,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
       lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
       stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
       maxStalledCount: maxDeaths + LOST_LOCKS_ALLOWED,
+      telemetry: options.telemetry,
     },
   );
   const forget = (jobId: string | undefined) => {
