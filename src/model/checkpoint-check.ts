@@ -206,7 +206,7 @@ async function readShardHeader(source: CheckpointSource, shard: string, size: nu
   if (size < 8) throw new Error(`model file ${shard}: truncated: ${size} bytes, shorter than the 8-byte header length`);
   const length = (await source.head(shard, 8)).readBigUInt64LE(0);
   if (length > BigInt(size - 8)) throw new Error(`model file ${shard}: header length ${length} runs past the end of the file (${size} bytes)`);
-  if (length > BigInt(MAX_HEADER_BYTES)) throw new Error(`model file ${shard}: header length ${length} is implausibly large`);
+  if (length > BigInt(MAX_HEADER_BYTES)) throw new Error(`model file ${shard}: header length ${length} is implausibly large (at most ${MAX_HEADER_BYTES})`);
   const json = (await source.head(shard, 8 + Number(length))).subarray(8);
   return nativeBinding().readSafetensorsHeader(json, size - 8 - Number(length), shard).tensors;
 }
