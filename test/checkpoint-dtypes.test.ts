@@ -6,7 +6,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { debugDump, type Dump } from '../src/model/debug-dump.js';
-import { NativeModel } from '../src/engine/native-model.js';
+import { loadModelConfig } from '../src/engine/model-config.js';
+import { NativeModel, nativeBinding } from '../src/engine/native-model.js';
+import { parseVisionDims } from '../src/engine/vision-config.js';
 import { maxAbs, maxAbsDiff, RELATIVE_TOLERANCE } from './support/compare-with-reference.js';
 import { syntheticPage } from './support/synthetic-images.js';
 import { tinyCheckpoint, type CheckpointForm } from './support/tiny-checkpoints.js';
@@ -60,4 +62,15 @@ test('F32 weights cost their BF16 copy, BF16 weights nothing; unread buffers are
     extra.unreadTensors.filter((name) => !bf16.unreadTensors.includes(name)),
     ['model.vision_model.embeddings.position_ids'],
   );
+});
+
+test('an F32 checkpoint is converted off the event loop: it turns before the load resolves', async () => {
+  const dir = await tinyCheckpoint('v1', 1, 'f32');
+  const config = await loadModelConfig(dir);
+  const order: string[] = [];
+  const loading = nativeBinding().loadModel(dir, config.decoder, 1, parseVisionDims(config) ?? undefined).then(() => order.push('loaded'));
+  await new Promise((resolve) => setImmediate(resolve));
+  order.push('event loop turned');
+  await loading;
+  assert.deepEqual(order, ['event loop turned', 'loaded']);
 });

@@ -2,20 +2,24 @@
 // mutations of shapes, offsets, dtypes, the header and file lengths and the JSON syntax every run.
 // Each mutation is loaded in a child process (a crash fails the test and names the mutation); every
 // refusal must be a clear error naming the file (and the tensor, when the mutation targets one),
-// and every mutation that no loader may accept must be refused.
+// and every mutation that no loader may accept must be refused. A sample also goes through
+// `model check`, which must refuse exactly what loading refuses, for the same reason.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 
-import { headerMutations, type MutationKind } from './support/header-mutations.js';
+import { checkCheckpoint } from '../src/model/checkpoint-check.js';
+import { headerMutations, writeMutatedFile, type MutationKind } from './support/header-mutations.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
 const SEED = 20261203;
 const COUNT = 1500;
+/** Every this many mutations also go through model check. */
+const CHECK_EVERY = 100;
 const child = path.join(path.dirname(fileURLToPath(import.meta.url)), 'support', 'header-fuzz-child.js');
 
 test(`${COUNT} seeded header mutations of a tiny checkpoint are each refused with a clear error or loaded, never a crash`, async () => {
@@ -62,6 +66,23 @@ test(`${COUNT} seeded header mutations of a tiny checkpoint are each refused wit
     for (const kind of kinds) assert.ok(counts[kind].total >= COUNT / 5, `${kind}: ${counts[kind].total} mutations`);
     assert.ok(mutations.some((m) => m.what.includes('shape [4294967296,4294967296]')), 'the [2^32, 2^32] wrap is among the mutations');
     process.stdout.write(`# header fuzz: ${JSON.stringify(counts)}\n`);
+
+    // model check reads the same headers without loading: on a sample it must agree with the loader.
+    const checkDir = path.join(workDir, 'check');
+    await mkdir(checkDir);
+    await copyFile(path.join(dir, 'config.json'), path.join(checkDir, 'config.json'));
+    await symlink(path.join(dir, 'tokenizer.json'), path.join(checkDir, 'tokenizer.json'));
+    const withoutFile = (message: string) => message.replace(/^model file [^:]*: /, '');
+    for (let i = 0; i < COUNT; i += CHECK_EVERY) {
+      await writeMutatedFile(path.join(checkDir, 'model.safetensors'), mutations[i], file.length - 8 - headerLength);
+      const report = await checkCheckpoint(checkDir);
+      const error = outcomes[i].error;
+      const label = `mutation ${i} (${mutations[i].kind}: ${mutations[i].what})`;
+      assert.equal(report.loadable, error === undefined, `${label}: check ${JSON.stringify(report.problems)}, load ${error}`);
+      if (error !== undefined) {
+        assert.ok(report.problems.map(withoutFile).includes(withoutFile(error)), `${label}: "${error}" not in ${JSON.stringify(report.problems)}`);
+      }
+    }
   } finally {
     await rm(workDir, { recursive: true, force: true });
   }

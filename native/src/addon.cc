@@ -1,6 +1,6 @@
 // N-API face of the engine. A NativeModel owns the mapped checkpoint, the decoder, the vision
 // encoder (when vision dims are given) and its thread pool; NativeSequence objects own KV caches.
-// forward() and encodeImages() run on a libuv worker thread (which then fans out to the engine's
+// loadModel(), forward() and encodeImages() run on a libuv worker thread (which then fans out to the engine's
 // own pool) and resolve a Promise, so the event loop never waits on inference. Calls on one model
 // are serialised by a mutex.
 #include <napi.h>
@@ -289,32 +289,11 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
                         InstanceAccessor<&ModelWrap::UnreadTensors>("unreadTensors")});
   }
 
-  // new NativeModel(dir: string, dims: DecoderDims, threads: number, visionDims?: VisionDims)
+  // Made only by loadModel(), which hands over the engine it built off the event loop.
   explicit ModelWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ModelWrap>(info) {
-    Napi::Env env = info.Env();
-    if (info.Length() < 3 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber() ||
-        (info.Length() > 3 && !info[3].IsUndefined() && !info[3].IsObject()))
-      throw Napi::TypeError::New(env, "NativeModel(dir: string, dims: object, threads: number, visionDims?: object)");
-    const std::string dir = info[0].As<Napi::String>();
-    const DecoderDims dims = read_dims(info[1].As<Napi::Object>());
-    const bool with_vision = info.Length() > 3 && info[3].IsObject();
-    VisionDims vision_dims;
-    if (with_vision) vision_dims = read_vision_dims(info[3].As<Napi::Object>());
-    const int threads = info[2].As<Napi::Number>().Int32Value();
-    if (threads < 1 || threads > 1024) throw Napi::RangeError::New(env, "threads must be between 1 and 1024");
-    engine_ = std::make_shared<Engine>();
-    try {
-      engine_->pool = std::make_unique<ThreadPool>(threads);
-      engine_->checkpoint = std::make_unique<Checkpoint>(dir);
-      engine_->decoder = std::make_unique<Decoder>(*engine_->checkpoint, dims, *engine_->pool);
-      if (with_vision) {
-        if (vision_dims.embed != dims.hidden)
-          throw std::invalid_argument("config.json: projector n_embed must equal hidden_size");
-        engine_->vision = std::make_unique<VisionEncoder>(*engine_->checkpoint, vision_dims, *engine_->pool);
-      }
-    } catch (const std::exception& e) {
-      throw Napi::Error::New(env, e.what());
-    }
+    if (info.Length() < 1 || !info[0].IsExternal())
+      throw Napi::TypeError::New(info.Env(), "NativeModel objects come from loadModel()");
+    engine_ = *info[0].As<Napi::External<std::shared_ptr<Engine>>>().Data();
   }
 
  private:
@@ -342,6 +321,68 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
 
   std::shared_ptr<Engine> engine_;
 };
+
+// Maps the checkpoint and builds the decoder (and vision encoder) on a libuv worker thread: loading
+// converts F16 / F32 weights, seconds of work for a full checkpoint that the event loop never waits on.
+class LoadWorker : public Napi::AsyncWorker {
+ public:
+  LoadWorker(Napi::Env env, std::string dir, DecoderDims dims, int threads, bool with_vision, VisionDims vision_dims)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        dir_(std::move(dir)),
+        dims_(dims),
+        threads_(threads),
+        with_vision_(with_vision),
+        vision_dims_(std::move(vision_dims)) {}
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      engine_ = std::make_shared<Engine>();
+      engine_->pool = std::make_unique<ThreadPool>(threads_);
+      engine_->checkpoint = std::make_unique<Checkpoint>(dir_);
+      engine_->decoder = std::make_unique<Decoder>(*engine_->checkpoint, dims_, *engine_->pool);
+      if (with_vision_) {
+        if (vision_dims_.embed != dims_.hidden) throw std::invalid_argument("config.json: projector n_embed must equal hidden_size");
+        engine_->vision = std::make_unique<VisionEncoder>(*engine_->checkpoint, vision_dims_, *engine_->pool);
+      }
+    } catch (const std::exception& e) {
+      engine_.reset();
+      SetError(e.what());
+    }
+  }
+
+  void OnOK() override;
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::string dir_;
+  DecoderDims dims_;
+  int threads_;
+  bool with_vision_;
+  VisionDims vision_dims_;
+  std::shared_ptr<Engine> engine_;
+};
+
+// loadModel(dir: string, dims: DecoderDims, threads: number, visionDims?: VisionDims) -> Promise<NativeModel>
+Napi::Value LoadModel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber() ||
+      (info.Length() > 3 && !info[3].IsUndefined() && !info[3].IsObject()))
+    throw Napi::TypeError::New(env, "loadModel(dir: string, dims: object, threads: number, visionDims?: object)");
+  const DecoderDims dims = read_dims(info[1].As<Napi::Object>());
+  const bool with_vision = info.Length() > 3 && info[3].IsObject();
+  VisionDims vision_dims;
+  if (with_vision) vision_dims = read_vision_dims(info[3].As<Napi::Object>());
+  const int threads = info[2].As<Napi::Number>().Int32Value();
+  if (threads < 1 || threads > 1024) throw Napi::RangeError::New(env, "threads must be between 1 and 1024");
+  auto* worker = new LoadWorker(env, info[0].As<Napi::String>(), dims, threads, with_vision, std::move(vision_dims));
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+}
 
 // readSafetensorsHeader(json: Uint8Array, dataBytes: number, file: string)
 //   -> {tensors: {name, dtype, shape: number[], begin, end}[], metadata: {[key]: string}}
@@ -389,13 +430,17 @@ class Addon : public Napi::Addon<Addon> {
   Addon(Napi::Env env, Napi::Object exports) {
     Napi::Function sequence = SequenceWrap::Init(env);
     sequence_constructor = Napi::Persistent(sequence);
-    DefineAddon(exports, {InstanceValue("NativeModel", ModelWrap::Init(env), napi_enumerable),
+    Napi::Function model = ModelWrap::Init(env);
+    model_constructor = Napi::Persistent(model);
+    DefineAddon(exports, {InstanceValue("NativeModel", model, napi_enumerable),
+                          InstanceValue("loadModel", Napi::Function::New(env, LoadModel), napi_enumerable),
                           InstanceValue("NativeSequence", sequence, napi_enumerable),
                           InstanceMethod<&Addon::KernelSets>("supportedKernelSets", napi_enumerable),
                           InstanceValue("readSafetensorsHeader", Napi::Function::New(env, ReadSafetensorsHeader), napi_enumerable)});
     register_gpu_backend(env, exports);
   }
   Napi::FunctionReference sequence_constructor;
+  Napi::FunctionReference model_constructor;
 
  private:
   // Names of the kernel sets this CPU can run, best first.
@@ -407,6 +452,13 @@ class Addon : public Napi::Addon<Addon> {
     return out;
   }
 };
+
+void LoadWorker::OnOK() {
+  Napi::Env env = Env();
+  auto holder = Napi::External<std::shared_ptr<Engine>>::New(
+      env, new std::shared_ptr<Engine>(std::move(engine_)), [](Napi::Env, std::shared_ptr<Engine>* engine) { delete engine; });
+  deferred_.Resolve(env.GetInstanceData<Addon>()->model_constructor.New({holder}));
+}
 
 Napi::Value ModelWrap::CreateSequence(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

@@ -125,10 +125,24 @@ void widen_to_f32(const TensorView& t, float* out, size_t n) {
   else throw std::logic_error("widen_to_f32 on a non-float tensor");
 }
 
+// The BF16 nearest to each of the 65,536 F16 values: a conversion by lookup.
+const std::vector<uint16_t>& f16_to_bf16_table() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(65536);
+    for (uint32_t h = 0; h < t.size(); ++h) t[h] = f32_to_bf16(f16_to_f32(static_cast<uint16_t>(h)));
+    return t;
+  }();
+  return table;
+}
+
 /* out[i] = the F16 or F32 tensor t[i] rounded to BF16 (nearest even), i in [begin, end) */
 void narrow_range(const TensorView& t, uint16_t* out, size_t begin, size_t end) {
-  if (t.dtype == DType::F16) for (size_t i = begin; i < end; ++i) out[i] = f32_to_bf16(f16_to_f32(load_u16(t.data + 2 * i)));
-  else for (size_t i = begin; i < end; ++i) out[i] = f32_to_bf16(load_f32(t.data + 4 * i));
+  if (t.dtype == DType::F16) {
+    const uint16_t* table = f16_to_bf16_table().data();
+    for (size_t i = begin; i < end; ++i) out[i] = table[load_u16(t.data + 2 * i)];
+  } else {
+    for (size_t i = begin; i < end; ++i) out[i] = f32_to_bf16(load_f32(t.data + 4 * i));
+  }
 }
 
 /* out[n] = the F16 or F32 tensor t[n] rounded to BF16; large tensors on every hardware thread (a whole

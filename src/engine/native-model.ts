@@ -89,7 +89,8 @@ export interface SafetensorsHeaderEntry {
 }
 
 interface NativeBinding {
-  NativeModel: new (dir: string, dims: object, threads: number, visionDims?: VisionDims) => NativeModelHandle;
+  /** Maps the checkpoint and builds the model on a native thread (F16 / F32 weights are converted there). */
+  loadModel(dir: string, dims: object, threads: number, visionDims?: VisionDims): Promise<NativeModelHandle>;
   supportedKernelSets(): string[];
   /** Validates a header exactly as loading does (a file's data section holds dataBytes); throws naming `file`. */
   readSafetensorsHeader(json: Uint8Array, dataBytes: number, file: string): { tensors: SafetensorsHeaderEntry[]; metadata: Record<string, string> };
@@ -130,7 +131,7 @@ export class NativeModel {
     const config = await loadModelConfig(modelDir, options.variant);
     const vision = parseVisionDims(config);
     const threads = options.threads ?? cpuLimit();
-    const handle = new (nativeBinding().NativeModel)(modelDir, config.decoder, threads, vision ?? undefined);
+    const handle = await nativeBinding().loadModel(modelDir, config.decoder, threads, vision ?? undefined);
     return new NativeModel(config, vision, handle);
   }
 

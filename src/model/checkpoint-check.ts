@@ -206,7 +206,7 @@ async function readShardHeader(source: CheckpointSource, shard: string, size: nu
   if (size < 8) throw new Error(`model file ${shard}: truncated: ${size} bytes, shorter than the 8-byte header length`);
   const length = (await source.head(shard, 8)).readBigUInt64LE(0);
   if (length > BigInt(size - 8)) throw new Error(`model file ${shard}: header length ${length} runs past the end of the file (${size} bytes)`);
-  if (length > BigInt(MAX_HEADER_BYTES)) throw new Error(`model file ${shard}: header length ${length} is implausibly large`);
+  if (length > BigInt(MAX_HEADER_BYTES)) throw new Error(`model file ${shard}: header length ${length} is implausibly large (at most ${MAX_HEADER_BYTES})`);
   const json = (await source.head(shard, 8 + Number(length))).subarray(8);
   return nativeBinding().readSafetensorsHeader(json, size - 8 - Number(length), shard).tensors;
 }
@@ -215,13 +215,11 @@ function compareTensors(manifest: TensorSpec[], tensors: Map<string, Safetensors
   const expected = new Map(manifest.map((spec) => [spec.name, spec]));
   for (const spec of manifest) {
     const tensor = tensors.get(spec.name);
-    if (!tensor) {
-      if (!spec.unread) report.missing.push(spec.name);
-      continue;
-    }
-    if (tensor.shape.join() !== spec.shape.join()) report.misshaped.push({ name: spec.name, shape: tensor.shape, expected: spec.shape });
+    if (spec.unread) continue; // loading ignores it, whatever its shape or dtype
+    if (!tensor) report.missing.push(spec.name);
+    else if (tensor.shape.join() !== spec.shape.join()) report.misshaped.push({ name: spec.name, shape: tensor.shape, expected: spec.shape });
     else if (!FLOAT_DTYPES.has(tensor.dtype)) report.unusableDtypes.push({ name: spec.name, dtype: tensor.dtype, shape: tensor.shape });
-    else if (tensor.dtype !== 'BF16' && !spec.unread) report.conversionBytes += 2 * elementCount(spec);
+    else if (tensor.dtype !== 'BF16') report.conversionBytes += 2 * elementCount(spec);
   }
   for (const tensor of tensors.values()) {
     if (!expected.has(tensor.name)) report.unexpected.push({ name: tensor.name, dtype: tensor.dtype, shape: tensor.shape });

@@ -3,11 +3,11 @@
 // runner so that a crash (a signal, an abort) is seen by the parent as a failure, with the last
 // line naming the mutation that was being loaded.
 //   node header-fuzz-child.js SHARD CONFIG_JSON SEED COUNT WORK_DIR
-import { copyFile, open, readFile, stat } from 'node:fs/promises';
+import { copyFile, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 
 import { NativeModel } from '../../src/engine/native-model.js';
-import { headerMutations } from './header-mutations.js';
+import { headerMutations, writeMutatedFile } from './header-mutations.js';
 
 const [shard, config, seed, count, workDir] = process.argv.slice(2);
 
@@ -21,13 +21,7 @@ const target = path.join(workDir, 'model.safetensors');
 const mutations = headerMutations(headerText, dataBytes, Number(count), Number(seed));
 for (const [i, mutation] of mutations.entries()) {
   process.stderr.write(`loading mutation ${i}: ${mutation.kind} ${mutation.what}\n`);
-  const prefix = Buffer.alloc(8);
-  prefix.writeBigUInt64LE(mutation.declaredLength ?? BigInt(mutation.header.length));
-  const handle = await open(target, 'w');
-  await handle.write(Buffer.concat([prefix, mutation.header]), 0, 8 + mutation.header.length, 0);
-  // Sparse zeros stand for the tensor data: only the header differs from the real file.
-  await handle.truncate(mutation.fileSize ?? 8 + mutation.header.length + dataBytes);
-  await handle.close();
+  await writeMutatedFile(target, mutation, dataBytes);
   let error: string | undefined;
   try {
     await NativeModel.load(workDir, { threads: 1 });

@@ -2,6 +2,7 @@
 // the file length, JSON syntax) for the loader's fuzz test. Each mutation says whether every correct
 // loader must refuse it (`mustFail`) or may load it (a byte change that leaves valid JSON, a dtype of
 // the same width, a header length that only drops padding).
+import { open } from 'node:fs/promises';
 
 export type MutationKind = 'shape' | 'offsets' | 'dtype' | 'length' | 'syntax';
 
@@ -189,4 +190,17 @@ export function headerMutations(headerText: string, dataBytes: number, count: nu
 
   const kinds = Object.keys(makers) as MutationKind[];
   return Array.from({ length: count }, (_, i) => makers[kinds[i % kinds.length]]());
+}
+
+/** Writes `mutation` as the safetensors file `target`: sparse zeros stand for the tensor data. */
+export async function writeMutatedFile(target: string, mutation: HeaderMutation, dataBytes: number): Promise<void> {
+  const prefix = Buffer.alloc(8);
+  prefix.writeBigUInt64LE(mutation.declaredLength ?? BigInt(mutation.header.length));
+  const handle = await open(target, 'w');
+  try {
+    await handle.write(Buffer.concat([prefix, mutation.header]), 0, 8 + mutation.header.length, 0);
+    await handle.truncate(mutation.fileSize ?? 8 + mutation.header.length + dataBytes);
+  } finally {
+    await handle.close();
+  }
 }
