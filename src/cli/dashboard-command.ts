@@ -1,19 +1,15 @@
 // `scriptorium dashboard`: bull-board over the documents and pages queues (read-write, so failed
 // jobs can be retried from the browser) and GET /healthz, which says whether Redis answers PING.
-import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { ExpressAdapter } from '@bull-board/express';
-import { Queue } from 'bullmq';
 import express from 'express';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
-import { DOCUMENTS_QUEUE, PAGES_QUEUE } from '../jobs/job-types.js';
-import { DOCUMENTS, PAGES, type QueueName } from '../queue/queue-names.js';
-import { checkRedisReachable, redactedRedisUrl, redisOptions, redisUrlFromEnv } from '../queue/redis.js';
+import { checkRedisReachable, redactedRedisUrl, redisUrlFromEnv } from '../queue/redis.js';
+import { closeServer, listen, serverUrl } from '../server/listen.js';
+import { queueDashboard, type QueueDashboard } from '../server/queue-dashboard.js';
+import { openHealthConnection, ping } from '../server/redis-health.js';
 import { commandLogger } from './cli-logger.js';
 import { integerOption, parseCommandArgs, UsageError } from './usage.js';
 
@@ -31,8 +27,6 @@ Redis is $REDIS_URL (default redis://127.0.0.1:6379).`;
 const DEFAULT_HOST = '127.0.0.1';
 const DEFAULT_PORT = 3000;
 const MAX_PORT = 65_535;
-/** How long /healthz waits for PONG before answering 503. */
-const PING_TIMEOUT_MS = 1_000;
 
 export interface DashboardOptions {
   /** Default: REDIS_URL, else redis://127.0.0.1:6379. */
@@ -76,18 +70,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   await checkRedisReachable(redisUrl);
 
   const health = await openHealthConnection(redisUrl, logger);
-  const queues = [openQueue(DOCUMENTS, redisUrl), openQueue(PAGES, redisUrl)];
-  // The health connection reports Redis outages; the queues' own errors would only repeat it.
-  for (const queue of queues) queue.on('error', () => undefined);
-
-  const board = new ExpressAdapter();
-  createBullBoard({
-    queues: [
-      new BullMQAdapter(queues[0], { displayName: DOCUMENTS_QUEUE }),
-      new BullMQAdapter(queues[1], { displayName: PAGES_QUEUE }),
-    ],
-    serverAdapter: board,
-  });
+  const board = queueDashboard(redisUrl, '/');
 
   const app = express();
   app.disable('x-powered-by');
@@ -95,13 +78,13 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     const redis = await ping(health);
     response.status(redis === 'ok' ? 200 : 503).json({ redis });
   });
-  app.use('/', board.getRouter());
+  app.use('/', board.router);
 
   let server: Server;
   try {
     server = await listen(app, options.host, options.port);
   } catch (error) {
-    await closeConnections(queues, health);
+    await closeConnections(board, health);
     throw error;
   }
   const url = serverUrl(server);
@@ -112,10 +95,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     url,
     close() {
       closing ??= (async () => {
-        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeAllConnections();
-        await stopped;
-        await closeConnections(queues, health);
+        await closeServer(server);
+        await closeConnections(board, health);
       })();
       return closing;
     },
@@ -136,63 +117,9 @@ function checkedPort(port: number, source: string): number {
   return port;
 }
 
-function openQueue(queue: QueueName, redisUrl: string): Queue {
-  return new Queue(queue.name, { connection: redisOptions(redisUrl, 'client'), prefix: queue.prefix });
-}
-
-/**
- * A connection only for /healthz, resolved once ready: no offline queue and a command timeout, so that
- * PING fails at once while Redis is away instead of waiting for a reconnect. It keeps reconnecting in
- * the background and logs when Redis goes away and when it is back.
- */
-async function openHealthConnection(redisUrl: string, logger: Logger): Promise<Redis> {
-  const client = new Redis({ ...redisOptions(redisUrl, 'client'), enableOfflineQueue: false, commandTimeout: PING_TIMEOUT_MS, lazyConnect: true });
-  let lost = false;
-  client.on('error', (error: Error) => {
-    if (lost) return;
-    lost = true;
-    logger.warn({ redis: redactedRedisUrl(redisUrl), err: error.message }, 'lost the connection to Redis; reconnecting');
-  });
-  client.on('ready', () => {
-    if (!lost) return;
-    lost = false;
-    logger.info({ redis: redactedRedisUrl(redisUrl) }, 'Redis is back');
-  });
-  try {
-    await client.connect();
-  } catch (error) {
-    client.disconnect();
-    throw new Error(`Redis at ${redactedRedisUrl(redisUrl)} went away while the dashboard started: ${(error as Error).message}`);
-  }
-  return client;
-}
-
-async function ping(client: Redis): Promise<'ok' | 'unreachable'> {
-  try {
-    await client.ping();
-    return 'ok';
-  } catch {
-    return 'unreachable';
-  }
-}
-
-async function closeConnections(queues: Queue[], health: Redis): Promise<void> {
+async function closeConnections(board: QueueDashboard, health: Redis): Promise<void> {
   health.disconnect();
-  await Promise.all(queues.map((queue) => queue.close()));
-}
-
-function listen(app: express.Express, host: string, port: number): Promise<Server> {
-  return new Promise((resolve, reject) => {
-    const server = app.listen(port, host, (error?: Error) => {
-      if (error) reject(new Error(`cannot listen on ${host}:${port}: ${error.message}`));
-      else resolve(server);
-    });
-  });
-}
-
-function serverUrl(server: Server): string {
-  const { address, port } = server.address() as AddressInfo;
-  return `http://${address.includes(':') ? `[${address}]` : address}:${port}/`;
+  await board.close();
 }
 
 function stopSignal(): Promise<NodeJS.Signals> {

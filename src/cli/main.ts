@@ -9,6 +9,7 @@ import { runOcrCommand } from './ocr-command.js';
 import { runResultsCommand } from './results-command.js';
 import { runRunCommand } from './run-command.js';
 import { runSamplesCommand } from './samples-command.js';
+import { runServeCommand } from './serve-command.js';
 import { runStatusCommand } from './status-command.js';
 import { UsageError } from './usage.js';
 import { runWatchCommand } from './watch-command.js';
@@ -30,6 +31,7 @@ Commands:
                                                                       queue objects as they land in a bucket (S3 events)
   scriptorium status [--failed N]                                     queue depths, workers, failed jobs
   scriptorium dashboard [--host H] [--port P]                         bull-board and /healthz for the queues
+  scriptorium serve [--host H] [--port P] [--to URL] [--variant V]    the HTTP API (submit, status, results) behind API keys
   scriptorium results DOCID [--storage URL] [--format md|json]        a finished document's results
   scriptorium samples --out DIR                                       a few mixed documents to try run on
   scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]   greedy text generation (streams)
@@ -47,6 +49,8 @@ async function main(argv: string[]): Promise<number> {
       return runSamplesCommand(rest);
     case 'dashboard':
       return runDashboardCommand(rest);
+    case 'serve':
+      return runServeCommand(rest);
     case 'ocr':
       return runOcrCommand(rest);
     case 'run':

@@ -21,6 +21,15 @@ export function documentResultKeys(keys: DocumentKeys): { markdown: string; json
   return { markdown: `${keys.results}document.md`, json: `${keys.results}document.json`, done: `${keys.results}_DONE` };
 }
 
+/** Written by a cancellation (DELETE /v1/documents/{docId}) before it removes the queued page jobs. */
+export function cancelledMarkerKey(keys: DocumentKeys): string {
+  return `${keys.results}_CANCELLED`;
+}
+
+/** What document.json says of a page that has no status because its job was removed when the document was cancelled. */
+export const CANCELLED_PAGE_REASON = 'the document was cancelled before this page was read';
+const UNREPORTED_PAGE_REASON = 'no page result was reported';
+
 type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJson } | { page: number; status: 'failed'; reason: string };
 
 /**
@@ -30,7 +39,8 @@ type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJ
  * job can be retried.
  */
 export async function assembleDocument(job: DocumentJobData, statuses: readonly PageStatus[], storage: Storage): Promise<DocumentResultJson> {
-  const pages = await readPages(completeStatuses(job.pageCount, statuses), storage);
+  const missingReason = (await storage.exists(cancelledMarkerKey(job.keys))) ? CANCELLED_PAGE_REASON : UNREPORTED_PAGE_REASON;
+  const pages = await readPages(completeStatuses(job.pageCount, statuses, missingReason), storage);
   const done = pages.filter((page) => page.status === 'done');
   const summarize = (stage: Stage): StageSummary => summarizeStageTimes(done.map((page) => page.result.timings_ms[stage]));
   const completedAt = new Date().toISOString();
@@ -73,7 +83,7 @@ export function failedPageNote(page: number, reason: string): string {
 }
 
 /** One status per page 1…pageCount, in order; a page reported done and failed (a retry) counts as done. */
-function completeStatuses(pageCount: number, statuses: readonly PageStatus[]): PageStatus[] {
+function completeStatuses(pageCount: number, statuses: readonly PageStatus[], missingReason: string): PageStatus[] {
   const byPage = new Map<number, PageStatus>();
   for (const status of statuses) {
     if (!(Number.isInteger(status.page) && status.page >= 1 && status.page <= pageCount)) {
@@ -83,7 +93,7 @@ function completeStatuses(pageCount: number, statuses: readonly PageStatus[]): P
   }
   return Array.from(
     { length: pageCount },
-    (_, i): PageStatus => byPage.get(i + 1) ?? { page: i + 1, status: 'failed', reason: 'no page result was reported' },
+    (_, i): PageStatus => byPage.get(i + 1) ?? { page: i + 1, status: 'failed', reason: missingReason },
   );
 }
 

@@ -1,0 +1,115 @@
+// The /v1/documents routes: submit, status, results, page files and cancellation.
+import type { Queue } from 'bullmq';
+import express, { type Request, type Response } from 'express';
+
+import { pageResultKey } from '../jobs/job-types.js';
+import { documentKeys } from '../producer/doc-id.js';
+import { documentJobId } from '../queue/job-ids.js';
+import { StorageError, type Storage } from '../storage/storage.js';
+import { cancelledMarkerKey, documentResultKeys } from '../worker/document-assembler.js';
+import { RESULT_FORMATS, type ResultFormat } from './api-types.js';
+import { checkedDocId, documentStatus, settledDocument, type DocumentStatusSources } from './document-status.js';
+import { HttpError } from './http-error.js';
+import { submitDocument, type SubmitSettings } from './submit-document.js';
+
+export interface DocumentRoutesSettings {
+  submit: SubmitSettings;
+  status: DocumentStatusSources;
+}
+
+const CONTENT_TYPES: Record<ResultFormat, string> = {
+  md: 'text/markdown; charset=utf-8',
+  json: 'application/json',
+};
+
+export function documentRoutes(settings: DocumentRoutesSettings): express.Router {
+  const { storage } = settings.status;
+  const router = express.Router();
+
+  router.post('/v1/documents', async (request, response) => {
+    response.status(202).json(await submitDocument(request, settings.submit));
+  });
+
+  router.get('/v1/documents/:docId', async (request, response) => {
+    response.json(await knownStatus(request, settings.status));
+  });
+
+  router.get('/v1/documents/:docId/result', async (request, response) => {
+    const docId = checkedDocId(request.params.docId as string);
+    const format = formatOf(request);
+    if ((await settledDocument(docId, storage)) === undefined) await refuseUnsettled(request, settings.status);
+    const keys = documentResultKeys(documentKeys(docId, 'pdf'));
+    await sendObject(response, storage, format === 'md' ? keys.markdown : keys.json, CONTENT_TYPES[format]);
+  });
+
+  router.get('/v1/documents/:docId/pages/:page', async (request, response) => {
+    const docId = checkedDocId(request.params.docId as string);
+    const page = Number(request.params.page);
+    if (!(Number.isInteger(page) && page >= 1)) throw new HttpError(400, `page must be a page number from 1 (got "${request.params.page as string}")`);
+    const format = formatOf(request);
+    const key = pageResultKey(documentKeys(docId, 'pdf'), page, format);
+    if (!(await storage.exists(key))) {
+      await knownStatus(request, settings.status);
+      throw new HttpError(404, `page ${page} of ${docId} has no result (yet): see GET /v1/documents/${docId}`);
+    }
+    await sendObject(response, storage, key, CONTENT_TYPES[format]);
+  });
+
+  router.delete('/v1/documents/:docId', async (request, response) => {
+    const docId = checkedDocId(request.params.docId as string);
+    const job = await settings.status.documents.getJob(documentJobId(docId));
+    const state = await job?.getState();
+    if (job === undefined || state === 'completed' || state === 'failed' || state === 'unknown') {
+      await knownStatus(request, settings.status);
+      throw new HttpError(409, `document ${docId} has settled already: there is nothing to cancel`);
+    }
+    await cancelQueuedPages(docId, settings.status.documents, storage);
+    response.status(202).json(await knownStatus(request, settings.status));
+  });
+
+  return router;
+}
+
+/**
+ * Records the cancellation (the assembler gives the pages that never ran that reason), then removes
+ * the document's page jobs that no worker holds; pages being read finish and are kept.
+ */
+async function cancelQueuedPages(docId: string, documents: Queue, storage: Storage): Promise<void> {
+  const keys = documentKeys(docId, 'pdf');
+  await storage.put(cancelledMarkerKey(keys), Buffer.from(`${JSON.stringify({ docId, cancelledAt: new Date().toISOString() })}\n`), {
+    contentType: 'application/json',
+  });
+  const job = await documents.getJob(documentJobId(docId));
+  await job?.removeUnprocessedChildren();
+}
+
+async function knownStatus(request: Request, sources: DocumentStatusSources) {
+  const docId = checkedDocId(request.params.docId as string);
+  const status = await documentStatus(docId, sources);
+  if (status === undefined) throw new HttpError(404, `no document ${docId} is known: it was never submitted, or its results were removed`);
+  return status;
+}
+
+async function refuseUnsettled(request: Request, sources: DocumentStatusSources): Promise<never> {
+  const status = await knownStatus(request, sources);
+  throw new HttpError(409, `document ${status.docId} is ${status.state}: its result is written once every page has settled`);
+}
+
+function formatOf(request: Request): ResultFormat {
+  const format = request.query.format ?? 'md';
+  if (typeof format !== 'string' || !(RESULT_FORMATS as readonly string[]).includes(format)) {
+    throw new HttpError(400, `format must be one of ${RESULT_FORMATS.join(', ')}`);
+  }
+  return format as ResultFormat;
+}
+
+async function sendObject(response: Response, storage: Storage, key: string, contentType: string): Promise<void> {
+  let body: Buffer;
+  try {
+    body = await storage.get(key);
+  } catch (error) {
+    if (error instanceof StorageError && error.code === 'not_found') throw new HttpError(404, `${key} is missing from the storage`);
+    throw error;
+  }
+  response.type(contentType).send(body);
+}
