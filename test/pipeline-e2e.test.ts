@@ -12,7 +12,8 @@ import { Queue } from 'bullmq';
 
 import { startOcrWorkers, type OcrWorkers } from '../src/cli/ocr-workers.js';
 import type { DocumentResultJson, OcrJobOptions, PageResultJson, Stage } from '../src/jobs/job-types.js';
-import { enqueueDocuments, rejectedInputKey, type EnqueueSummary } from '../src/producer/enqueue.js';
+import { enqueueDocuments, type EnqueueSummary } from '../src/producer/enqueue.js';
+import { rejectedInputKey } from '../src/jobs/storage-layout.js';
 import { PAGES } from '../src/queue/queue-names.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
 import { redisOptions } from '../src/queue/redis.js';

@@ -1,9 +1,9 @@
-// docId: a hash of the source bytes and the options that change the output; keys derived from it.
+// docId: a hash of the source bytes and the options that change the output.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import type { OcrJobOptions } from '../src/jobs/job-types.js';
-import { documentId, documentKeys } from '../src/producer/doc-id.js';
+import { documentId } from '../src/producer/doc-id.js';
 
 const OPTIONS: OcrJobOptions = { variant: 'v2', task: 'markdown', mode: 'gundam', dpi: 144, maxNewTokens: 4096 };
 const BYTES = Buffer.from('%PDF-1.7 the same bytes');
@@ -46,13 +46,4 @@ test('other bytes give another docId', () => {
 test('properties that are not output options do not change the docId', () => {
   const withExtra = { ...OPTIONS, enqueuedBy: 'nightly' } as OcrJobOptions;
   assert.equal(documentId(BYTES, withExtra), documentId(BYTES, OPTIONS));
-});
-
-test('documentKeys puts the source under staging/ with the type as extension and results under results/', () => {
-  const docId = documentId(BYTES, OPTIONS);
-  assert.deepEqual(documentKeys(docId, 'jpeg'), { source: `staging/${docId}/source.jpeg`, results: `results/${docId}/` });
-});
-
-test('documentKeys rejects an id that documentId cannot have made', () => {
-  assert.throws(() => documentKeys('../etc', 'pdf'), /docId must be 32 lowercase hex digits, as documentId returns; got "\.\.\/etc"/);
 });

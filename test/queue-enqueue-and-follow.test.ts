@@ -21,7 +21,7 @@ import type { PdfInput, PdfRenderOptions } from '../src/documents/pdf-renderer.j
 import { OcrEngine } from '../src/engine/ocr-engine.js';
 import type { DocumentResultJson, OcrJobOptions, PageJobData } from '../src/jobs/job-types.js';
 import { documentId } from '../src/producer/doc-id.js';
-import { rejectedInputKey } from '../src/producer/enqueue.js';
+import { rejectedInputKey } from '../src/jobs/storage-layout.js';
 import { pageJobId } from '../src/queue/job-ids.js';
 import { jobKey, PAGES } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';

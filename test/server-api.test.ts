@@ -9,6 +9,7 @@ import { pino } from 'pino';
 
 import { startOcrWorkers, type OcrWorkers } from '../src/cli/ocr-workers.js';
 import { ScriptoriumApiError, ScriptoriumClient } from '../src/client/scriptorium-client.js';
+import { UPLOADS_FOLDER } from '../src/jobs/storage-layout.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
 import { parseApiKeys } from '../src/server/api-keys.js';
 import { startApiServer, type ApiServer } from '../src/server/api-server.js';
@@ -39,7 +40,7 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
   const url = (path: string) => new URL(path, server.url).href;
   const stagingObjects = async () => {
     const keys: string[] = [];
-    for await (const object of storage.list('staging/uploads/', { recursive: true })) keys.push(object.key);
+    for await (const object of storage.list(UPLOADS_FOLDER, { recursive: true })) keys.push(object.key);
     return keys;
   };
   const startWorkers = async () => {

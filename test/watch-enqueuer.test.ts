@@ -15,7 +15,8 @@ import { pino } from 'pino';
 
 import type { OcrJobOptions } from '../src/jobs/job-types.js';
 import { documentId } from '../src/producer/doc-id.js';
-import { enqueueDocuments, rejectedInputKey } from '../src/producer/enqueue.js';
+import { enqueueDocuments } from '../src/producer/enqueue.js';
+import { rejectedInputKey } from '../src/jobs/storage-layout.js';
 import { DOCUMENTS } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';

@@ -1,12 +1,14 @@
 // Document assembly from page statuses and page JSONs on file:// storage: document.md, document.json,
 // then the _DONE marker.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import type { DocumentJobData, DocumentResultJson, PageResultJson, StageTimings } from '../src/jobs/job-types.js';
+import { documentKeys, pageResultKey } from '../src/jobs/storage-layout.js';
 import { openStorage, type Storage } from '../src/storage/storage.js';
 import { assembleDocument, failedPageNote, type PageStatus } from '../src/worker/document-assembler.js';
 
@@ -21,12 +23,12 @@ before(async () => {
 after(() => rm(root, { recursive: true, force: true }));
 
 /** Pages 1 and 3 done (every stage 10 and 30 ms), page 2 failed. */
-async function assembleThreePages(docId: string): Promise<DocumentResultJson> {
-  await storePage(docId, 1, 'First page.', 10);
-  await storePage(docId, 3, 'Third page.', 30);
-  return assembleDocument(documentJob(docId, 3), [
-    { page: 3, status: 'done', key: pageKey(docId, 3) },
-    { page: 1, status: 'done', key: pageKey(docId, 1) },
+async function assembleThreePages(name: string): Promise<DocumentResultJson> {
+  await storePage(name, 1, 'First page.', 10);
+  await storePage(name, 3, 'Third page.', 30);
+  return assembleDocument(documentJob(name, 3), [
+    { page: 3, status: 'done', key: pageKey(name, 3) },
+    { page: 1, status: 'done', key: pageKey(name, 1) },
     { page: 2, status: 'failed', reason: 'the PDF is damaged' },
   ], storage);
 }
@@ -34,18 +36,18 @@ async function assembleThreePages(docId: string): Promise<DocumentResultJson> {
 test("document.md joins the pages' markdown in page order, a failed page replaced by a note", async () => {
   await assembleThreePages('md');
   assert.equal(
-    (await storage.get('results/md/document.md')).toString(),
+    (await storage.get(`results/${idOf('md')}/document.md`)).toString(),
     'First page.\n\n<--- Page Split --->\n\n<!-- page 2 failed: the PDF is damaged -->\n\n<--- Page Split --->\n\nThird page.\n',
   );
 });
 
 test('document.json lists done pages, failed pages with reasons, and stage statistics over done pages', async () => {
   const returned = await assembleThreePages('json');
-  const stored = JSON.parse((await storage.get('results/json/document.json')).toString()) as DocumentResultJson;
+  const stored = JSON.parse((await storage.get(`results/${idOf('json')}/document.json`)).toString()) as DocumentResultJson;
   assert.deepEqual(stored, returned);
   assert.deepEqual(stored.pages, [
-    { page: 1, status: 'done', key: 'results/json/pages/0001.json' },
-    { page: 3, status: 'done', key: 'results/json/pages/0003.json' },
+    { page: 1, status: 'done', key: `results/${idOf('json')}/pages/0001.json` },
+    { page: 3, status: 'done', key: `results/${idOf('json')}/pages/0003.json` },
   ]);
   assert.deepEqual(stored.failedPages, [{ page: 2, reason: 'the PDF is damaged' }]);
   assert.deepEqual(stored.timings_ms.decode, { total: 40, p50: 10, p90: 30, p99: 30, max: 30 });
@@ -55,11 +57,11 @@ test('document.json lists done pages, failed pages with reasons, and stage stati
 
 test('_DONE is written only after document.md and document.json are stored', async () => {
   await assembleThreePages('order');
-  const events = putEvents.filter((event) => event.includes('results/order/') && !event.includes('/pages/'));
-  const doneStarted = events.indexOf('start results/order/_DONE');
-  assert.ok(doneStarted > events.indexOf('end results/order/document.md'), events.join('\n'));
-  assert.ok(doneStarted > events.indexOf('end results/order/document.json'), events.join('\n'));
-  assert.equal(events.at(-1), 'end results/order/_DONE');
+  const events = putEvents.filter((event) => event.includes(`results/${idOf('order')}/`) && !event.includes('/pages/'));
+  const doneStarted = events.indexOf(`start results/${idOf('order')}/_DONE`);
+  assert.ok(doneStarted > events.indexOf(`end results/${idOf('order')}/document.md`), events.join('\n'));
+  assert.ok(doneStarted > events.indexOf(`end results/${idOf('order')}/document.json`), events.join('\n'));
+  assert.equal(events.at(-1), `end results/${idOf('order')}/_DONE`);
 });
 
 test('a page without any reported status is listed as failed', async () => {
@@ -70,7 +72,7 @@ test('a page without any reported status is listed as failed', async () => {
 
 test('a page reported done whose JSON is missing is listed as failed', async () => {
   const document = await assembleDocument(documentJob('lost', 1), [{ page: 1, status: 'done', key: pageKey('lost', 1) }], storage);
-  assert.deepEqual(document.failedPages, [{ page: 1, reason: 'the page was reported done but results/lost/pages/0001.json is missing' }]);
+  assert.deepEqual(document.failedPages, [{ page: 1, reason: `the page was reported done but results/${idOf('lost')}/pages/0001.json is missing` }]);
   assert.deepEqual(document.timings_ms.total, { total: 0, p50: 0, p90: 0, p99: 0, max: 0 });
 });
 
@@ -88,30 +90,36 @@ test('a failure note stays one HTML comment whatever the reason holds', () => {
   assert.equal(failedPageNote(7, 'bad xref -->\nat offset 12'), '<!-- page 7 failed: bad xref - -> at offset 12 -->');
 });
 
-function documentJob(docId: string, pageCount: number): DocumentJobData {
+/** A docId for a test's name, so that every test writes its own results folder. */
+function idOf(name: string): string {
+  return createHash('sha256').update(name).digest('hex').slice(0, 32);
+}
+
+function documentJob(name: string, pageCount: number): DocumentJobData {
+  const docId = idOf(name);
   return {
     docId,
-    sourceUri: `s3://in/${docId}.pdf`,
+    sourceUri: `s3://in/${name}.pdf`,
     type: 'pdf',
     pageCount,
-    keys: { source: `staging/${docId}/source.pdf`, results: `results/${docId}/` },
+    keys: documentKeys(docId, 'pdf'),
     options: { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 144 },
     enqueuedAt: 0,
   };
 }
 
-function pageKey(docId: string, page: number): string {
-  return `results/${docId}/pages/000${page}.json`;
+function pageKey(name: string, page: number): string {
+  return pageResultKey(idOf(name), page, 'json');
 }
 
 /** A page JSON whose stages all took `stageMs`. */
-async function storePage(docId: string, page: number, markdown: string, stageMs: number): Promise<void> {
+async function storePage(name: string, page: number, markdown: string, stageMs: number): Promise<void> {
   const timings = Object.fromEntries(
     ['queued', 'fetch', 'render', 'preprocess', 'encode', 'prefill', 'decode', 'postprocess', 'store', 'total'].map((stage) => [stage, stageMs]),
   ) as StageTimings;
   const json: PageResultJson = {
-    docId,
-    source: { uri: `s3://in/${docId}.pdf`, page },
+    docId: idOf(name),
+    source: { uri: `s3://in/${name}.pdf`, page },
     model: { variant: 'v1', task: 'markdown', mode: 'tiny', checkpoint: 'sha256:tiny', synthetic: true },
     markdown,
     blocks: [],
@@ -120,7 +128,7 @@ async function storePage(docId: string, page: number, markdown: string, stageMs:
     timings_ms: timings,
     worker: { host: 'test-host', backend: 'cpu-test', attempt: 1 },
   };
-  await storage.put(pageKey(docId, page), Buffer.from(JSON.stringify(json)));
+  await storage.put(pageKey(name, page), Buffer.from(JSON.stringify(json)));
 }
 
 /** The storage, recording when each put starts and ends. */

@@ -3,10 +3,10 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { documentResultKeys } from '../jobs/storage-layout.js';
 import type { EnqueueSummary, QueuedDocument, RejectedInput } from '../producer/enqueue.js';
 import type { DocumentSettlement } from '../queue/document-watcher.js';
 import type { Storage } from '../storage/storage.js';
-import { documentResultKeys } from '../worker/document-assembler.js';
 import type { DocumentOutcome } from '../worker/document-worker.js';
 
 /** Every input was read into a document with all its pages done (or was already done). */
@@ -29,7 +29,7 @@ export function queuedLine(document: QueuedDocument | RejectedInput, storage: St
   const label = STATE_LABELS[document.state].padEnd(14);
   if (document.state === 'rejected') return `${label} ${document.uri}: ${document.reason}`;
   const line = `${label} ${document.uri}  ${document.docId}  ${document.pages} page${document.pages === 1 ? '' : 's'}`;
-  return document.state === 'already-done' ? `${line}  →  ${objectLocation(storage, documentResultKeys(document.keys).markdown)}` : line;
+  return document.state === 'already-done' ? `${line}  →  ${objectLocation(storage, documentResultKeys(document.docId).markdown)}` : line;
 }
 
 export function enqueueSummaryLine(summary: EnqueueSummary): string {

@@ -1,7 +1,6 @@
 // `scriptorium results DOCID`: a finished document's markdown or JSON from the storage.
-import { documentKeys } from '../producer/doc-id.js';
+import { documentResultKeys } from '../jobs/storage-layout.js';
 import { StorageError } from '../storage/storage.js';
-import { documentResultKeys } from '../worker/document-assembler.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
 import { choiceOption, parseCommandArgs, UsageError } from './usage.js';
 
@@ -23,8 +22,7 @@ export async function runResultsCommand(args: string[]): Promise<number> {
   const docId = positionals[0];
   let keys;
   try {
-    // The type only names the staged source; results/<docId>/ does not depend on it.
-    keys = documentResultKeys(documentKeys(docId, 'pdf'));
+    keys = documentResultKeys(docId);
   } catch (error) {
     throw new UsageError((error as Error).message, USAGE);
   }

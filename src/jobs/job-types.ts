@@ -6,6 +6,7 @@ import type { Variant } from '../engine/model-config.js';
 import type { OcrTask } from '../engine/prompts.js';
 import type { DocumentType } from '../documents/document-type.js';
 import type { SealedPdfPassword } from '../documents/document.js';
+import type { DocumentKeys } from './storage-layout.js';
 
 export const DOCUMENTS_QUEUE = 'scriptorium:documents';
 export const PAGES_QUEUE = 'scriptorium:pages';
@@ -19,14 +20,6 @@ export interface OcrJobOptions {
   dpi?: number;
   longestSide?: number;
   maxNewTokens?: number;
-}
-
-/** Storage keys of one document (relative to the results storage root). */
-export interface DocumentKeys {
-  /** staging/<docId>/source.<ext> */
-  source: string;
-  /** results/<docId>/ */
-  results: string;
 }
 
 export interface DocumentJobData {
@@ -89,7 +82,3 @@ export interface DocumentResultJson {
   completedAt: string;
 }
 
-/** Page result file name: 1-based, zero-padded to four digits. */
-export function pageResultKey(keys: DocumentKeys, page: number, extension: 'json' | 'md'): string {
-  return `${keys.results}pages/${String(page).padStart(4, '0')}.${extension}`;
-}

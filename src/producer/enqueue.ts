@@ -11,12 +11,11 @@
 // - rejected: no usable document (unreadable, unsupported, damaged, encrypted without the right
 //   password, or left out while expanding the inputs). Rejected inputs have no docId: each reason is
 //   recorded in storage at rejected/<sha256 of the uri>.json, listed in the summary, and printed by the CLI.
-import { createHash } from 'node:crypto';
-
 import { FlowProducer, Queue, type FlowJob } from 'bullmq';
 import type { RedisOptions } from 'ioredis';
 
-import type { DocumentKeys, OcrJobOptions } from '../jobs/job-types.js';
+import type { OcrJobOptions } from '../jobs/job-types.js';
+import { rejectedInputKey, type DocumentKeys } from '../jobs/storage-layout.js';
 import { documentJobId, documentJobName, pageJobId, pageJobName } from '../queue/job-ids.js';
 import { documentJobOptions, pageJobOptions, type PageJobLifecycle } from '../queue/job-options.js';
 import { DOCUMENTS, PAGES } from '../queue/queue-names.js';
@@ -59,11 +58,6 @@ export interface RejectedInput {
   state: 'rejected';
   uri: string;
   reason: string;
-}
-
-/** Where a rejected input's reason is recorded: rejected/<sha256(uri), 32 hex>.json. */
-export function rejectedInputKey(uri: string): string {
-  return `rejected/${createHash('sha256').update(uri).digest('hex').slice(0, 32)}.json`;
 }
 
 export interface EnqueueSummary {

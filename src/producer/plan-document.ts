@@ -3,19 +3,17 @@
 // whether a previous run already finished it. stageSource then uploads the source once.
 import { DocumentError, openDocument, sealPdfPassword, type DocumentType, type OpenedDocument } from '../documents/document.js';
 import { planPageGroups } from '../engine/v3-page-groups.js';
-import type { DocumentJobData, DocumentKeys, OcrJobOptions, PageJobData } from '../jobs/job-types.js';
+import type { DocumentJobData, OcrJobOptions, PageJobData } from '../jobs/job-types.js';
+import { documentKeys, documentResultKeys, type DocumentKeys } from '../jobs/storage-layout.js';
 import { describeCause } from '../storage/storage-error.js';
 import { StorageError, type Storage } from '../storage/storage.js';
-import { documentId, documentKeys } from './doc-id.js';
+import { documentId } from './doc-id.js';
 import type { InputDocument } from './input-document.js';
 
 /** Output tokens reserved per page in a V3 parse-multi request when options.maxNewTokens is not set. */
 const V3_MULTI_PAGE_DEFAULT_OUTPUT_BUDGET = 2048;
 /** Text ids of the V3 multi-page prompt '<image>Multi page parsing.' besides BOS and the image ids. */
 const V3_MULTI_PAGE_PROMPT_TOKENS = 4;
-
-/** Written last by the assembler (DESIGN.md "Data flow"): the document is finished. */
-const DONE_MARKER = '_DONE';
 
 export interface PlannedDocument {
   status: 'planned';
@@ -84,7 +82,7 @@ export async function planDocument(
     ...sealed,
     enqueuedAt,
   }));
-  const alreadyDone = await deps.storage.exists(`${keys.results}${DONE_MARKER}`);
+  const alreadyDone = await deps.storage.exists(documentResultKeys(docId).done);
   return { status: 'planned', docId, keys, documentJob, pageJobs, alreadyDone, bytes };
 }
 

@@ -2,11 +2,9 @@
 import type { Queue } from 'bullmq';
 import express, { type Request, type Response } from 'express';
 
-import { pageResultKey } from '../jobs/job-types.js';
-import { documentKeys } from '../producer/doc-id.js';
+import { cancelledMarkerKey, documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
 import { documentJobId } from '../queue/job-ids.js';
 import { StorageError, type Storage } from '../storage/storage.js';
-import { cancelledMarkerKey, documentResultKeys } from '../worker/document-assembler.js';
 import { RESULT_FORMATS, type ResultFormat } from './api-types.js';
 import { checkedDocId, documentStatus, settledDocument, type DocumentStatusSources } from './document-status.js';
 import { HttpError } from './http-error.js';
@@ -38,7 +36,7 @@ export function documentRoutes(settings: DocumentRoutesSettings): express.Router
     const docId = checkedDocId(request.params.docId as string);
     const format = formatOf(request);
     if ((await settledDocument(docId, storage)) === undefined) await refuseUnsettled(request, settings.status);
-    const keys = documentResultKeys(documentKeys(docId, 'pdf'));
+    const keys = documentResultKeys(docId);
     await sendObject(response, storage, format === 'md' ? keys.markdown : keys.json, CONTENT_TYPES[format]);
   });
 
@@ -47,7 +45,7 @@ export function documentRoutes(settings: DocumentRoutesSettings): express.Router
     const page = Number(request.params.page);
     if (!(Number.isInteger(page) && page >= 1)) throw new HttpError(400, `page must be a page number from 1 (got "${request.params.page as string}")`);
     const format = formatOf(request);
-    const key = pageResultKey(documentKeys(docId, 'pdf'), page, format);
+    const key = pageResultKey(docId, page, format);
     if (!(await storage.exists(key))) {
       await knownStatus(request, settings.status);
       throw new HttpError(404, `page ${page} of ${docId} has no result (yet): see GET /v1/documents/${docId}`);
@@ -75,8 +73,7 @@ export function documentRoutes(settings: DocumentRoutesSettings): express.Router
  * the document's page jobs that no worker holds; pages being read finish and are kept.
  */
 async function cancelQueuedPages(docId: string, documents: Queue, storage: Storage): Promise<void> {
-  const keys = documentKeys(docId, 'pdf');
-  await storage.put(cancelledMarkerKey(keys), Buffer.from(`${JSON.stringify({ docId, cancelledAt: new Date().toISOString() })}\n`), {
+  await storage.put(cancelledMarkerKey(docId), Buffer.from(`${JSON.stringify({ docId, cancelledAt: new Date().toISOString() })}\n`), {
     contentType: 'application/json',
   });
   const job = await documents.getJob(documentJobId(docId));

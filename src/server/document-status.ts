@@ -5,12 +5,11 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 
 import type { DocumentJobData, DocumentResultJson } from '../jobs/job-types.js';
-import { documentKeys } from '../producer/doc-id.js';
+import { documentResultKeys, isDocId } from '../jobs/storage-layout.js';
 import { documentJobId } from '../queue/job-ids.js';
 import { PAGES } from '../queue/queue-names.js';
 import { recentThroughput } from '../queue/throughput.js';
 import { StorageError, type Storage } from '../storage/storage.js';
-import { documentResultKeys } from '../worker/document-assembler.js';
 import { pageStatusesOf } from '../worker/document-worker.js';
 import type { DocumentLinks, DocumentStatus } from './api-types.js';
 import { HttpError } from './http-error.js';
@@ -53,19 +52,15 @@ export function documentLinks(docId: string): DocumentLinks {
   return { self, result: `${self}/result`, events: `${self}/events` };
 }
 
-/** Checks the form of a docId from a path: 400 for anything documentKeys would refuse. */
+/** Checks the form of a docId from a path: 400 for anything else. */
 export function checkedDocId(docId: string): string {
-  try {
-    documentKeys(docId, 'pdf');
-  } catch {
-    throw new HttpError(400, `"${docId}" is no docId: a docId is 32 lowercase hex digits, as a submission answers`);
-  }
+  if (!isDocId(docId)) throw new HttpError(400, `"${docId}" is no docId: a docId is 32 lowercase hex digits, as a submission answers`);
   return docId;
 }
 
 /** The document's document.json, once assembled; undefined before. */
 export async function settledDocument(docId: string, storage: Storage): Promise<DocumentResultJson | undefined> {
-  const keys = documentResultKeys(documentKeys(docId, 'pdf'));
+  const keys = documentResultKeys(docId);
   try {
     return JSON.parse((await storage.get(keys.json)).toString('utf8')) as DocumentResultJson;
   } catch (error) {

@@ -6,10 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 
 import type { InputDocument } from '../producer/input-sources.js';
-import { joinKey, type Storage } from '../storage/storage.js';
+import { uploadKey } from '../jobs/storage-layout.js';
+import type { Storage } from '../storage/storage.js';
 import { HttpError } from './http-error.js';
-
-export const UPLOADS_PREFIX = 'staging/uploads/';
 
 export interface StagedUpload {
   key: string;
@@ -22,7 +21,7 @@ export interface StagedUpload {
 
 /** Streams `body` into the storage; rejects with HttpError 413 once it exceeds `maxBytes`, leaving nothing stored. */
 export async function stageUpload(body: Readable, storage: Storage, maxBytes: number): Promise<StagedUpload> {
-  const key = joinKey(`${UPLOADS_PREFIX}${randomUUID()}`);
+  const key = uploadKey(randomUUID());
   const counter = new ByteLimit(maxBytes);
   body.on('error', (error) => counter.destroy(error));
   body.pipe(counter);

@@ -27,7 +27,7 @@ export function checkPrefix(prefix: string): string {
 }
 
 /**
- * Joins key parts with '/' and checks the result: joinKey('results', docId, 'pages/0001.md').
+ * Joins key parts with '/' and checks the result: joinKey('reports', name, 'part/0001.md').
  * A part may itself contain '/'; empty parts, absolute parts and '..' are rejected.
  */
 export function joinKey(...parts: string[]): string {

@@ -2,7 +2,8 @@
 // pages' markdown in order), document.json (pages, failed pages with reasons, stage statistics),
 // then the _DONE marker. The marker goes last, so a crash part-way never leaves a marker without
 // the files, and assembling again after a crash rewrites the same files.
-import type { DocumentJobData, DocumentKeys, DocumentResultJson, PageResultJson, Stage } from '../jobs/job-types.js';
+import type { DocumentJobData, DocumentResultJson, PageResultJson, Stage } from '../jobs/job-types.js';
+import { cancelledMarkerKey, documentResultKeys } from '../jobs/storage-layout.js';
 import { StorageError, type Storage } from '../storage/storage.js';
 import { summarizeStageTimes, type StageSummary } from './stage-stats.js';
 
@@ -17,15 +18,6 @@ export const PAGE_SPLIT = '\n\n<--- Page Split --->\n\n';
 /** Page results read at once from storage. */
 const READ_CONCURRENCY = 16;
 
-export function documentResultKeys(keys: DocumentKeys): { markdown: string; json: string; done: string } {
-  return { markdown: `${keys.results}document.md`, json: `${keys.results}document.json`, done: `${keys.results}_DONE` };
-}
-
-/** Written by a cancellation (DELETE /v1/documents/{docId}) before it removes the queued page jobs. */
-export function cancelledMarkerKey(keys: DocumentKeys): string {
-  return `${keys.results}_CANCELLED`;
-}
-
 /** What document.json says of a page that has no status because its job was removed when the document was cancelled. */
 export const CANCELLED_PAGE_REASON = 'the document was cancelled before this page was read';
 const UNREPORTED_PAGE_REASON = 'no page result was reported';
@@ -39,7 +31,7 @@ type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJ
  * job can be retried.
  */
 export async function assembleDocument(job: DocumentJobData, statuses: readonly PageStatus[], storage: Storage): Promise<DocumentResultJson> {
-  const missingReason = (await storage.exists(cancelledMarkerKey(job.keys))) ? CANCELLED_PAGE_REASON : UNREPORTED_PAGE_REASON;
+  const missingReason = (await storage.exists(cancelledMarkerKey(job.docId))) ? CANCELLED_PAGE_REASON : UNREPORTED_PAGE_REASON;
   const pages = await readPages(completeStatuses(job.pageCount, statuses, missingReason), storage);
   const done = pages.filter((page) => page.status === 'done');
   const summarize = (stage: Stage): StageSummary => summarizeStageTimes(done.map((page) => page.result.timings_ms[stage]));
@@ -67,7 +59,7 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
   };
   const markdown = pages.map((page) => (page.status === 'done' ? page.result.markdown : failedPageNote(page.page, page.reason))).join(PAGE_SPLIT);
 
-  const keys = documentResultKeys(job.keys);
+  const keys = documentResultKeys(job.docId);
   await Promise.all([
     storage.put(keys.markdown, Buffer.from(`${markdown}\n`), { contentType: 'text/markdown; charset=utf-8' }),
     storage.put(keys.json, Buffer.from(`${JSON.stringify(document, null, 2)}\n`), { contentType: 'application/json' }),

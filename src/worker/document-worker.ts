@@ -7,10 +7,11 @@ import type { RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
 import type { DocumentJobData } from '../jobs/job-types.js';
+import { documentResultKeys } from '../jobs/storage-layout.js';
 import { pagesOfJobId } from '../queue/job-ids.js';
 import { jobIdOfKey, DOCUMENTS, PAGES } from '../queue/queue-names.js';
 import type { Storage } from '../storage/storage.js';
-import { assembleDocument, documentResultKeys, type PageStatus } from './document-assembler.js';
+import { assembleDocument, type PageStatus } from './document-assembler.js';
 import type { DonePageOutcome } from './page-worker.js';
 
 /** BullMQ's reason for a job whose worker died more often than the page worker's maxStalledCount allows. */
@@ -50,7 +51,7 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
     DOCUMENTS.name,
     async (job: Job<DocumentJobData>) => {
       const document = await assembleDocument(job.data, await pageStatusesOf(job), storage);
-      const keys = documentResultKeys(job.data.keys);
+      const keys = documentResultKeys(job.data.docId);
       const outcome: DocumentOutcome = {
         docId: job.data.docId,
         markdown: keys.markdown,

@@ -5,7 +5,8 @@ import type { Logger } from 'pino';
 
 import { openSealedPdfPassword, renderPage, type PdfRenderer, type RgbImage } from '../documents/document.js';
 import type { OcrEngine, PageResult } from '../engine/ocr-engine.js';
-import { pageResultKey, type PageJobData, type StageTimings } from '../jobs/job-types.js';
+import type { PageJobData, StageTimings } from '../jobs/job-types.js';
+import { pageResultKey } from '../jobs/storage-layout.js';
 import type { Storage } from '../storage/storage.js';
 import { pageFailureOf, type PageFailure } from './page-failure.js';
 import { pageResultJson, type PageReader } from './page-result-json.js';
@@ -217,8 +218,8 @@ export class PagePipeline {
     const stored = await Promise.all(
       pages.map(async (page, i): Promise<StoredPage> => {
         const result = results[i];
-        const key = pageResultKey(data.keys, page, 'json');
-        const markdownKey = pageResultKey(data.keys, page, 'md');
+        const key = pageResultKey(data.docId, page, 'json');
+        const markdownKey = pageResultKey(data.docId, page, 'md');
         const started = performance.now();
         await storage.put(markdownKey, Buffer.from(result.markdown), { contentType: 'text/markdown; charset=utf-8' });
         const timings: StageTimings = {

@@ -1,0 +1,106 @@
+// Every key the pipeline reads or writes below a storage root, built and recognised here only:
+//
+//   staging/<docId>/source.<type>          the document's bytes, staged once by the producer
+//   results/<docId>/pages/<nnnn>.json|.md  one page's result (1-based page, four digits)
+//   results/<docId>/document.md|.json      the assembled document
+//   results/<docId>/_DONE                  written last: the document is finished
+//   results/<docId>/_CANCELLED             the document was cancelled (DELETE over HTTP) before all its pages ran
+//   staging/uploads/<uuid>                 a document arriving over HTTP, until it is staged under its docId
+//   rejected/<sha256(uri), 32 hex>.json    an input that is no usable document, with its reason
+//
+// A new kind of object gets its builder here, and its top-level folder in PIPELINE_FOLDERS.
+import { createHash } from 'node:crypto';
+
+import type { DocumentType } from '../documents/document-type.js';
+import { joinKey } from '../storage/storage-key.js';
+
+/**
+ * A docId is 32 hex digits (128 bits) of a sha256 (producer/doc-id.ts): a collision is only expected
+ * after about 2^64 documents, and the id stays short in keys, job ids and log lines.
+ */
+export const DOC_ID_HEX_DIGITS = 32;
+const DOC_ID_PATTERN = new RegExp(`^[0-9a-f]{${DOC_ID_HEX_DIGITS}}$`);
+
+const STAGING = 'staging';
+const RESULTS = 'results';
+const REJECTED = 'rejected';
+const DONE_MARKER = '_DONE';
+const CANCELLED_MARKER = '_CANCELLED';
+const UPLOADS = `${STAGING}/uploads`;
+
+/** The top-level folders the pipeline writes, each ending in '/'. */
+const PIPELINE_FOLDERS: readonly string[] = [STAGING, RESULTS, REJECTED].map((folder) => `${folder}/`);
+
+/** Storage keys of one document, as job data carries them. */
+export interface DocumentKeys {
+  /** staging/<docId>/source.<type> */
+  source: string;
+  /** results/<docId>/ */
+  results: string;
+}
+
+/** The assembled document's objects. */
+export interface DocumentResultKeys {
+  /** results/<docId>/document.md */
+  markdown: string;
+  /** results/<docId>/document.json */
+  json: string;
+  /** results/<docId>/_DONE */
+  done: string;
+}
+
+export function isDocId(value: string): boolean {
+  return DOC_ID_PATTERN.test(value);
+}
+
+/** `docId` unchanged, or a RangeError: an id that documentId cannot have made never becomes a key. */
+export function checkDocId(docId: string): string {
+  if (!isDocId(docId)) {
+    throw new RangeError(`docId must be ${DOC_ID_HEX_DIGITS} lowercase hex digits, as documentId returns; got ${JSON.stringify(docId)}`);
+  }
+  return docId;
+}
+
+/** staging/<docId>/source.<type> and results/<docId>/; the document type is the extension ('pdf', 'jpeg', 'tiff', …). */
+export function documentKeys(docId: string, type: DocumentType): DocumentKeys {
+  return { source: joinKey(STAGING, checkDocId(docId), `source.${type}`), results: resultsFolder(docId) };
+}
+
+/** results/<docId>/ */
+export function resultsFolder(docId: string): string {
+  return `${joinKey(RESULTS, checkDocId(docId))}/`;
+}
+
+export function documentResultKeys(docId: string): DocumentResultKeys {
+  const folder = resultsFolder(docId);
+  return { markdown: `${folder}document.md`, json: `${folder}document.json`, done: `${folder}${DONE_MARKER}` };
+}
+
+/** results/<docId>/pages/<nnnn>.json or .md: 1-based, zero-padded to four digits. */
+export function pageResultKey(docId: string, page: number, extension: 'json' | 'md'): string {
+  if (!(Number.isSafeInteger(page) && page >= 1)) throw new RangeError(`a page number is an integer from 1; got ${page}`);
+  return `${resultsFolder(docId)}pages/${String(page).padStart(4, '0')}.${extension}`;
+}
+
+/** results/<docId>/_CANCELLED */
+export function cancelledMarkerKey(docId: string): string {
+  return `${resultsFolder(docId)}${CANCELLED_MARKER}`;
+}
+
+/** staging/uploads/<uploadId>: `uploadId` is a random UUID, never a docId. */
+export function uploadKey(uploadId: string): string {
+  return joinKey(UPLOADS, uploadId);
+}
+
+/** The folder of uploadKey's objects, for listing. */
+export const UPLOADS_FOLDER = `${UPLOADS}/`;
+
+/** rejected/<sha256(uri), 32 hex>.json: rejected inputs have no docId, so their uri names the record. */
+export function rejectedInputKey(uri: string): string {
+  return joinKey(REJECTED, `${createHash('sha256').update(uri).digest('hex').slice(0, 32)}.json`);
+}
+
+/** Whether `key` (relative to the storage root) lies in a folder the pipeline writes. */
+export function isPipelineKey(key: string): boolean {
+  return PIPELINE_FOLDERS.some((folder) => key.startsWith(folder));
+}
