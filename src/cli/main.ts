@@ -7,6 +7,7 @@ import { runGenerateCommand } from './generate-command.js';
 import { runModelCommand } from './model-command.js';
 import { runOcrCommand } from './ocr-command.js';
 import { runResultsCommand } from './results-command.js';
+import { runRetryCommand } from './retry-command.js';
 import { runRunCommand } from './run-command.js';
 import { runSamplesCommand } from './samples-command.js';
 import { runServeCommand } from './serve-command.js';
@@ -29,6 +30,7 @@ Commands:
                                                                       a worker: reads queued pages until SIGTERM
   scriptorium watch (--redis-list KEY | --webhook-port P | --sqs-queue URL) [--to URL] [--variant V] [--task T]
                                                                       queue objects as they land in a bucket (S3 events)
+  scriptorium retry DOCID...|--failed [--storage URL]                 queue the failed pages of documents again
   scriptorium status [--failed N]                                     queue depths, workers, failed jobs
   scriptorium dashboard [--host H] [--port P]                         bull-board and /healthz for the queues
   scriptorium serve [--host H] [--port P] [--to URL] [--variant V]    the HTTP API (submit, status, results) behind API keys
@@ -61,6 +63,8 @@ async function main(argv: string[]): Promise<number> {
       return runWorkCommand(rest);
     case 'watch':
       return runWatchCommand(rest);
+    case 'retry':
+      return runRetryCommand(rest);
     case 'status':
       return runStatusCommand(rest);
     case 'results':

@@ -6,8 +6,10 @@ import { choiceOption, parseCommandArgs, UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium results DOCID [--storage URL] [--format md|json]
 
-Prints results/DOCID/document.md (default) or document.json once the document is finished (its
-_DONE marker exists). DOCID is printed by \`scriptorium enqueue\` and \`scriptorium run\`.
+Prints results/DOCID/document.md (default) or document.json once the document is assembled (its
+_DONE marker exists, or _FAILED_PAGES when pages failed: they are then noted in the markdown and
+listed in the JSON, and \`scriptorium retry\` reads them again). DOCID is printed by
+\`scriptorium enqueue\` and \`scriptorium run\`.
 
   --storage URL     ${STORAGE_URL_USAGE}`;
 
@@ -27,10 +29,11 @@ export async function runResultsCommand(args: string[]): Promise<number> {
     throw new UsageError((error as Error).message, USAGE);
   }
   const storage = openCommandStorage(values.storage);
-  if (!(await storage.exists(keys.done))) {
+  const [done, failedPages] = await Promise.all([storage.exists(keys.done), storage.exists(keys.failedPages)]);
+  if (!done && !failedPages) {
     throw new StorageError(
       'not_found',
-      `document ${docId} is not finished in ${storage.url}: there is no ${keys.done}; check the DOCID and --storage, or see \`scriptorium status\``,
+      `document ${docId} is not finished in ${storage.url}: there is no ${keys.done} nor ${keys.failedPages}; check the DOCID and --storage, or see \`scriptorium status\``,
     );
   }
   process.stdout.write(await storage.get(format === 'md' ? keys.markdown : keys.json));

@@ -70,6 +70,19 @@ export interface PageResultJson {
   worker: { host: string; backend: string; attempt: number };
 }
 
+/**
+ * results/<docId>/_FAILED_PAGES, written instead of _DONE when a page failed: the reasons, and what
+ * `scriptorium retry` needs to queue those pages again from the staged source.
+ */
+export interface FailedPagesMarkerJson {
+  docId: string;
+  sourceUri: string;
+  type: DocumentType;
+  options: OcrJobOptions;
+  failedPages: { page: number; reason: string }[];
+  completedAt: string;
+}
+
 /** results/<docId>/document.json */
 export interface DocumentResultJson {
   docId: string;

@@ -4,6 +4,7 @@
 //   results/<docId>/pages/<nnnn>.json|.md  one page's result (1-based page, four digits)
 //   results/<docId>/document.md|.json      the assembled document
 //   results/<docId>/_DONE                  written last: the document is finished
+//   results/<docId>/_FAILED_PAGES          written last instead of _DONE when pages failed: their reasons
 //   results/<docId>/_CANCELLED             the document was cancelled (DELETE over HTTP) before all its pages ran
 //   staging/uploads/<uuid>                 a document arriving over HTTP, until it is staged under its docId
 //   rejected/<sha256(uri), 32 hex>.json    an input that is no usable document, with its reason
@@ -25,6 +26,7 @@ const STAGING = 'staging';
 const RESULTS = 'results';
 const REJECTED = 'rejected';
 const DONE_MARKER = '_DONE';
+const FAILED_PAGES_MARKER = '_FAILED_PAGES';
 const CANCELLED_MARKER = '_CANCELLED';
 const UPLOADS = `${STAGING}/uploads`;
 
@@ -45,8 +47,10 @@ export interface DocumentResultKeys {
   markdown: string;
   /** results/<docId>/document.json */
   json: string;
-  /** results/<docId>/_DONE */
+  /** results/<docId>/_DONE: every page succeeded */
   done: string;
+  /** results/<docId>/_FAILED_PAGES: assembled, with failed pages */
+  failedPages: string;
 }
 
 export function isDocId(value: string): boolean {
@@ -73,13 +77,32 @@ export function resultsFolder(docId: string): string {
 
 export function documentResultKeys(docId: string): DocumentResultKeys {
   const folder = resultsFolder(docId);
-  return { markdown: `${folder}document.md`, json: `${folder}document.json`, done: `${folder}${DONE_MARKER}` };
+  return {
+    markdown: `${folder}document.md`,
+    json: `${folder}document.json`,
+    done: `${folder}${DONE_MARKER}`,
+    failedPages: `${folder}${FAILED_PAGES_MARKER}`,
+  };
 }
 
 /** results/<docId>/pages/<nnnn>.json or .md: 1-based, zero-padded to four digits. */
 export function pageResultKey(docId: string, page: number, extension: 'json' | 'md'): string {
   if (!(Number.isSafeInteger(page) && page >= 1)) throw new RangeError(`a page number is an integer from 1; got ${page}`);
-  return `${resultsFolder(docId)}pages/${String(page).padStart(4, '0')}.${extension}`;
+  return `${pageResultsFolder(docId)}${String(page).padStart(4, '0')}.${extension}`;
+}
+
+/** The docId of a results/<docId>/_FAILED_PAGES key; undefined for any other key. */
+export function docIdOfFailedPagesMarker(key: string): string | undefined {
+  const match = new RegExp(`^${RESULTS}/([0-9a-f]{${DOC_ID_HEX_DIGITS}})/${FAILED_PAGES_MARKER}$`).exec(key);
+  return match?.[1];
+}
+
+/** results/, where retry --failed looks for _FAILED_PAGES markers. */
+export const RESULTS_FOLDER = `${RESULTS}/`;
+
+/** results/<docId>/pages/ */
+export function pageResultsFolder(docId: string): string {
+  return `${resultsFolder(docId)}pages/`;
 }
 
 /** results/<docId>/_CANCELLED */

@@ -1,9 +1,12 @@
 // The last step of a document, once all its page jobs have settled: results/<docId>/document.md (the
 // pages' markdown in order), document.json (pages, failed pages with reasons, stage statistics),
-// then the _DONE marker. The marker goes last, so a crash part-way never leaves a marker without
-// the files, and assembling again after a crash rewrites the same files.
-import type { DocumentJobData, DocumentResultJson, PageResultJson, Stage } from '../jobs/job-types.js';
-import { cancelledMarkerKey, documentResultKeys } from '../jobs/storage-layout.js';
+// then a marker: _DONE when every page succeeded, else _FAILED_PAGES with the reasons (so that a
+// re-run or `scriptorium retry` reads those pages again). The marker goes last, so a crash part-way
+// never leaves a marker without the files, and assembling again after a crash rewrites the same files.
+// A page with no status from the queue (an earlier, interrupted run stored it, so it was not queued
+// again) is read from its stored result.
+import type { DocumentJobData, DocumentResultJson, FailedPagesMarkerJson, PageResultJson, Stage } from '../jobs/job-types.js';
+import { cancelledMarkerKey, documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
 import { StorageError, type Storage } from '../storage/storage.js';
 import { summarizeStageTimes, type StageSummary } from './stage-stats.js';
 
@@ -22,17 +25,20 @@ const READ_CONCURRENCY = 16;
 export const CANCELLED_PAGE_REASON = 'the document was cancelled before this page was read';
 const UNREPORTED_PAGE_REASON = 'no page result was reported';
 
+/** A page without a status from the queue: its stored result, if any, else failed with `reason`. */
+type UnreportedPage = { page: number; status: 'unreported'; key: string; reason: string };
+
 type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJson } | { page: number; status: 'failed'; reason: string };
 
 /**
  * Writes the document's results from its pages' statuses and page JSONs. Every page 1…pageCount is
- * in the result: one with no status is failed ("no page result was reported"), and a done page whose
- * JSON is missing from storage is failed too. Storage errors other than a missing page reject, so the
+ * in the result: one with no status is done if its JSON is stored, else failed ("no page result was
+ * reported", or cancelled), and a done page whose JSON is missing from storage is failed too. Storage errors other than a missing page reject, so the
  * job can be retried.
  */
 export async function assembleDocument(job: DocumentJobData, statuses: readonly PageStatus[], storage: Storage): Promise<DocumentResultJson> {
   const missingReason = (await storage.exists(cancelledMarkerKey(job.docId))) ? CANCELLED_PAGE_REASON : UNREPORTED_PAGE_REASON;
-  const pages = await readPages(completeStatuses(job.pageCount, statuses, missingReason), storage);
+  const pages = await readPages(completeStatuses(job, statuses, missingReason), storage);
   const done = pages.filter((page) => page.status === 'done');
   const summarize = (stage: Stage): StageSummary => summarizeStageTimes(done.map((page) => page.result.timings_ms[stage]));
   const completedAt = new Date().toISOString();
@@ -64,7 +70,21 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
     storage.put(keys.markdown, Buffer.from(`${markdown}\n`), { contentType: 'text/markdown; charset=utf-8' }),
     storage.put(keys.json, Buffer.from(`${JSON.stringify(document, null, 2)}\n`), { contentType: 'application/json' }),
   ]);
-  await storage.put(keys.done, Buffer.from(`${JSON.stringify({ docId: job.docId, completedAt })}\n`), { contentType: 'application/json' });
+  if (document.failedPages.length === 0) {
+    await storage.put(keys.done, Buffer.from(`${JSON.stringify({ docId: job.docId, completedAt })}\n`), { contentType: 'application/json' });
+    await storage.delete(keys.failedPages);
+  } else {
+    const marker: FailedPagesMarkerJson = {
+      docId: job.docId,
+      sourceUri: job.sourceUri,
+      type: job.type,
+      options: job.options,
+      failedPages: document.failedPages,
+      completedAt,
+    };
+    await storage.put(keys.failedPages, Buffer.from(`${JSON.stringify(marker, null, 2)}\n`), { contentType: 'application/json' });
+  }
+  await storage.delete(cancelledMarkerKey(job.docId)); // a cancellation is over once its document is assembled
   return document;
 }
 
@@ -75,7 +95,7 @@ export function failedPageNote(page: number, reason: string): string {
 }
 
 /** One status per page 1…pageCount, in order; a page reported done and failed (a retry) counts as done. */
-function completeStatuses(pageCount: number, statuses: readonly PageStatus[], missingReason: string): PageStatus[] {
+function completeStatuses({ docId, pageCount }: DocumentJobData, statuses: readonly PageStatus[], missingReason: string): Array<PageStatus | UnreportedPage> {
   const byPage = new Map<number, PageStatus>();
   for (const status of statuses) {
     if (!(Number.isInteger(status.page) && status.page >= 1 && status.page <= pageCount)) {
@@ -85,11 +105,12 @@ function completeStatuses(pageCount: number, statuses: readonly PageStatus[], mi
   }
   return Array.from(
     { length: pageCount },
-    (_, i): PageStatus => byPage.get(i + 1) ?? { page: i + 1, status: 'failed', reason: missingReason },
+    (_, i): PageStatus | UnreportedPage =>
+      byPage.get(i + 1) ?? { page: i + 1, status: 'unreported', key: pageResultKey(docId, i + 1, 'json'), reason: missingReason },
   );
 }
 
-async function readPages(statuses: readonly PageStatus[], storage: Storage): Promise<ReadPage[]> {
+async function readPages(statuses: ReadonlyArray<PageStatus | UnreportedPage>, storage: Storage): Promise<ReadPage[]> {
   const pages: ReadPage[] = [];
   for (let start = 0; start < statuses.length; start += READ_CONCURRENCY) {
     pages.push(...(await Promise.all(statuses.slice(start, start + READ_CONCURRENCY).map((status) => readPage(status, storage)))));
@@ -97,14 +118,16 @@ async function readPages(statuses: readonly PageStatus[], storage: Storage): Pro
   return pages;
 }
 
-async function readPage(status: PageStatus, storage: Storage): Promise<ReadPage> {
+async function readPage(status: PageStatus | UnreportedPage, storage: Storage): Promise<ReadPage> {
   if (status.status === 'failed') return status;
+  const { page, key } = status;
   try {
-    const result = JSON.parse((await storage.get(status.key)).toString('utf8')) as PageResultJson;
-    return { ...status, result };
+    const result = JSON.parse((await storage.get(key)).toString('utf8')) as PageResultJson;
+    return { page, status: 'done', key, result };
   } catch (error) {
     if (error instanceof StorageError && error.code === 'not_found') {
-      return { page: status.page, status: 'failed', reason: `the page was reported done but ${status.key} is missing` };
+      const reason = status.status === 'unreported' ? status.reason : `the page was reported done but ${key} is missing`;
+      return { page, status: 'failed', reason };
     }
     throw error;
   }
