@@ -3,22 +3,28 @@
 // staging, cancellation, rejected inputs, and documents submitted as uploads and s3:// URIs read by two
 // workers, with every answer checked against the OpenAPI document.
 import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
+import { Queue } from 'bullmq';
 import { pino } from 'pino';
 
 import { startOcrWorkers, type OcrWorkers } from '../src/cli/ocr-workers.js';
 import { ScriptoriumApiError, ScriptoriumClient } from '../src/client/scriptorium-client.js';
 import { UPLOADS_FOLDER } from '../src/jobs/storage-layout.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
+import { redisOptions } from '../src/queue/redis.js';
 import { parseApiKeys } from '../src/server/api-keys.js';
 import { startApiServer, type ApiServer } from '../src/server/api-server.js';
+import { callbackSignature, DELIVERY_HEADER, SIGNATURE_HEADER } from '../src/server/document-callbacks.js';
 import { documentRoutes } from '../src/server/document-routes.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
 import { openStorage } from '../src/storage/storage.js';
 import { LETTER, makePdf, makePng, makeText } from './support/make-documents.js';
 import { checkAnswer, documentedOperations } from './support/openapi-check.js';
 import { REDIS_SERVER_MISSING } from './support/redis-server.js';
+import { waitUntil } from './support/worker-processes.js';
 import { startS3Server, useS3rverCredentials, type S3Server } from './support/s3-server.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
@@ -27,7 +33,31 @@ const KEY = 'test-key-of-alice';
 const API_KEYS = parseApiKeys('alice:sha256:c52d0df7d0d28e209a76fda1cf4b8d52bb604e648cc1e073947b17167e0408b2');
 const MAX_DOCUMENT_BYTES = 64 * 1024;
 const OPTIONS = { variant: 'v1', mode: 'tiny', dpi: 36, maxTokens: 6 } as const;
+const CALLBACK_SECRET = 'callback-secret';
 const silent = pino({ level: 'silent' });
+
+interface Received {
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  answered: number;
+}
+
+/** An HTTP receiver on 127.0.0.1 that answers 500 to its first `failFirst` requests, 200 after. */
+async function callbackReceiver(failFirst: number): Promise<{ url: string; received: Received[]; close(): Promise<void> }> {
+  const received: Received[] = [];
+  const server: Server = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    request.on('end', () => {
+      const answered = received.length < failFirst ? 500 : 200;
+      received.push({ headers: request.headers, body, answered });
+      response.writeHead(answered).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/scriptorium`, received, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
 
 describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
   let redis: EmbeddedRedis;
@@ -65,6 +95,7 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
       apiKeys: API_KEYS,
       maxDocumentBytes: MAX_DOCUMENT_BYTES,
       defaultVariant: 'v1',
+      callbacks: { hosts: ['127.0.0.1'], secret: CALLBACK_SECRET, backoffMs: 100 },
       logger: silent,
     });
     client = new ScriptoriumClient({ baseUrl: server.url, apiKey: KEY });
@@ -121,13 +152,13 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
   });
 
   test('every route of the documents router is in the OpenAPI document, which the server serves', async () => {
-    const router = documentRoutes({ submit: {} as never, status: {} as never }) as unknown as {
+    const router = documentRoutes({ submit: {} as never, status: {} as never, events: {} as never }) as unknown as {
       stack: Array<{ route?: { path: string; methods: Record<string, boolean> } }>;
     };
     const routes = router.stack.flatMap(({ route }) =>
       route === undefined ? [] : Object.keys(route.methods).map((method) => `${method.toUpperCase()} ${route.path.replace(/:(\w+)/g, '{$1}')}`),
     );
-    assert.equal(routes.length, 5);
+    assert.equal(routes.length, 6);
     for (const route of routes) assert.ok(documentedOperations().includes(route), `${route} is not documented`);
     const served = await client.openapi();
     assert.equal(served.openapi, '3.1.0');
@@ -159,6 +190,11 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
       return true;
     });
     await assert.rejects(client.submitReference({ url: 'https://example.com/a.pdf' }), (error: ScriptoriumApiError) => error.status === 403);
+    await assert.rejects(client.submitFile(png, 'scan.png', { ...OPTIONS, callbackUrl: 'https://example.com/hook' }), (error: ScriptoriumApiError) => {
+      assert.equal(error.status, 403);
+      assert.match(error.message, /no callbacks to example\.com/);
+      return true;
+    });
     await assert.rejects(client.submitReference({ uri: 'https://example.com/a.pdf' }), (error: ScriptoriumApiError) => error.status === 400);
     await assert.rejects(client.status('not-a-doc-id'), (error: ScriptoriumApiError) => error.status === 400);
     await assert.rejects(client.status('0123456789abcdef0123456789abcdef'), (error: ScriptoriumApiError) => error.status === 404);
@@ -177,7 +213,7 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
     assert.equal(response.status, 202);
 
     await startWorkers();
-    const settled = await client.waitUntilSettled(submitted.docId, { pollMs: 200 });
+    const settled = await client.waitUntilSettled(submitted.docId);
     assert.equal(settled.state, 'partial');
     assert.deepEqual(
       settled.failedPages.map(({ page, reason }) => [page, /cancelled/.test(reason)]),
@@ -195,13 +231,20 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
     const upload = await client.submitFile(pdf, 'report.pdf', OPTIONS);
     checkAnswer('POST', '/v1/documents', 202, upload);
     assert.deepEqual({ state: upload.state, pages: upload.pages }, { state: 'enqueued', pages: 2 });
+    const progress: number[] = [];
+    for await (const status of client.follow(upload.docId)) {
+      checkAnswer('GET', '/v1/documents/{docId}', 200, status);
+      progress.push(status.pages.done);
+    }
+    assert.equal(progress.at(-1), 2, 'the stream ends with every page done');
+    assert.deepEqual([...progress].sort(), progress, 'done pages only grow');
     const inbox = openStorage('s3://inbox') as S3Storage;
     await inbox.put('scans/scan.png', await makePng());
     const byUri = await client.submitReference({ uri: 's3://inbox/scans/scan.png', ...OPTIONS });
     assert.equal(byUri.pages, 1);
 
     for (const { docId, pages } of [upload, byUri]) {
-      const status = await client.waitUntilSettled(docId, { pollMs: 200 });
+      const status = await client.waitUntilSettled(docId);
       checkAnswer('GET', '/v1/documents/{docId}', 200, status);
       assert.deepEqual({ state: status.state, pages: status.pages, failed: status.failedPages }, {
         state: 'completed',
@@ -222,6 +265,33 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
     const again = await client.submitFile(pdf, 'report-again.pdf', OPTIONS);
     assert.deepEqual({ docId: again.docId, state: again.state }, { docId: upload.docId, state: 'already-done' });
     inbox.destroy();
+  });
+
+  test('a callback is retried when the receiver fails, delivered once, and signed', async () => {
+    await startWorkers();
+    const receiver = await callbackReceiver(1);
+    try {
+      const submitted = await client.submitFile(await makePng(), 'called-back.png', { ...OPTIONS, dpi: 38, callbackUrl: receiver.url });
+      await waitUntil(() => receiver.received.some(({ answered }) => answered === 200), 120_000, 'a callback answered 200');
+      const callbacks = new Queue('callbacks', { prefix: 'scriptorium', connection: redisOptions(redis.url, 'client') });
+      try {
+        const jobs = await callbacks.getJobs(['completed', 'active', 'waiting', 'delayed', 'failed']);
+        const [job] = jobs.filter((candidate) => candidate.data.docId === submitted.docId);
+        await waitUntil(async () => (await job.getState()) === 'completed', 30_000, 'the callback job completed');
+      } finally {
+        await callbacks.close();
+      }
+      assert.deepEqual(receiver.received.map(({ answered }) => answered), [500, 200], 'one failed try, then one delivery');
+      const [first, second] = receiver.received;
+      assert.equal(second.body, first.body, 'every try sends the same body');
+      assert.equal(second.headers[DELIVERY_HEADER], first.headers[DELIVERY_HEADER]);
+      assert.equal(second.headers[SIGNATURE_HEADER], callbackSignature(CALLBACK_SECRET, second.body));
+      const body = JSON.parse(second.body);
+      checkAnswer('GET', '/v1/documents/{docId}', 200, body.status);
+      assert.deepEqual({ event: body.event, docId: body.status.docId, state: body.status.state }, { event: 'document.settled', docId: submitted.docId, state: 'completed' });
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('a key over its rate limit gets 429 with Retry-After', async () => {

@@ -25,6 +25,9 @@ URL), GET /v1/documents/{docId} (status), …/result and …/pages/{page} (resul
 Every request but GET /healthz and GET /readyz needs an API key (Authorization: Bearer KEY). Keys are
 configured hashed in $SCRIPTORIUM_API_KEYS: ${API_KEYS_FORMAT}.
 $SCRIPTORIUM_FETCH_HOSTS lists (comma-separated) the hosts whose https URLs may be submitted (none by default).
+Callbacks: with $SCRIPTORIUM_CALLBACK_SECRET set, a submission's callbackUrl (to a host that
+$SCRIPTORIUM_CALLBACK_HOSTS lists) receives one POST when the document settles, signed with
+X-Scriptorium-Signature: sha256=<hex HMAC-SHA256 of the body>, retried with backoff until answered 2xx.
 
   --host H            address to listen on (default 127.0.0.1)
   --port P            port to listen on (default ${DEFAULT_PORT})
@@ -70,7 +73,9 @@ export async function runServeCommand(args: string[]): Promise<number> {
   const attempts = integerOption(values.attempts, 'attempts', 3, USAGE, 1);
   const maxDocumentBytes = integerOption(values['max-document-mb'], 'max-document-mb', DEFAULT_MAX_DOCUMENT_BYTES / MIB, USAGE, 1) * MIB;
   const requests = integerOption(values['rate-limit'], 'rate-limit', DEFAULT_RATE_LIMIT.requests, USAGE, 1);
-  const fetchHosts = (process.env.SCRIPTORIUM_FETCH_HOSTS ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const fetchHosts = listFromEnv('SCRIPTORIUM_FETCH_HOSTS');
+  const callbackSecret = process.env.SCRIPTORIUM_CALLBACK_SECRET ?? '';
+  const callbacks = callbackSecret === '' ? undefined : { secret: callbackSecret, hosts: listFromEnv('SCRIPTORIUM_CALLBACK_HOSTS') };
 
   const logger = commandLogger('info');
   const redis = await openQueueRedis();
@@ -86,6 +91,7 @@ export async function runServeCommand(args: string[]): Promise<number> {
       defaultVariant,
       attempts,
       fetchHosts,
+      callbacks,
       logger,
     });
     const signal = await new Promise<NodeJS.Signals>((resolve) => onShutdownSignal(resolve));
@@ -95,4 +101,11 @@ export async function runServeCommand(args: string[]): Promise<number> {
   } finally {
     await redis.close();
   }
+}
+
+function listFromEnv(name: string): string[] {
+  return (process.env[name] ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
 }

@@ -62,14 +62,36 @@ export class ScriptoriumClient {
     return (await this.#request('GET', `/v1/documents/${encodeURIComponent(docId)}`)).json() as Promise<DocumentStatus>;
   }
 
-  /** Polls the status until the document has settled (completed, partial or failed). */
-  async waitUntilSettled(docId: string, options: { pollMs?: number; signal?: AbortSignal } = {}): Promise<DocumentStatus> {
-    for (;;) {
-      const status = await this.status(docId);
-      if (SETTLED_STATES.has(status.state)) return status;
-      options.signal?.throwIfAborted();
-      await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 1_000));
+  /**
+   * The document's status as it changes (server-sent events): at once, after every page that settles,
+   * and last the settled status, after which the stream ends.
+   */
+  async *follow(docId: string, signal?: AbortSignal): AsyncGenerator<DocumentStatus> {
+    const response = await this.#request('GET', `/v1/documents/${encodeURIComponent(docId)}/events`, { signal });
+    if (response.body === null) return;
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for await (const chunk of response.body) {
+      buffer += decoder.decode(chunk, { stream: true });
+      for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
+        const data = buffer
+          .slice(0, end)
+          .split('\n')
+          .filter((line) => line.startsWith('data: '))
+          .map((line) => line.slice('data: '.length))
+          .join('\n');
+        buffer = buffer.slice(end + 2);
+        if (data !== '') yield JSON.parse(data) as DocumentStatus;
+      }
     }
+  }
+
+  /** Follows the document until it has settled (completed, partial or failed). */
+  async waitUntilSettled(docId: string, signal?: AbortSignal): Promise<DocumentStatus> {
+    for await (const status of this.follow(docId, signal)) {
+      if (SETTLED_STATES.has(status.state)) return status;
+    }
+    throw new Error(`the event stream of ${docId} ended before the document settled`);
   }
 
   result(docId: string, format: 'md'): Promise<string>;
@@ -105,14 +127,14 @@ export class ScriptoriumClient {
     return (await response.json()) as ReadinessAnswer;
   }
 
-  async #request(method: string, path: string, body: { body?: FormData; json?: unknown } = {}): Promise<Response> {
+  async #request(method: string, path: string, body: { body?: FormData; json?: unknown; signal?: AbortSignal } = {}): Promise<Response> {
     const headers: Record<string, string> = { authorization: `Bearer ${this.#apiKey}` };
     let payload: FormData | string | undefined = body.body;
     if (body.json !== undefined) {
       headers['content-type'] = 'application/json';
       payload = JSON.stringify(body.json);
     }
-    const response = await fetch(`${this.#baseUrl}${path}`, { method, headers, body: payload });
+    const response = await fetch(`${this.#baseUrl}${path}`, { method, headers, body: payload, signal: body.signal });
     if (response.ok) return response;
     const text = await response.text();
     let message = text;

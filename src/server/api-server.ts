@@ -14,7 +14,10 @@ import { redactedRedisUrl, redisOptions } from '../queue/redis.js';
 import type { Storage } from '../storage/storage.js';
 import { matchApiKey, presentedApiKey, type ApiKey } from './api-keys.js';
 import type { ApiError, HealthAnswer, ReadinessAnswer } from './api-types.js';
+import { DocumentCallbacks, type CallbackSettings } from './document-callbacks.js';
+import { DocumentEvents } from './document-events.js';
 import { documentRoutes } from './document-routes.js';
+import { documentStatus, type DocumentStatusSources } from './document-status.js';
 import { HttpError } from './http-error.js';
 import { closeServer, listen, serverUrl } from './listen.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
@@ -47,6 +50,8 @@ export interface ApiServerOptions {
   attempts?: number;
   /** Hosts whose https URLs may be submitted. Default: none. */
   fetchHosts?: readonly string[];
+  /** Callback hosts and signing secret. Default: no callbacks (a submission naming one is refused). */
+  callbacks?: CallbackSettings;
   logger: Logger;
 }
 
@@ -64,6 +69,18 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   redis.on('error', () => undefined); // the health connection reports outages
   const [documents, pages] = [DOCUMENTS, PAGES].map((queue) => openQueue(queue, options.redisUrl));
   const board = queueDashboard(options.redisUrl, DASHBOARD_PATH);
+  const statusSources: DocumentStatusSources = { documents, pages, redis, storage };
+  const events = await DocumentEvents.start(redisOptions(options.redisUrl, 'worker'));
+  const callbacks =
+    options.callbacks === undefined
+      ? undefined
+      : await DocumentCallbacks.start({
+          redisUrl: options.redisUrl,
+          settings: { ...options.callbacks, hosts: options.callbacks.hosts.map((host) => host.toLowerCase()) },
+          statusOf: (docId) => documentStatus(docId, statusSources),
+          events,
+          logger,
+        });
   const rateLimit = options.rateLimit ?? DEFAULT_RATE_LIMIT;
 
   const app = express();
@@ -106,8 +123,10 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         attempts: options.attempts,
         maxDocumentBytes: options.maxDocumentBytes ?? DEFAULT_MAX_DOCUMENT_BYTES,
         fetchHosts: (options.fetchHosts ?? []).map((host) => host.toLowerCase()),
+        callbacks,
       },
-      status: { documents, pages, redis, storage },
+      status: statusSources,
+      events,
     }),
   );
   app.use(DASHBOARD_PATH, board.router);
@@ -117,6 +136,8 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   app.use(errorAnswer(logger));
 
   const closeConnections = async () => {
+    await callbacks?.close();
+    await events.close();
     health.disconnect();
     redis.disconnect();
     await Promise.all([documents.close(), pages.close(), board.close()]);

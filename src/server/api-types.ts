@@ -17,6 +17,8 @@ export interface SubmitOptions {
   priority?: number;
   /** Opens an encrypted PDF; jobs carry it sealed to the document, never in clear. */
   password?: string;
+  /** Receives one signed POST when the document settles (its host must be allowed by the server). */
+  callbackUrl?: string;
 }
 
 /** POST /v1/documents with a JSON body: a document in a bucket, or (where the server allows its host) on the web. */

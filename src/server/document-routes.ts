@@ -5,15 +5,20 @@ import express, { type Request, type Response } from 'express';
 import { cancelledMarkerKey, documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
 import { documentJobId } from '../queue/job-ids.js';
 import { StorageError, type Storage } from '../storage/storage.js';
-import { RESULT_FORMATS, type ResultFormat } from './api-types.js';
-import { checkedDocId, documentStatus, settledDocument, type DocumentStatusSources } from './document-status.js';
+import { RESULT_FORMATS, type DocumentStatus, type ResultFormat } from './api-types.js';
+import type { DocumentEvents } from './document-events.js';
+import { checkedDocId, documentStatus, isSettled, settledDocument, type DocumentStatusSources } from './document-status.js';
 import { HttpError } from './http-error.js';
 import { submitDocument, type SubmitSettings } from './submit-document.js';
 
 export interface DocumentRoutesSettings {
   submit: SubmitSettings;
   status: DocumentStatusSources;
+  events: DocumentEvents;
 }
+
+/** A comment line on an idle event stream, so that proxies keep it open. */
+const HEARTBEAT_MS = 15_000;
 
 const CONTENT_TYPES: Record<ResultFormat, string> = {
   md: 'text/markdown; charset=utf-8',
@@ -30,6 +35,10 @@ export function documentRoutes(settings: DocumentRoutesSettings): express.Router
 
   router.get('/v1/documents/:docId', async (request, response) => {
     response.json(await knownStatus(request, settings.status));
+  });
+
+  router.get('/v1/documents/:docId/events', async (request, response) => {
+    await streamStatus(request, response, settings);
   });
 
   router.get('/v1/documents/:docId/result', async (request, response) => {
@@ -66,6 +75,57 @@ export function documentRoutes(settings: DocumentRoutesSettings): express.Router
   });
 
   return router;
+}
+
+/**
+ * Server-sent events: the status at once and after every page of the document settles ('status'),
+ * then the final one ('settled'), after which the stream ends.
+ */
+async function streamStatus(request: Request, response: Response, settings: DocumentRoutesSettings): Promise<void> {
+  const docId = checkedDocId(request.params.docId as string);
+  let changed = false;
+  let open = true;
+  let wake: () => void = () => undefined;
+  // Listening before the first status is read, so that no settlement falls between the two.
+  const unlisten = settings.events.listen((id) => {
+    if (id !== docId) return;
+    changed = true;
+    wake();
+  });
+  let status: DocumentStatus;
+  try {
+    status = await knownStatus(request, settings.status);
+  } catch (error) {
+    unlisten();
+    throw error;
+  }
+  response.on('close', () => {
+    open = false;
+    wake();
+  });
+  response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  const heartbeat = setInterval(() => response.write(': keep-alive\n\n'), HEARTBEAT_MS);
+  try {
+    let sent = '';
+    for (;;) {
+      const settled = isSettled(status);
+      const data = JSON.stringify(status);
+      if (data !== sent || settled) response.write(`event: ${settled ? 'settled' : 'status'}\ndata: ${data}\n\n`);
+      sent = data;
+      if (settled) break;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        if (changed || !open) resolve();
+      });
+      if (!open) break;
+      changed = false;
+      status = (await documentStatus(docId, settings.status)) ?? status;
+    }
+  } finally {
+    clearInterval(heartbeat);
+    unlisten();
+    response.end();
+  }
 }
 
 /**

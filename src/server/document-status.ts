@@ -46,6 +46,13 @@ export async function documentStatus(docId: string, sources: DocumentStatusSourc
   return { docId, state: settledPages === 0 ? 'queued' : 'running', pages, failedPages, etaSeconds: await queueEtaSeconds(sources), links };
 }
 
+const SETTLED_STATES = new Set<DocumentStatus['state']>(['completed', 'partial', 'failed']);
+
+/** Whether the document changes no more (until it is retried). */
+export function isSettled(status: DocumentStatus): boolean {
+  return SETTLED_STATES.has(status.state);
+}
+
 /** The API paths of a document. */
 export function documentLinks(docId: string): DocumentLinks {
   const self = `/v1/documents/${docId}`;

@@ -27,6 +27,7 @@ const submitOptions = {
   maxTokens: { type: 'integer', minimum: 1 },
   priority: { type: 'integer', minimum: MIN_PRIORITY, maximum: MAX_PRIORITY, default: 1000 },
   password: { type: 'string', description: 'opens an encrypted PDF; jobs carry it sealed, never in clear' },
+  callbackUrl: { type: 'string', description: "receives one signed POST (see callbacks) when the document settles; its host must be in the server's SCRIPTORIUM_CALLBACK_HOSTS" },
 };
 
 export const OPENAPI_DOCUMENT = {
@@ -55,6 +56,11 @@ export const OPENAPI_DOCUMENT = {
         type: 'object',
         required: [UPLOAD_FIELD],
         properties: { [UPLOAD_FIELD]: { type: 'string', contentMediaType: 'application/octet-stream' }, ...submitOptions },
+      },
+      CallbackBody: {
+        type: 'object',
+        required: ['event', 'status'],
+        properties: { event: { const: 'document.settled' }, status: { $ref: '#/components/schemas/DocumentStatus' } },
       },
       SubmitAnswer: {
         type: 'object',
@@ -103,10 +109,21 @@ export const OPENAPI_DOCUMENT = {
       post: {
         summary: 'submit a document: upload it, or name an s3:// object or an https URL',
         requestBody: { required: true, content: { 'multipart/form-data': { schema: { $ref: '#/components/schemas/SubmitUpload' } }, ...json('SubmitByReference') } },
+        callbacks: {
+          settled: {
+            '{$request.body#/callbackUrl}': {
+              post: {
+                summary: 'the document settled; X-Scriptorium-Signature: sha256=<hex HMAC-SHA256 of the body> with the server\'s secret, X-Scriptorium-Delivery names the delivery; retried with backoff until answered 2xx',
+                requestBody: { content: json('CallbackBody') },
+                responses: { '200': { description: 'received' } },
+              },
+            },
+          },
+        },
         responses: {
           '202': { description: 'queued (or queued or finished earlier: see state)', content: json('SubmitAnswer') },
           ...refused,
-          '403': error("the URL's host is not allowed"),
+          '403': error("the url's or the callbackUrl's host is not allowed"),
           '413': error('the document or a form field is over the size limit'),
           '415': error('neither multipart/form-data nor JSON'),
           '422': error('no usable document (unsupported type, damaged, encrypted without the right password)'),
@@ -129,6 +146,13 @@ export const OPENAPI_DOCUMENT = {
           '404': error('unknown docId'),
           '409': error('the document has settled already'),
         },
+      },
+    },
+    '/v1/documents/{docId}/events': {
+      get: {
+        summary: "server-sent events: 'status' at once and whenever a page settles, then 'settled' with the final status; data is a DocumentStatus",
+        parameters: [docIdParameter],
+        responses: { '200': { description: 'text/event-stream', content: { 'text/event-stream': {} } }, ...refused, '404': error('unknown docId') },
       },
     },
     '/v1/documents/{docId}/result': {

@@ -13,6 +13,7 @@ import { enqueueDocuments } from '../producer/enqueue.js';
 import type { ProducerInput } from '../producer/input-sources.js';
 import type { Storage } from '../storage/storage.js';
 import type { SubmitAnswer } from './api-types.js';
+import type { DocumentCallbacks } from './document-callbacks.js';
 import { documentLinks } from './document-status.js';
 import { HttpError } from './http-error.js';
 import { checkSubmitOptions } from './submit-options.js';
@@ -37,6 +38,8 @@ export interface SubmitSettings {
   maxDocumentBytes: number;
   /** Hosts whose https URLs may be submitted (lowercase); empty: none. */
   fetchHosts: readonly string[];
+  /** Where callback URLs are registered; undefined: the server sends no callbacks. */
+  callbacks?: DocumentCallbacks;
 }
 
 export async function submitDocument(request: Request, settings: SubmitSettings): Promise<SubmitAnswer> {
@@ -67,7 +70,13 @@ export async function submitDocument(request: Request, settings: SubmitSettings)
 }
 
 async function enqueueOne(input: ProducerInput, fields: Record<string, unknown>, settings: SubmitSettings): Promise<SubmitAnswer> {
-  const { ocr, priority, pdfPassword } = checkSubmitOptions(fields, settings.defaultVariant);
+  const { callbackUrl, ...options } = fields;
+  const { ocr, priority, pdfPassword } = checkSubmitOptions(options, settings.defaultVariant);
+  let callback: string | undefined;
+  if (callbackUrl !== undefined) {
+    if (settings.callbacks === undefined) throw new HttpError(400, 'this server sends no callbacks: it has no SCRIPTORIUM_CALLBACK_SECRET');
+    callback = settings.callbacks.checkUrl(callbackUrl);
+  }
   const summary = await enqueueDocuments([input], {
     ocr,
     priority,
@@ -79,6 +88,7 @@ async function enqueueOne(input: ProducerInput, fields: Record<string, unknown>,
   const rejected = summary.rejected[0];
   if (rejected !== undefined) throw new HttpError(422, `${rejected.uri}: ${rejected.reason}`);
   const queued = summary.queued[0];
+  if (callback !== undefined) await settings.callbacks?.register(queued.docId, callback);
   return { docId: queued.docId, state: queued.state, pages: queued.pages, links: documentLinks(queued.docId) };
 }
 

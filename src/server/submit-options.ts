@@ -10,7 +10,7 @@ import { HttpError } from './http-error.js';
 
 const DEFAULT_DPI = 144;
 const DEFAULT_MODE: VisionMode = 'gundam';
-/** Members a submission may have besides the document itself. */
+/** Members a submission may have besides the document itself and its callback URL. */
 export const SUBMIT_OPTION_NAMES = ['variant', 'task', 'mode', 'dpi', 'longestSide', 'maxTokens', 'priority', 'password'] as const;
 
 export interface CheckedSubmitOptions {
@@ -23,7 +23,7 @@ export interface CheckedSubmitOptions {
 export function checkSubmitOptions(fields: Record<string, unknown>, defaultVariant: Variant): CheckedSubmitOptions {
   for (const name of Object.keys(fields)) {
     if (!(SUBMIT_OPTION_NAMES as readonly string[]).includes(name)) {
-      throw new HttpError(400, `unknown option "${name}": the options are ${SUBMIT_OPTION_NAMES.join(', ')}`);
+      throw new HttpError(400, `unknown option "${name}": the options are ${SUBMIT_OPTION_NAMES.join(', ')} and callbackUrl`);
     }
   }
   const variant = choice(fields.variant, 'variant', VARIANTS) ?? defaultVariant;
