@@ -57,10 +57,34 @@ export interface OcrBlockJson {
   box?: [number, number, number, number];
 }
 
+/**
+ * How a page was rendered for the model. Block boxes are pixels of this image, origin top left; for a
+ * PDF page, x_pt = x_px × pdfPage.width / width and y_pt (from the bottom) = pdfPage.height − y_px ×
+ * pdfPage.height / height.
+ */
+export interface PageRenderJson {
+  /** The image's size in pixels. */
+  width: number;
+  height: number;
+  /** PDF pages: the resolution they were rendered at, or the pixels on the longer side (never both). */
+  dpi?: number;
+  longestSide?: number;
+  /** PDF pages: the page's size in points (1/72 inch), its rotation applied. */
+  pdfPage?: { width: number; height: number };
+}
+
+/** Which Scriptorium wrote a result. */
+export interface ScriptoriumBuildJson {
+  version: string;
+  /** The git commit it was built from, or 'unknown'. */
+  commit: string;
+}
+
 /** results/<docId>/pages/<nnnn>.json */
 export interface PageResultJson {
   docId: string;
   source: { uri: string; page: number };
+  render: PageRenderJson;
   model: { variant: Variant; task: OcrTask; mode: VisionMode; checkpoint: string; synthetic: boolean };
   markdown: string;
   blocks: OcrBlockJson[];
@@ -68,6 +92,7 @@ export interface PageResultJson {
   finish: 'eos' | 'length';
   timings_ms: StageTimings;
   worker: { host: string; backend: string; attempt: number };
+  scriptorium: ScriptoriumBuildJson;
 }
 
 /**
@@ -93,5 +118,6 @@ export interface DocumentResultJson {
   /** Per stage over the document's done pages: total and percentiles in milliseconds. */
   timings_ms: Record<Stage, { total: number; p50: number; p90: number; p99: number; max: number }>;
   completedAt: string;
+  scriptorium: ScriptoriumBuildJson;
 }
 

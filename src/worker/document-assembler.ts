@@ -7,6 +7,7 @@
 // again) is read from its stored result.
 import type { DocumentJobData, DocumentResultJson, FailedPagesMarkerJson, PageResultJson, Stage } from '../jobs/job-types.js';
 import { cancelledMarkerKey, documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
+import { scriptoriumBuild } from '../output/build-info.js';
 import { StorageError, type Storage } from '../storage/storage.js';
 import { summarizeStageTimes, type StageSummary } from './stage-stats.js';
 
@@ -62,6 +63,7 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
       total: summarize('total'),
     },
     completedAt,
+    scriptorium: scriptoriumBuild(),
   };
   const markdown = pages.map((page) => (page.status === 'done' ? page.result.markdown : failedPageNote(page.page, page.reason))).join(PAGE_SPLIT);
 

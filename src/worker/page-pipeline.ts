@@ -3,7 +3,7 @@
 // `parse-multi` job in one single pass), then store every page's markdown and JSON with stage times.
 import type { Logger } from 'pino';
 
-import { openSealedPdfPassword, renderPage, type PdfRenderer, type RgbImage } from '../documents/document.js';
+import { openSealedPdfPassword, renderPage, type PdfPagePoints, type PdfRenderer, type RgbImage } from '../documents/document.js';
 import type { OcrEngine, PageResult } from '../engine/ocr-engine.js';
 import type { PageJobData, StageTimings } from '../jobs/job-types.js';
 import { pageResultKey } from '../jobs/storage-layout.js';
@@ -62,7 +62,7 @@ interface RenderedJob {
   index: number;
   job: PageJob;
   pages: number[];
-  images: RgbImage[];
+  images: Array<RgbImage & { pagePoints?: PdfPagePoints }>;
   fetchMs: number;
   renderMs: number[];
 }
@@ -154,7 +154,7 @@ export class PagePipeline {
     for (const index of indices) {
       const job = jobs[index];
       const pages = pagesOf(job.data);
-      const images: RgbImage[] = [];
+      const images: RenderedJob['images'] = [];
       const renderMs: number[] = [];
       const { dpi, longestSide } = job.data.options;
       try {
@@ -234,7 +234,7 @@ export class PagePipeline {
           store: roundMs(performance.now() - started),
           total: roundMs(performance.now() - claim.clock),
         };
-        const json = pageResultJson(data, page, result, timings, this.#reader, attempt);
+        const json = pageResultJson(data, page, result, timings, this.#reader, attempt, rendered.images[i]);
         await storage.put(key, Buffer.from(`${JSON.stringify(json, null, 2)}\n`), { contentType: 'application/json' });
         const timings_ms = { ...timings, store: roundMs(performance.now() - started), total: roundMs(performance.now() - claim.clock) };
         logger.info({ docId: data.docId, page, jobId, attempt, tokens: json.tokens, finish: json.finish, timings_ms }, 'page done');
