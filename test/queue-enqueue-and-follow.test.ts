@@ -194,6 +194,7 @@ describe('enqueue and follow', { skip: REDIS_SERVER_MISSING }, () => {
     assert.deepEqual(lines.map((line) => line.split(/ {2,}/)[0]), [
       'enqueued',
       '1 input document: 1 enqueued (2 pages), 0 already done, 0 already queued, 0 rejected',
+      'manifest',
       'interrupted with 1 document unfinished: the same command again resumes them',
     ]);
   });

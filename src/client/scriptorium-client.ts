@@ -6,6 +6,7 @@ import type {
   ApiError,
   DocumentStatus,
   HealthAnswer,
+  PageFormat,
   ReadinessAnswer,
   ResultFormat,
   SubmitAnswer,
@@ -94,16 +95,19 @@ export class ScriptoriumClient {
     throw new Error(`the event stream of ${docId} ended before the document settled`);
   }
 
-  result(docId: string, format: 'md'): Promise<string>;
+  result(docId: string, format: 'md' | 'html'): Promise<string>;
   result(docId: string, format: 'json'): Promise<DocumentResultJson>;
-  async result(docId: string, format: ResultFormat): Promise<string | DocumentResultJson> {
+  result(docId: string, format: 'pdf'): Promise<Uint8Array>;
+  async result(docId: string, format: ResultFormat): Promise<string | DocumentResultJson | Uint8Array> {
     const response = await this.#request('GET', `/v1/documents/${encodeURIComponent(docId)}/result?format=${format}`);
-    return format === 'json' ? ((await response.json()) as DocumentResultJson) : response.text();
+    if (format === 'json') return (await response.json()) as DocumentResultJson;
+    if (format === 'pdf') return new Uint8Array(await response.arrayBuffer());
+    return response.text();
   }
 
   page(docId: string, page: number, format: 'md'): Promise<string>;
   page(docId: string, page: number, format: 'json'): Promise<PageResultJson>;
-  async page(docId: string, page: number, format: ResultFormat): Promise<string | PageResultJson> {
+  async page(docId: string, page: number, format: PageFormat): Promise<string | PageResultJson> {
     const response = await this.#request('GET', `/v1/documents/${encodeURIComponent(docId)}/pages/${page}?format=${format}`);
     return format === 'json' ? ((await response.json()) as PageResultJson) : response.text();
   }

@@ -8,6 +8,7 @@
 //   results/<docId>/_CANCELLED             the document was cancelled (DELETE over HTTP) before all its pages ran
 //   staging/uploads/<uuid>                 a document arriving over HTTP, until it is staged under its docId
 //   rejected/<sha256(uri), 32 hex>.json    an input that is no usable document, with its reason
+//   manifests/<UTC time>-<8 hex>.json      one enqueue or run: each input's uri, docId and result keys
 //
 // A new kind of object gets its builder here, and its top-level folder in PIPELINE_FOLDERS.
 import { createHash } from 'node:crypto';
@@ -25,13 +26,14 @@ const DOC_ID_PATTERN = new RegExp(`^[0-9a-f]{${DOC_ID_HEX_DIGITS}}$`);
 const STAGING = 'staging';
 const RESULTS = 'results';
 const REJECTED = 'rejected';
+const MANIFESTS = 'manifests';
 const DONE_MARKER = '_DONE';
 const FAILED_PAGES_MARKER = '_FAILED_PAGES';
 const CANCELLED_MARKER = '_CANCELLED';
 const UPLOADS = `${STAGING}/uploads`;
 
 /** The top-level folders the pipeline writes, each ending in '/'. */
-const PIPELINE_FOLDERS: readonly string[] = [STAGING, RESULTS, REJECTED].map((folder) => `${folder}/`);
+const PIPELINE_FOLDERS: readonly string[] = [STAGING, RESULTS, REJECTED, MANIFESTS].map((folder) => `${folder}/`);
 
 /** Storage keys of one document, as job data carries them. */
 export interface DocumentKeys {
@@ -122,6 +124,15 @@ export const UPLOADS_FOLDER = `${UPLOADS}/`;
 export function rejectedInputKey(uri: string): string {
   return joinKey(REJECTED, `${createHash('sha256').update(uri).digest('hex').slice(0, 32)}.json`);
 }
+
+/** manifests/<20261203T092500Z>-<8 hex>.json: keys sort by the time they were written. */
+export function runManifestKey(writtenAt: Date, suffix: string): string {
+  const stamp = writtenAt.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  return joinKey(MANIFESTS, `${stamp}-${suffix}.json`);
+}
+
+/** manifests/, listed by `results` to find an input's docId. */
+export const MANIFESTS_FOLDER = `${MANIFESTS}/`;
 
 /** Whether `key` (relative to the storage root) lies in a folder the pipeline writes. */
 export function isPipelineKey(key: string): boolean {

@@ -77,5 +77,8 @@ export interface ReadinessAnswer {
   storage: 'ok' | 'unreachable';
 }
 
-export const RESULT_FORMATS = ['md', 'json'] as const;
+export const RESULT_FORMATS = ['md', 'json', 'html', 'pdf'] as const;
+/** Formats of a single page's result. */
+export const PAGE_FORMATS = ['md', 'json'] as const;
+export type PageFormat = (typeof PAGE_FORMATS)[number];
 export type ResultFormat = (typeof RESULT_FORMATS)[number];

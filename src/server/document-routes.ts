@@ -5,7 +5,9 @@ import express, { type Request, type Response } from 'express';
 import { cancelledMarkerKey, documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
 import { documentJobId } from '../queue/job-ids.js';
 import { StorageError, type Storage } from '../storage/storage.js';
-import { RESULT_FORMATS, type DocumentStatus, type ResultFormat } from './api-types.js';
+import { documentHtml } from '../output/document-html.js';
+import { searchablePdf, SearchablePdfError } from '../output/searchable-pdf.js';
+import { PAGE_FORMATS, RESULT_FORMATS, type DocumentStatus, type ResultFormat } from './api-types.js';
 import type { DocumentEvents } from './document-events.js';
 import { checkedDocId, documentStatus, isSettled, settledDocument, type DocumentStatusSources } from './document-status.js';
 import { HttpError } from './http-error.js';
@@ -23,7 +25,11 @@ const HEARTBEAT_MS = 15_000;
 const CONTENT_TYPES: Record<ResultFormat, string> = {
   md: 'text/markdown; charset=utf-8',
   json: 'application/json',
+  html: 'text/html; charset=utf-8',
+  pdf: 'application/pdf',
 };
+/** The HTML export runs nothing and loads nothing but its own images, whatever a document's text says. */
+const HTML_POLICY = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; sandbox";
 
 export function documentRoutes(settings: DocumentRoutesSettings): express.Router {
   const { storage } = settings.status;
@@ -43,17 +49,23 @@ export function documentRoutes(settings: DocumentRoutesSettings): express.Router
 
   router.get('/v1/documents/:docId/result', async (request, response) => {
     const docId = checkedDocId(request.params.docId as string);
-    const format = formatOf(request);
+    const format = formatOf(request, RESULT_FORMATS);
     if ((await settledDocument(docId, storage)) === undefined) await refuseUnsettled(request, settings.status);
     const keys = documentResultKeys(docId);
-    await sendObject(response, storage, format === 'md' ? keys.markdown : keys.json, CONTENT_TYPES[format]);
+    if (format === 'html') {
+      response.set('content-security-policy', HTML_POLICY).type(CONTENT_TYPES.html).send(await documentHtml(docId, storage));
+    } else if (format === 'pdf') {
+      response.type(CONTENT_TYPES.pdf).send(Buffer.from(await searchablePdfOrRefuse(docId, storage)));
+    } else {
+      await sendObject(response, storage, format === 'md' ? keys.markdown : keys.json, CONTENT_TYPES[format]);
+    }
   });
 
   router.get('/v1/documents/:docId/pages/:page', async (request, response) => {
     const docId = checkedDocId(request.params.docId as string);
     const page = Number(request.params.page);
     if (!(Number.isInteger(page) && page >= 1)) throw new HttpError(400, `page must be a page number from 1 (got "${request.params.page as string}")`);
-    const format = formatOf(request);
+    const format = formatOf(request, PAGE_FORMATS);
     const key = pageResultKey(docId, page, format);
     if (!(await storage.exists(key))) {
       await knownStatus(request, settings.status);
@@ -152,12 +164,22 @@ async function refuseUnsettled(request: Request, sources: DocumentStatusSources)
   throw new HttpError(409, `document ${status.docId} is ${status.state}: its result is written once every page has settled`);
 }
 
-function formatOf(request: Request): ResultFormat {
+function formatOf<F extends string>(request: Request, formats: readonly F[]): F {
   const format = request.query.format ?? 'md';
-  if (typeof format !== 'string' || !(RESULT_FORMATS as readonly string[]).includes(format)) {
-    throw new HttpError(400, `format must be one of ${RESULT_FORMATS.join(', ')}`);
+  if (typeof format !== 'string' || !(formats as readonly string[]).includes(format)) {
+    throw new HttpError(400, `format must be one of ${formats.join(', ')}`);
   }
-  return format as ResultFormat;
+  return format as F;
+}
+
+/** A PDF that pdf-lib cannot rewrite (encrypted, damaged) is the document's problem: 422. */
+async function searchablePdfOrRefuse(docId: string, storage: Storage): Promise<Uint8Array> {
+  try {
+    return await searchablePdf(docId, storage);
+  } catch (error) {
+    if (error instanceof SearchablePdfError) throw new HttpError(422, error.message);
+    throw error;
+  }
 }
 
 async function sendObject(response: Response, storage: Storage, key: string, contentType: string): Promise<void> {

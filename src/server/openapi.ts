@@ -3,13 +3,14 @@
 import { VISION_MODES } from '../engine/image-tokens.js';
 import { VARIANTS } from '../engine/model-config.js';
 import { MAX_PRIORITY, MIN_PRIORITY } from '../queue/job-options.js';
-import { RESULT_FORMATS } from './api-types.js';
+import { PAGE_FORMATS, RESULT_FORMATS } from './api-types.js';
 import { UPLOAD_FIELD } from './submit-document.js';
 
 const json = (schema: string) => ({ 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } });
 const error = (description: string) => ({ description, content: json('ApiError') });
 const docIdParameter = { name: 'docId', in: 'path', required: true, schema: { type: 'string', pattern: '^[0-9a-f]{32}$' } };
 const formatParameter = { name: 'format', in: 'query', required: false, schema: { type: 'string', enum: [...RESULT_FORMATS], default: 'md' } };
+const pageFormatParameter = { name: 'format', in: 'query', required: false, schema: { type: 'string', enum: [...PAGE_FORMATS], default: 'md' } };
 const refused = {
   '400': error('a malformed request or docId'),
   '401': error('no API key, or not a configured one'),
@@ -157,20 +158,24 @@ export const OPENAPI_DOCUMENT = {
     },
     '/v1/documents/{docId}/result': {
       get: {
-        summary: "the document's result: markdown or JSON",
+        summary: "the document's result: markdown, JSON, HTML, or a searchable PDF (the original pages with an invisible text layer at the grounding boxes)",
         parameters: [docIdParameter, formatParameter],
         responses: {
-          '200': { description: 'document.md or document.json', content: { 'text/markdown': {}, 'application/json': {} } },
+          '200': {
+            description: 'document.md, document.json, the HTML export or the searchable PDF',
+            content: { 'text/markdown': {}, 'application/json': {}, 'text/html': {}, 'application/pdf': {} },
+          },
           ...refused,
           '404': error('unknown docId'),
           '409': error('not settled yet'),
+          '422': error('a searchable PDF cannot be written: the original PDF cannot be rewritten (encrypted, damaged)'),
         },
       },
     },
     '/v1/documents/{docId}/pages/{page}': {
       get: {
         summary: "one page's result: markdown or JSON",
-        parameters: [docIdParameter, { name: 'page', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } }, formatParameter],
+        parameters: [docIdParameter, { name: 'page', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } }, pageFormatParameter],
         responses: {
           '200': { description: 'pages/<nnnn>.md or .json', content: { 'text/markdown': {}, 'application/json': {} } },
           ...refused,
