@@ -2,6 +2,7 @@
 //
 //   staging/<docId>/source.<type>          the document's bytes, staged once by the producer
 //   results/<docId>/pages/<nnnn>.json|.md  one page's result (1-based page, four digits)
+//   results/<docId>/images/<nnnn>_<n>.png  the n-th image region of a page, as its markdown links it
 //   results/<docId>/document.md|.json      the assembled document
 //   results/<docId>/_DONE                  written last: the document is finished
 //   results/<docId>/_FAILED_PAGES          written last instead of _DONE when pages failed: their reasons
@@ -105,6 +106,15 @@ export const RESULTS_FOLDER = `${RESULTS}/`;
 /** results/<docId>/pages/ */
 export function pageResultsFolder(docId: string): string {
   return `${resultsFolder(docId)}pages/`;
+}
+
+/**
+ * The n-th (0-based) image region of a page: results/<docId>/images/<nnnn>_<n>.png, and the link the
+ * markdown gives it, relative to the document's results folder (where document.md is).
+ */
+export function pageImage(docId: string, page: number, index: number): { key: string; link: string } {
+  const link = `images/${String(page).padStart(4, '0')}_${index}.png`;
+  return { key: `${resultsFolder(docId)}${link}`, link };
 }
 
 /** results/<docId>/_CANCELLED */

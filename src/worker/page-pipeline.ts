@@ -7,6 +7,7 @@ import { openSealedPdfPassword, renderPage, type PdfPagePoints, type PdfRenderer
 import type { OcrEngine, PageResult } from '../engine/ocr-engine.js';
 import type { PageJobData, StageTimings } from '../jobs/job-types.js';
 import { pageResultKey } from '../jobs/storage-layout.js';
+import { storePageCrops } from '../output/page-crops.js';
 import type { Storage } from '../storage/storage.js';
 import { pageFailureOf, type PageFailure } from './page-failure.js';
 import { pageResultJson, type PageReader } from './page-result-json.js';
@@ -217,10 +218,11 @@ export class PagePipeline {
     const queued = Math.max(0, claim.at - data.enqueuedAt);
     const stored = await Promise.all(
       pages.map(async (page, i): Promise<StoredPage> => {
-        const result = results[i];
         const key = pageResultKey(data.docId, page, 'json');
         const markdownKey = pageResultKey(data.docId, page, 'md');
         const started = performance.now();
+        // The image regions first: a page's markdown in storage means the crops it links to are there too.
+        const result = await storePageCrops(data.docId, page, rendered.images[i], results[i], storage);
         await storage.put(markdownKey, Buffer.from(result.markdown), { contentType: 'text/markdown; charset=utf-8' });
         const timings: StageTimings = {
           queued: roundMs(queued),
