@@ -24,6 +24,11 @@ RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production
+# Searchable PDFs embed DejaVu Sans for their Unicode text layer.
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends fonts-dejavu-core && rm -rf /var/lib/apt/lists/*
+# Stamped into every result: docker build --build-arg SCRIPTORIUM_COMMIT=$(git rev-parse HEAD) .
+ARG SCRIPTORIUM_COMMIT=unknown
+ENV SCRIPTORIUM_COMMIT=$SCRIPTORIUM_COMMIT
 WORKDIR /app
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules node_modules

@@ -64,14 +64,20 @@ describe('a poison page', { skip: REDIS_SERVER_MISSING }, () => {
     const supervisor = new WorkerSupervisor(2, { args, env: { REDIS_URL: redis.url, SCRIPTORIUM_TEST_FAULT: fault }, faults: true });
     try {
       await waitUntil(
-        async () => (await Promise.all([poison, ...others].map(({ docId }) => storage.exists(`results/${docId}/_DONE`)))).every(Boolean),
+        async () => (await Promise.all([poison, ...others].map(({ docId }) => assembled(storage, docId)))).every(Boolean),
         75_000,
-        'every document done',
+        'every document assembled',
       );
     } finally {
       await supervisor.stop();
     }
     return { storage, poison, others, supervisor };
+  }
+
+  /** _DONE, or _FAILED_PAGES for a document with a failed page. */
+  async function assembled(storage: FileStorage, docId: string): Promise<boolean> {
+    const markers = await Promise.all([`results/${docId}/_DONE`, `results/${docId}/_FAILED_PAGES`].map((key) => storage.exists(key)));
+    return markers.some(Boolean);
   }
 
   /** Exits other than those of stopping the supervisor: 0, or SIGTERM for a worker stopped while it was still starting. */

@@ -24,6 +24,7 @@ const PAGE_JOB: PageJobData = {
 const PAGE_RESULT: PageResultJson = {
   docId: DOC_ID,
   source: { uri: '/in/a.pdf', page: 2 },
+  render: { width: 612, height: 792, dpi: 72, pdfPage: { width: 612, height: 792 } },
   model: { variant: 'v1', task: 'markdown', mode: 'tiny', checkpoint: 'sha256:abc', synthetic: true },
   markdown: 'text',
   blocks: [{ type: 'title', text: 'text', box: [0, 0, 10, 10] }],
@@ -31,6 +32,7 @@ const PAGE_RESULT: PageResultJson = {
   finish: 'eos',
   timings_ms: { queued: 1, fetch: 1, render: 1, preprocess: 1, encode: 1, prefill: 1, decode: 1, postprocess: 1, store: 1, total: 9 },
   worker: { host: 'h', backend: 'cpu-avx2', attempt: 1 },
+  scriptorium: { version: '0.1.0', commit: 'unknown' },
 };
 
 test('page job data as the producer writes it reads back unchanged', () => {

@@ -16,7 +16,7 @@ import { pino, type Logger } from 'pino';
 import { EXIT_ALL_DONE, EXIT_INTERRUPTED, EXIT_SOME_FAILED } from '../src/cli/document-report.js';
 import { enqueueAndFollow } from '../src/cli/enqueue-and-follow.js';
 import type { TerminalStream } from '../src/cli/enqueue-progress.js';
-import { PdfRenderer, type RgbImage } from '../src/documents/document.js';
+import { PdfRenderer } from '../src/documents/document.js';
 import type { PdfInput, PdfRenderOptions } from '../src/documents/pdf-renderer.js';
 import { OcrEngine } from '../src/engine/ocr-engine.js';
 import type { OcrJobOptions, PageJobData } from '../src/jobs/job-types.js';
@@ -42,7 +42,7 @@ const OCR: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', dpi:
 class SizeRecordingRenderer extends PdfRenderer {
   readonly sizes: Array<[number, number]> = [];
 
-  override async render(input: PdfInput, pageIndex: number, options?: PdfRenderOptions): Promise<RgbImage> {
+  override async render(input: PdfInput, pageIndex: number, options?: PdfRenderOptions): ReturnType<PdfRenderer['render']> {
     const image = await super.render(input, pageIndex, options);
     this.sizes.push([image.width, image.height]);
     return image;
@@ -195,6 +195,7 @@ describe('enqueue and follow', { skip: REDIS_SERVER_MISSING }, () => {
     assert.deepEqual(lines.map((line) => line.split(/ {2,}/)[0]), [
       'enqueued',
       '1 input document: 1 enqueued (2 pages), 0 already done, 0 already queued, 0 rejected',
+      'manifest',
       'interrupted with 1 document unfinished: the same command again resumes them',
     ]);
   });

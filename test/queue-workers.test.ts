@@ -159,7 +159,9 @@ describe('page and document workers', { skip: REDIS_SERVER_MISSING }, () => {
     const document = await documentJson(storage, docId);
     assert.deepEqual(document.pages.map(({ page }) => page), [1]);
     assert.deepEqual(document.failedPages, [{ page: 2, reason: `put results/${docId}/pages/0002.md: the storage backend is unreachable` }]);
-    assert.equal(await storage.exists(`results/${docId}/_DONE`), true);
+    assert.equal(await storage.exists(`results/${docId}/_DONE`), false, 'no _DONE while a page failed');
+    const marker = JSON.parse((await storage.get(`results/${docId}/_FAILED_PAGES`)).toString());
+    assert.deepEqual({ failedPages: marker.failedPages, options: marker.options }, { failedPages: document.failedPages, options: OCR });
     const failed = await pages.getJob(`${docId}.p2-2`);
     assert.deepEqual({ state: await failed?.getState(), attemptsMade: failed?.attemptsMade }, { state: 'failed', attemptsMade: 3 });
   });

@@ -35,6 +35,7 @@ test('the assembled document is document.md, document.json and the _DONE marker 
     markdown: `results/${DOC_ID}/document.md`,
     json: `results/${DOC_ID}/document.json`,
     done: `results/${DOC_ID}/_DONE`,
+    failedPages: `results/${DOC_ID}/_FAILED_PAGES`,
   });
 });
 

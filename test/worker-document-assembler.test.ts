@@ -57,13 +57,33 @@ test('document.json lists done pages, failed pages with reasons, and stage stati
   assert.equal(stored.model.checkpoint, 'sha256:tiny');
 });
 
-test('_DONE is written only after document.md and document.json are stored', async () => {
+test('the marker (here _FAILED_PAGES: page 2 failed) is written only after document.md and document.json are stored', async () => {
   await assembleThreePages('order');
   const events = putEvents.filter((event) => event.includes(`results/${idOf('order')}/`) && !event.includes('/pages/'));
-  const doneStarted = events.indexOf(`start results/${idOf('order')}/_DONE`);
-  assert.ok(doneStarted > events.indexOf(`end results/${idOf('order')}/document.md`), events.join('\n'));
-  assert.ok(doneStarted > events.indexOf(`end results/${idOf('order')}/document.json`), events.join('\n'));
-  assert.equal(events.at(-1), `end results/${idOf('order')}/_DONE`);
+  const markerStarted = events.indexOf(`start results/${idOf('order')}/_FAILED_PAGES`);
+  assert.ok(markerStarted > events.indexOf(`end results/${idOf('order')}/document.md`), events.join('\n'));
+  assert.ok(markerStarted > events.indexOf(`end results/${idOf('order')}/document.json`), events.join('\n'));
+  assert.equal(events.at(-1), `end results/${idOf('order')}/_FAILED_PAGES`);
+});
+
+test('_DONE only when every page succeeded; otherwise _FAILED_PAGES with the reasons and the options, and no _DONE', async () => {
+  await assembleThreePages('partial');
+  assert.equal(await storage.exists(`results/${idOf('partial')}/_DONE`), false);
+  const marker = JSON.parse((await storage.get(`results/${idOf('partial')}/_FAILED_PAGES`)).toString());
+  assert.deepEqual(
+    { failedPages: marker.failedPages, options: marker.options, type: marker.type },
+    { failedPages: [{ page: 2, reason: 'the PDF is damaged' }], options: documentJob('partial', 3).options, type: 'pdf' },
+  );
+  await storePage('whole', 1, 'Only page.', 5);
+  await assembleDocument(documentJob('whole', 1), [{ page: 1, status: 'done', key: pageKey('whole', 1) }], storage);
+  assert.deepEqual([await storage.exists(`results/${idOf('whole')}/_DONE`), await storage.exists(`results/${idOf('whole')}/_FAILED_PAGES`)], [true, false]);
+});
+
+test('a page without a status whose result is stored (an earlier run read it) counts as done', async () => {
+  await storePage('resumed', 1, 'Read by the interrupted run.', 5);
+  await storePage('resumed', 2, 'Read now.', 5);
+  const document = await assembleDocument(documentJob('resumed', 2), [{ page: 2, status: 'done', key: pageKey('resumed', 2) }], storage);
+  assert.deepEqual({ pages: document.pages.map(({ page }) => page), failed: document.failedPages }, { pages: [1, 2], failed: [] });
 });
 
 test('a page without any reported status is listed as failed', async () => {
@@ -130,6 +150,7 @@ async function storePage(name: string, page: number, markdown: string, stageMs: 
   const json: PageResultJson = {
     docId: idOf(name),
     source: { uri: `s3://in/${name}.pdf`, page },
+    render: { width: 612, height: 792, dpi: 72, pdfPage: { width: 612, height: 792 } },
     model: { variant: 'v1', task: 'markdown', mode: 'tiny', checkpoint: 'sha256:tiny', synthetic: true },
     markdown,
     blocks: [],
@@ -137,6 +158,7 @@ async function storePage(name: string, page: number, markdown: string, stageMs: 
     finish: 'length',
     timings_ms: timings,
     worker: { host: 'test-host', backend: 'cpu-test', attempt: 1 },
+    scriptorium: { version: '0.1.0', commit: 'unknown' },
   };
   await storage.put(pageKey(name, page), Buffer.from(JSON.stringify(json)));
 }

@@ -1,21 +1,16 @@
 // `scriptorium dashboard`: bull-board over the documents queue and every variant's page queue (read-write, so failed
 // jobs can be retried from the browser), GET /healthz, which says whether Redis answers PING, and
 // GET /queue-depth, the page work waiting per variant for an autoscaler (KEDA's metrics-api scaler).
-import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { ExpressAdapter } from '@bull-board/express';
-import { Queue } from 'bullmq';
 import express from 'express';
 import type { Logger } from 'pino';
 
-import { VARIANTS, type Variant } from '../engine/model-config.js';
-import { DOCUMENTS, fullQueueName, PAGE_QUEUES, type QueueName } from '../queue/queue-names.js';
-import { checkRedisReachable, redactedRedisUrl, redisOptions, redisUrlFromEnv } from '../queue/redis.js';
 import { pageQueueDepths } from '../queue/queue-depth.js';
+import { checkRedisReachable, redactedRedisUrl, redisUrlFromEnv } from '../queue/redis.js';
 import { RedisHealthProbe } from '../queue/redis-health.js';
+import { closeServer, listen, serverUrl } from '../server/listen.js';
+import { queueDashboard, type QueueDashboard } from '../server/queue-dashboard.js';
 import { commandLogger } from './cli-logger.js';
 import { integerOption, parseCommandArgs, UsageError } from './usage.js';
 
@@ -78,17 +73,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   await checkRedisReachable(redisUrl);
 
   const health = await RedisHealthProbe.open(redisUrl, logger);
-  const names = [DOCUMENTS, ...PAGE_QUEUES];
-  const queues = names.map((name) => openQueue(name, redisUrl));
-  const pagesOf = (variant: Variant) => queues[1 + VARIANTS.indexOf(variant)];
-  // The health connection reports Redis outages; the queues' own errors would only repeat it.
-  for (const queue of queues) queue.on('error', () => undefined);
-
-  const board = new ExpressAdapter();
-  createBullBoard({
-    queues: queues.map((queue, i) => new BullMQAdapter(queue, { displayName: fullQueueName(names[i]) })),
-    serverAdapter: board,
-  });
+  const board = queueDashboard(redisUrl, '/');
 
   const app = express();
   app.disable('x-powered-by');
@@ -98,19 +83,19 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   });
   app.get('/queue-depth', async (_request, response) => {
     try {
-      response.json(await pageQueueDepths(pagesOf));
+      response.json(await pageQueueDepths(board.pages));
     } catch (error) {
       logger.warn({ err: error }, 'queue depth: cannot read the page queues');
       response.status(503).json({ error: 'cannot read the page queues from Redis' });
     }
   });
-  app.use('/', board.getRouter());
+  app.use('/', board.router);
 
   let server: Server;
   try {
     server = await listen(app, options.host, options.port);
   } catch (error) {
-    await closeConnections(queues, health);
+    await closeConnections(board, health);
     throw error;
   }
   const url = serverUrl(server);
@@ -121,10 +106,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     url,
     close() {
       closing ??= (async () => {
-        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeAllConnections();
-        await stopped;
-        await closeConnections(queues, health);
+        await closeServer(server);
+        await closeConnections(board, health);
       })();
       return closing;
     },
@@ -145,27 +128,9 @@ function checkedPort(port: number, source: string): number {
   return port;
 }
 
-function openQueue(queue: QueueName, redisUrl: string): Queue {
-  return new Queue(queue.name, { connection: redisOptions(redisUrl, 'client'), prefix: queue.prefix });
-}
-
-async function closeConnections(queues: Queue[], health: RedisHealthProbe): Promise<void> {
+async function closeConnections(board: QueueDashboard, health: RedisHealthProbe): Promise<void> {
   health.close();
-  await Promise.all(queues.map((queue) => queue.close()));
-}
-
-function listen(app: express.Express, host: string, port: number): Promise<Server> {
-  return new Promise((resolve, reject) => {
-    const server = app.listen(port, host, (error?: Error) => {
-      if (error) reject(new Error(`cannot listen on ${host}:${port}: ${error.message}`));
-      else resolve(server);
-    });
-  });
-}
-
-function serverUrl(server: Server): string {
-  const { address, port } = server.address() as AddressInfo;
-  return `http://${address.includes(':') ? `[${address}]` : address}:${port}/`;
+  await board.close();
 }
 
 function stopSignal(): Promise<NodeJS.Signals> {

@@ -8,7 +8,8 @@ import { DocumentWatcher, type DocumentSettlement } from '../queue/document-watc
 import { pagesOfJobId } from '../queue/job-ids.js';
 import { pageQueue, type QueueName } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
-import { enqueueSummaryLine, exitStatusOf, queuedLine, settledLine, EXIT_ALL_DONE, EXIT_INTERRUPTED, EXIT_SOME_FAILED } from './document-report.js';
+import { writeRunManifest } from '../output/run-manifest.js';
+import { enqueueSummaryLine, exitStatusOf, objectLocation, queuedLine, settledLine, EXIT_ALL_DONE, EXIT_INTERRUPTED, EXIT_SOME_FAILED } from './document-report.js';
 import { EnqueueProgress, type ProgressTerminal } from './enqueue-progress.js';
 
 export interface EnqueueAndFollowOptions {
@@ -59,6 +60,7 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
     });
     progress?.clear();
     write(enqueueSummaryLine(summary));
+    write(`${'manifest'.padEnd(14)} ${objectLocation(storage, await writeRunManifest(summary, storage))}`);
     if (watcher === undefined) return summary.rejected.length === 0 ? EXIT_ALL_DONE : EXIT_SOME_FAILED;
 
     const following = new Map(summary.queued.filter((document) => document.state !== 'already-done').map((document) => [document.docId, document]));

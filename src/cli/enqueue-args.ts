@@ -47,7 +47,7 @@ export async function enqueueSettingsOf(values: EnqueueArgValues, usage: string)
   return { ocr, storage, pdfPassword, priority, attempts };
 }
 
-async function variantOfModel(modelFlag: string | undefined): Promise<Variant> {
+export async function variantOfModel(modelFlag: string | undefined): Promise<Variant> {
   const model = await resolveModelDir(modelFlag);
   return (await loadModelConfig(model.dir)).variant;
 }

@@ -7,8 +7,10 @@ import { runGenerateCommand } from './generate-command.js';
 import { runModelCommand } from './model-command.js';
 import { runOcrCommand } from './ocr-command.js';
 import { runResultsCommand } from './results-command.js';
+import { runRetryCommand } from './retry-command.js';
 import { runRunCommand } from './run-command.js';
 import { runSamplesCommand } from './samples-command.js';
+import { runServeCommand } from './serve-command.js';
 import { runStatusCommand } from './status-command.js';
 import { UsageError } from './usage.js';
 import { runWatchCommand } from './watch-command.js';
@@ -28,8 +30,10 @@ Commands:
                                                                       a worker: reads queued pages until SIGTERM
   scriptorium watch (--redis-list KEY | --webhook-port P | --sqs-queue URL) [--to URL] [--variant V] [--task T]
                                                                       queue objects as they land in a bucket (S3 events)
+  scriptorium retry DOCID...|--failed [--storage URL]                 queue the failed pages of documents again
   scriptorium status [--failed N]                                     queue depths, workers, failed jobs
   scriptorium dashboard [--host H] [--port P]                         bull-board and /healthz for the queues
+  scriptorium serve [--host H] [--port P] [--to URL] [--variant V]    the HTTP API (submit, status, results) behind API keys
   scriptorium results DOCID [--storage URL] [--format md|json]        a finished document's results
   scriptorium samples --out DIR                                       a few mixed documents to try run on
   scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]   greedy text generation (streams)
@@ -47,6 +51,8 @@ async function main(argv: string[]): Promise<number> {
       return runSamplesCommand(rest);
     case 'dashboard':
       return runDashboardCommand(rest);
+    case 'serve':
+      return runServeCommand(rest);
     case 'ocr':
       return runOcrCommand(rest);
     case 'run':
@@ -57,6 +63,8 @@ async function main(argv: string[]): Promise<number> {
       return runWorkCommand(rest);
     case 'watch':
       return runWatchCommand(rest);
+    case 'retry':
+      return runRetryCommand(rest);
     case 'status':
       return runStatusCommand(rest);
     case 'results':

@@ -1,15 +1,31 @@
-// `scriptorium results DOCID`: a finished document's markdown or JSON from the storage.
-import { documentResultKeys } from '../jobs/storage-layout.js';
+// `scriptorium results DOCID|INPUT`: an assembled document's markdown, JSON, HTML or searchable PDF
+// from the storage, found by its docId or by the input it was read from (through the run manifests).
+import path from 'node:path';
+
+import { documentResultKeys, isDocId } from '../jobs/storage-layout.js';
+import { documentHtml } from '../output/document-html.js';
+import { docIdOfInput } from '../output/run-manifest.js';
+import { searchablePdf } from '../output/searchable-pdf.js';
+import type { Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
 import { choiceOption, parseCommandArgs, UsageError } from './usage.js';
 
-const USAGE = `Usage: scriptorium results DOCID [--storage URL] [--format md|json]
+const USAGE = `Usage: scriptorium results DOCID|INPUT [--storage URL] [--format md|json|html|pdf]
 
-Prints results/DOCID/document.md (default) or document.json once the document is finished (its
-_DONE marker exists). DOCID is printed by \`scriptorium enqueue\` and \`scriptorium run\`.
+Prints an assembled document's results (its _DONE marker exists, or _FAILED_PAGES when pages failed:
+they are then noted in the output, and \`scriptorium retry\` reads them again):
+  md    results/DOCID/document.md (default)
+  json  results/DOCID/document.json
+  html  one HTML page of the whole document
+  pdf   a searchable PDF: the original PDF's pages (an image document's images as pages) with the
+        text laid invisibly over them at the recognised boxes (binary: redirect it to a file)
+DOCID is printed by \`scriptorium enqueue\` and \`scriptorium run\`; INPUT is a file path or s3:// URI as it
+was given to them (the newest run manifest in the storage that names it gives its DOCID).
 
   --storage URL     ${STORAGE_URL_USAGE}`;
+
+const FORMATS = ['md', 'json', 'html', 'pdf'] as const;
 
 export async function runResultsCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(args, { storage: { type: 'string' }, format: { type: 'string', default: 'md' } }, USAGE);
@@ -17,22 +33,31 @@ export async function runResultsCommand(args: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  if (positionals.length !== 1) throw new UsageError('give exactly one DOCID', USAGE);
-  const format = choiceOption(values.format, 'format', ['md', 'json'] as const, USAGE);
-  const docId = positionals[0];
-  let keys;
-  try {
-    keys = documentResultKeys(docId);
-  } catch (error) {
-    throw new UsageError((error as Error).message, USAGE);
-  }
+  if (positionals.length !== 1) throw new UsageError('give exactly one DOCID or INPUT', USAGE);
+  const format = choiceOption(values.format, 'format', FORMATS, USAGE);
   const storage = openCommandStorage(values.storage);
-  if (!(await storage.exists(keys.done))) {
+  const docId = await docIdOf(positionals[0], storage);
+  const keys = documentResultKeys(docId);
+  const [done, failedPages] = await Promise.all([storage.exists(keys.done), storage.exists(keys.failedPages)]);
+  if (!done && !failedPages) {
     throw new StorageError(
       'not_found',
-      `document ${docId} is not finished in ${storage.url}: there is no ${keys.done}; check the DOCID and --storage, or see \`scriptorium status\``,
+      `document ${docId} is not finished in ${storage.url}: there is no ${keys.done} nor ${keys.failedPages}; check the DOCID and --storage, or see \`scriptorium status\``,
     );
   }
-  process.stdout.write(await storage.get(format === 'md' ? keys.markdown : keys.json));
+  if (format === 'html') process.stdout.write(await documentHtml(docId, storage));
+  else if (format === 'pdf') process.stdout.write(await searchablePdf(docId, storage));
+  else process.stdout.write(await storage.get(format === 'md' ? keys.markdown : keys.json));
   return 0;
+}
+
+/** The argument itself when it is a docId; else the docId the run manifests give that input. */
+async function docIdOf(argument: string, storage: Storage): Promise<string> {
+  if (isDocId(argument)) return argument;
+  const uri = /^s3:\/\//i.test(argument) ? argument : path.resolve(argument);
+  const docId = await docIdOfInput(uri, storage);
+  if (docId === undefined) {
+    throw new UsageError(`"${argument}" is no DOCID, and no run manifest in ${storage.url} names ${uri}: check --storage`, USAGE);
+  }
+  return docId;
 }

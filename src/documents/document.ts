@@ -3,13 +3,13 @@
 import type { RgbImage } from './rgb-image.js';
 import { detectDocumentType, type DocumentType } from './document-type.js';
 import { decodeImagePage, imagePageCount } from './image-document.js';
-import type { PdfRenderSize } from './pdf-render-size.js';
+import type { PdfPagePoints, PdfRenderSize } from './pdf-render-size.js';
 import { PdfRenderer } from './pdf-renderer.js';
 
 export type { RgbImage } from './rgb-image.js';
 export { DocumentError, UnsupportedDocumentError } from './document-error.js';
 export type { DocumentType } from './document-type.js';
-export type { PdfRenderSize } from './pdf-render-size.js';
+export type { PdfPagePoints, PdfRenderSize } from './pdf-render-size.js';
 export { PdfRenderer, type PdfRendererOptions } from './pdf-renderer.js';
 export { openSealedPdfPassword, sealPdfPassword, type SealedPdfPassword } from './sealed-pdf-password.js';
 
@@ -50,7 +50,7 @@ export async function renderPage(
   type: DocumentType,
   pageIndex: number,
   options: RenderPageOptions = {},
-): Promise<RgbImage> {
+): Promise<RgbImage & { pagePoints?: PdfPagePoints }> {
   if (type !== 'pdf') return decodeImagePage(bytes, type, pageIndex);
   const { password, dpi, longestSide } = options;
   return pdfRendererOf(options).render(bytes, pageIndex, { password, dpi, longestSide });

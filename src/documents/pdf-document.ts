@@ -2,9 +2,8 @@
 // (pdf-render-worker.ts), never on the main event loop.
 import { PDFiumLibrary, type PDFiumDocument } from '@hyzyla/pdfium';
 
-import type { RgbImage } from './rgb-image.js';
 import { DocumentError, pageOutOfRange } from './document-error.js';
-import { pdfPagePixels, type PdfRenderSize } from './pdf-render-size.js';
+import { pdfPagePixels, type PdfRenderSize, type RenderedPdfPage } from './pdf-render-size.js';
 
 /** One PDFium instance per thread, initialised on first use; a failed start is retried next time. */
 let library: Promise<PDFiumLibrary> | undefined;
@@ -37,7 +36,7 @@ export class PdfDocument {
   }
 
   /** Renders as a viewer shows the page: white background, annotations and form fields drawn. */
-  async renderPage(pageIndex: number, size: PdfRenderSize): Promise<RgbImage> {
+  async renderPage(pageIndex: number, size: PdfRenderSize): Promise<RenderedPdfPage> {
     if (!Number.isInteger(pageIndex) || pageIndex < 0 || pageIndex >= this.pageCount) {
       throw pageOutOfRange(pageIndex, this.pageCount);
     }
@@ -52,7 +51,7 @@ export class PdfDocument {
     try {
       // The wrapper scales its floored point size, so pass the pixel size itself with scale 1.
       const rendered = await page.render({ width, height, scale: 1, renderFormFields: true });
-      return { width: rendered.width, height: rendered.height, data: rgbaToRgb(rendered.data) };
+      return { width: rendered.width, height: rendered.height, data: rgbaToRgb(rendered.data), pagePoints: { width: originalWidth, height: originalHeight } };
     } catch (error) {
       if (isWasmTrap(error)) throw error;
       throw new DocumentError(`PDFium could not render page index ${pageIndex}: ${messageOf(error)}`, {

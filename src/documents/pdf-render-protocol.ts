@@ -1,6 +1,5 @@
 // Messages between PdfRenderer (main thread) and pdf-render-worker.ts (one per worker thread).
-import type { RgbImage } from './rgb-image.js';
-import type { PdfRenderSize } from './pdf-render-size.js';
+import type { PdfRenderSize, RenderedPdfPage } from './pdf-render-size.js';
 
 /** A file the worker reads itself, or bytes transferred to it (the worker owns them). */
 export type PdfSource = { path: string } | { bytes: Uint8Array };
@@ -14,5 +13,5 @@ export type PdfRequest = PdfTask & { id: number; source: PdfSource; password?: s
  * PDFium trap, a bug), so the worker's WebAssembly state is suspect and the worker is replaced.
  */
 export type PdfReply =
-  | { id: number; ok: true; pageCount: number; image?: RgbImage }
+  | { id: number; ok: true; pageCount: number; image?: RenderedPdfPage }
   | { id: number; ok: false; reason: string; fatal: boolean };

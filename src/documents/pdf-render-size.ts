@@ -1,4 +1,15 @@
 // The pixel size a PDF page is rendered at: from a resolution, or from the length of its longer side.
+import type { RgbImage } from './rgb-image.js';
+
+
+/** A PDF page's size in points (1/72 inch), its rotation applied: the page as a viewer shows it. */
+export interface PdfPagePoints {
+  width: number;
+  height: number;
+}
+
+/** A rendered PDF page and the size in points it was rendered from. */
+export type RenderedPdfPage = RgbImage & { pagePoints: PdfPagePoints };
 
 /** Give one of dpi or longestSide; with neither, pages render at DEFAULT_PDF_DPI. */
 export interface PdfRenderSize {

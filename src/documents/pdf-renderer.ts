@@ -2,10 +2,9 @@
 // its last opened document: send the pages of one document in a row to parse it once.
 import { Worker } from 'node:worker_threads';
 
-import type { RgbImage } from './rgb-image.js';
 import { DocumentError } from './document-error.js';
 import type { PdfReply, PdfRequest, PdfSource, PdfTask } from './pdf-render-protocol.js';
-import { checkPdfRenderSize, type PdfRenderSize } from './pdf-render-size.js';
+import { checkPdfRenderSize, type PdfRenderSize, type RenderedPdfPage } from './pdf-render-size.js';
 
 const WORKER_URL = new URL('./pdf-render-worker.js', import.meta.url);
 
@@ -68,7 +67,7 @@ export class PdfRenderer {
   }
 
   /** Rejects with DocumentError when the PDF cannot be opened or the page cannot be rendered. */
-  async render(input: PdfInput, pageIndex: number, options: PdfRenderOptions = {}): Promise<RgbImage> {
+  async render(input: PdfInput, pageIndex: number, options: PdfRenderOptions = {}): Promise<RenderedPdfPage> {
     const size = { dpi: options.dpi, longestSide: options.longestSide };
     checkPdfRenderSize(size);
     const reply = await this.#submit(input, options.password, { kind: 'render', pageIndex, size });

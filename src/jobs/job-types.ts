@@ -19,7 +19,7 @@ export const modeSchema = z.enum(['tiny', 'small', 'base', 'large', 'gundam']) s
 export const documentTypeSchema = z.enum(['pdf', 'png', 'jpeg', 'webp', 'gif', 'bmp', 'tiff']) satisfies z.ZodType<DocumentType>;
 
 /** Options that change the output; part of the docId. */
-const ocrJobOptionsSchema = z.object({
+export const ocrJobOptionsSchema = z.object({
   variant: variantSchema,
   task: taskSchema,
   mode: modeSchema,

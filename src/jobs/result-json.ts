@@ -3,7 +3,7 @@
 import { z } from 'zod';
 
 import { InvalidBoundaryDataError, parseBoundaryData } from './boundary-data.js';
-import { documentTypeSchema, modeSchema, stageSchema, stageTimingsSchema, taskSchema, variantSchema } from './job-types.js';
+import { documentTypeSchema, modeSchema, ocrJobOptionsSchema, stageSchema, stageTimingsSchema, taskSchema, variantSchema } from './job-types.js';
 
 const count = z.number().int().nonnegative();
 
@@ -25,10 +25,36 @@ const resultModelSchema = z.object({
   synthetic: z.boolean(),
 });
 
+/**
+ * How a page was rendered for the model. Block boxes are pixels of this image, origin top left; for a
+ * PDF page, x_pt = x_px × pdfPage.width / width and y_pt (from the bottom) = pdfPage.height − y_px ×
+ * pdfPage.height / height.
+ */
+const pageRenderJsonSchema = z.object({
+  /** The image's size in pixels. */
+  width: z.number().int().positive(),
+  height: z.number().int().positive(),
+  /** PDF pages: the resolution they were rendered at, or the pixels on the longer side (never both). */
+  dpi: z.number().positive().optional(),
+  longestSide: z.number().int().positive().optional(),
+  /** PDF pages: the page's size in points (1/72 inch), its rotation applied. */
+  pdfPage: z.object({ width: z.number().positive(), height: z.number().positive() }).optional(),
+});
+export type PageRenderJson = z.infer<typeof pageRenderJsonSchema>;
+
+/** Which Scriptorium wrote a result. */
+const scriptoriumBuildJsonSchema = z.object({
+  version: z.string(),
+  /** The git commit it was built from, or 'unknown'. */
+  commit: z.string(),
+});
+export type ScriptoriumBuildJson = z.infer<typeof scriptoriumBuildJsonSchema>;
+
 /** results/<docId>/pages/<nnnn>.json */
 const pageResultJsonSchema = z.object({
   docId: z.string(),
   source: z.object({ uri: z.string(), page: z.number().int().positive() }),
+  render: pageRenderJsonSchema,
   model: resultModelSchema,
   markdown: z.string(),
   blocks: z.array(ocrBlockJsonSchema),
@@ -36,6 +62,7 @@ const pageResultJsonSchema = z.object({
   finish: z.enum(['eos', 'length']),
   timings_ms: stageTimingsSchema,
   worker: z.object({ host: z.string(), backend: z.string(), attempt: z.number().int().positive() }),
+  scriptorium: scriptoriumBuildJsonSchema,
 });
 export type PageResultJson = z.infer<typeof pageResultJsonSchema>;
 
@@ -51,8 +78,28 @@ const documentResultJsonSchema = z.object({
   /** Per stage over the document's done pages: total and percentiles in milliseconds. */
   timings_ms: z.record(stageSchema, stageSummarySchema),
   completedAt: z.string(),
+  scriptorium: scriptoriumBuildJsonSchema,
 });
 export type DocumentResultJson = z.infer<typeof documentResultJsonSchema>;
+
+/**
+ * results/<docId>/_FAILED_PAGES, written instead of _DONE when a page failed: the reasons, and what
+ * `scriptorium retry` needs to queue those pages again from the staged source.
+ */
+const failedPagesMarkerJsonSchema = z.object({
+  docId: z.string(),
+  sourceUri: z.string(),
+  type: documentTypeSchema,
+  options: ocrJobOptionsSchema,
+  failedPages: z.array(z.object({ page: z.number().int().positive(), reason: z.string() })),
+  completedAt: z.string(),
+});
+export type FailedPagesMarkerJson = z.infer<typeof failedPagesMarkerJsonSchema>;
+
+/** A _FAILED_PAGES marker as stored, checked like a page result. */
+export function parseFailedPagesMarkerJson(text: string, key: string): FailedPagesMarkerJson {
+  return parseBoundaryData(failedPagesMarkerJsonSchema, parseJson(text, key), key);
+}
 
 /** A page result as stored: JSON text, checked; an InvalidBoundaryDataError names `key` and what is wrong. */
 export function parsePageResultJson(text: string, key: string): PageResultJson {

@@ -2,9 +2,14 @@
 //
 //   staging/<docId>/source.<type>          the document's bytes, staged once by the producer
 //   results/<docId>/pages/<nnnn>.json|.md  one page's result (1-based page, four digits)
+//   results/<docId>/images/<nnnn>_<n>.png  the n-th image region of a page, as its markdown links it
 //   results/<docId>/document.md|.json      the assembled document
 //   results/<docId>/_DONE                  written last: the document is finished
+//   results/<docId>/_FAILED_PAGES          written last instead of _DONE when pages failed: their reasons
+//   results/<docId>/_CANCELLED             the document was cancelled (DELETE over HTTP) before all its pages ran
+//   staging/uploads/<uuid>                 a document arriving over HTTP, until it is staged under its docId
 //   rejected/<sha256(uri), 32 hex>.json    an input that is no usable document, with its reason
+//   manifests/<UTC time>-<8 hex>.json      one enqueue or run: each input's uri, docId and result keys
 //
 // A new kind of object gets its builder here, and its top-level folder in PIPELINE_FOLDERS.
 import { createHash } from 'node:crypto';
@@ -22,10 +27,14 @@ const DOC_ID_PATTERN = new RegExp(`^[0-9a-f]{${DOC_ID_HEX_DIGITS}}$`);
 const STAGING = 'staging';
 const RESULTS = 'results';
 const REJECTED = 'rejected';
+const MANIFESTS = 'manifests';
 const DONE_MARKER = '_DONE';
+const FAILED_PAGES_MARKER = '_FAILED_PAGES';
+const CANCELLED_MARKER = '_CANCELLED';
+const UPLOADS = `${STAGING}/uploads`;
 
 /** The top-level folders the pipeline writes, each ending in '/'. */
-const PIPELINE_FOLDERS: readonly string[] = [STAGING, RESULTS, REJECTED].map((folder) => `${folder}/`);
+const PIPELINE_FOLDERS: readonly string[] = [STAGING, RESULTS, REJECTED, MANIFESTS].map((folder) => `${folder}/`);
 
 /** Storage keys of one document, as job data carries them. */
 export interface DocumentKeys {
@@ -41,8 +50,10 @@ export interface DocumentResultKeys {
   markdown: string;
   /** results/<docId>/document.json */
   json: string;
-  /** results/<docId>/_DONE */
+  /** results/<docId>/_DONE: every page succeeded */
   done: string;
+  /** results/<docId>/_FAILED_PAGES: assembled, with failed pages */
+  failedPages: string;
 }
 
 export function isDocId(value: string): boolean {
@@ -69,19 +80,69 @@ export function resultsFolder(docId: string): string {
 
 export function documentResultKeys(docId: string): DocumentResultKeys {
   const folder = resultsFolder(docId);
-  return { markdown: `${folder}document.md`, json: `${folder}document.json`, done: `${folder}${DONE_MARKER}` };
+  return {
+    markdown: `${folder}document.md`,
+    json: `${folder}document.json`,
+    done: `${folder}${DONE_MARKER}`,
+    failedPages: `${folder}${FAILED_PAGES_MARKER}`,
+  };
 }
 
 /** results/<docId>/pages/<nnnn>.json or .md: 1-based, zero-padded to four digits. */
 export function pageResultKey(docId: string, page: number, extension: 'json' | 'md'): string {
   if (!(Number.isSafeInteger(page) && page >= 1)) throw new RangeError(`a page number is an integer from 1; got ${page}`);
-  return `${resultsFolder(docId)}pages/${String(page).padStart(4, '0')}.${extension}`;
+  return `${pageResultsFolder(docId)}${String(page).padStart(4, '0')}.${extension}`;
 }
+
+/** The docId of a results/<docId>/_FAILED_PAGES key; undefined for any other key. */
+export function docIdOfFailedPagesMarker(key: string): string | undefined {
+  const match = new RegExp(`^${RESULTS}/([0-9a-f]{${DOC_ID_HEX_DIGITS}})/${FAILED_PAGES_MARKER}$`).exec(key);
+  return match?.[1];
+}
+
+/** results/, where retry --failed looks for _FAILED_PAGES markers. */
+export const RESULTS_FOLDER = `${RESULTS}/`;
+
+/** results/<docId>/pages/ */
+export function pageResultsFolder(docId: string): string {
+  return `${resultsFolder(docId)}pages/`;
+}
+
+/**
+ * The n-th (0-based) image region of a page: results/<docId>/images/<nnnn>_<n>.png, and the link the
+ * markdown gives it, relative to the document's results folder (where document.md is).
+ */
+export function pageImage(docId: string, page: number, index: number): { key: string; link: string } {
+  const link = `images/${String(page).padStart(4, '0')}_${index}.png`;
+  return { key: `${resultsFolder(docId)}${link}`, link };
+}
+
+/** results/<docId>/_CANCELLED */
+export function cancelledMarkerKey(docId: string): string {
+  return `${resultsFolder(docId)}${CANCELLED_MARKER}`;
+}
+
+/** staging/uploads/<uploadId>: `uploadId` is a random UUID, never a docId. */
+export function uploadKey(uploadId: string): string {
+  return joinKey(UPLOADS, uploadId);
+}
+
+/** The folder of uploadKey's objects, for listing. */
+export const UPLOADS_FOLDER = `${UPLOADS}/`;
 
 /** rejected/<sha256(uri), 32 hex>.json: rejected inputs have no docId, so their uri names the record. */
 export function rejectedInputKey(uri: string): string {
   return joinKey(REJECTED, `${createHash('sha256').update(uri).digest('hex').slice(0, 32)}.json`);
 }
+
+/** manifests/<20261203T092500Z>-<8 hex>.json: keys sort by the time they were written. */
+export function runManifestKey(writtenAt: Date, suffix: string): string {
+  const stamp = writtenAt.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  return joinKey(MANIFESTS, `${stamp}-${suffix}.json`);
+}
+
+/** manifests/, listed by `results` to find an input's docId. */
+export const MANIFESTS_FOLDER = `${MANIFESTS}/`;
 
 /** Whether `key` (relative to the storage root) lies in a folder the pipeline writes. */
 export function isPipelineKey(key: string): boolean {

@@ -5,7 +5,8 @@
 // Job ids come from the docId, so enqueueing the same input again adds nothing.
 //
 // What happens to each input, as the summary reports it:
-// - enqueued: a new flow was added.
+// - enqueued: a new flow was added. For a document an earlier run left unfinished or with failed
+//   pages, only its pages without a stored result are queued (page-resume.ts).
 // - already-done: results/<docId>/_DONE exists; nothing is staged or added.
 // - already-queued: its document job is still in Redis (waiting for pages, waiting or running).
 // - retried: its document job had failed (assembly, after all tries): that job is tried again.
@@ -23,6 +24,7 @@ import { DOCUMENTS, pageQueue } from '../queue/queue-names.js';
 import { flushTraces, queueTelemetry } from '../queue/tracing.js';
 import type { Storage } from '../storage/storage.js';
 import { expandInputs, type ExpandInputsOptions, type ProducerInput } from './input-sources.js';
+import { pageJobsWithoutResults } from './page-resume.js';
 import { planDocument, stageSource, type PlannedDocument } from './plan-document.js';
 
 export interface EnqueueOptions extends PageJobLifecycle {
@@ -128,12 +130,14 @@ async function enqueuePlanned(plan: PlannedDocument, options: EnqueueOptions, fl
       return 'retried';
     }
     if (state !== 'completed') return 'already-queued';
-    // Completed, yet planDocument found no _DONE marker: its results were deleted since. BullMQ would
-    // ignore a flow with the same ids, so the old jobs go first and the document is read again.
+    // Completed, yet planDocument found no _DONE marker: pages failed, or its results were deleted
+    // since. BullMQ would ignore a flow with the same ids, so the old jobs go first.
     await existing.remove({ removeChildren: true });
   }
   await stageSource(plan, options.storage);
-  await flows.add(documentFlow(plan, options));
+  // Pages an earlier run stored are not read again; the assembler takes their stored results.
+  const pageJobs = await pageJobsWithoutResults(plan.docId, plan.pageJobs, options.storage);
+  await flows.add(documentFlow({ ...plan, pageJobs }, options));
   return 'enqueued';
 }
 

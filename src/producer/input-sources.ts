@@ -24,8 +24,14 @@ export interface S3ObjectInput {
   url: string;
 }
 
-/** A path, an s3://bucket/prefix to list, or one exact S3 object. */
-export type ProducerInput = string | S3ObjectInput;
+/** A document already at hand, such as one the HTTP server staged from an upload. */
+export interface ReadyDocumentInput {
+  kind: 'document';
+  document: InputDocument;
+}
+
+/** A path, an s3://bucket/prefix to list, one exact S3 object, or a document at hand. */
+export type ProducerInput = string | S3ObjectInput | ReadyDocumentInput;
 
 export interface ExpandInputsOptions {
   /** Told about every input or archive entry left out, and why. Default: none (the count is in `skipped`). */
@@ -62,7 +68,9 @@ export function expandInputs(inputs: readonly ProducerInput[], options: ExpandIn
   };
   async function* documents(): AsyncGenerator<InputDocument> {
     for (const input of inputs) {
-      if (typeof input !== 'string') {
+      if (typeof input !== 'string' && input.kind === 'document') {
+        yield input.document;
+      } else if (typeof input !== 'string') {
         yield* s3ObjectDocuments(input.url, buckets, skip);
       } else if (isS3Input(input)) {
         yield* s3Documents(input, buckets, skip);

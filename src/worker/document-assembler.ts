@@ -1,11 +1,15 @@
 // The last step of a document, once all its page jobs have settled: results/<docId>/document.md (the
 // pages' markdown in order), document.json (pages, failed pages with reasons, stage statistics),
-// then the _DONE marker. The marker goes last, so a crash part-way never leaves a marker without
-// the files, and assembling again after a crash rewrites the same files.
+// then a marker: _DONE when every page succeeded, else _FAILED_PAGES with the reasons (so that a
+// re-run or `scriptorium retry` reads those pages again). The marker goes last, so a crash part-way
+// never leaves a marker without the files, and assembling again after a crash rewrites the same files.
+// A page with no status from the queue (an earlier, interrupted run stored it, so it was not queued
+// again) is read from its stored result.
 import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
 import type { DocumentJobData, Stage } from '../jobs/job-types.js';
-import { parsePageResultJson, type DocumentResultJson, type PageResultJson } from '../jobs/result-json.js';
-import { documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
+import { parsePageResultJson, type DocumentResultJson, type FailedPagesMarkerJson, type PageResultJson } from '../jobs/result-json.js';
+import { cancelledMarkerKey, documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
+import { scriptoriumBuild } from '../output/build-info.js';
 import type { Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
 import { summarizeStageTimes, type StageSummary } from './stage-stats.js';
@@ -21,17 +25,25 @@ export const PAGE_SPLIT = '\n\n<--- Page Split --->\n\n';
 /** Page results read at once from storage. */
 const READ_CONCURRENCY = 16;
 
+/** What document.json says of a page that has no status because its job was removed when the document was cancelled. */
+export const CANCELLED_PAGE_REASON = 'the document was cancelled before this page was read';
+const UNREPORTED_PAGE_REASON = 'no page result was reported';
+
+/** A page without a status from the queue: its stored result, if any, else failed with `reason`. */
+type UnreportedPage = { page: number; status: 'unreported'; key: string; reason: string };
+
 type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJson } | { page: number; status: 'failed'; reason: string };
 
 /**
  * Writes the document's results from its pages' statuses and page JSONs. Every page 1…pageCount is
- * in the result: one with no status is failed ("no page result was reported"), and a done page whose
- * JSON is missing from storage or damaged is failed too. A page reported failed whose JSON is in storage is done:
- * a worker that lost its lock while alive stored it after the queue gave the job up. Storage errors other than a missing page reject, so the
- * job can be retried.
+ * in the result: one with no status is done if its JSON is stored, else failed ("no page result was
+ * reported", or cancelled), and a done page whose JSON is missing from storage or damaged is failed too. A page
+ * reported failed whose JSON is in storage is done: a worker that lost its lock while alive stored it after the
+ * queue gave the job up. Storage errors other than a missing page reject, so the job can be retried.
  */
 export async function assembleDocument(job: DocumentJobData, statuses: readonly PageStatus[], storage: Storage): Promise<DocumentResultJson> {
-  const pages = await readPages(completeStatuses(job.pageCount, statuses), storage, job.docId);
+  const missingReason = (await storage.exists(cancelledMarkerKey(job.docId))) ? CANCELLED_PAGE_REASON : UNREPORTED_PAGE_REASON;
+  const pages = await readPages(completeStatuses(job, statuses, missingReason), storage, job.docId);
   const done = pages.filter((page) => page.status === 'done');
   const summarize = (stage: Stage): StageSummary => summarizeStageTimes(done.map((page) => page.result.timings_ms[stage]));
   const completedAt = new Date().toISOString();
@@ -55,6 +67,7 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
       total: summarize('total'),
     },
     completedAt,
+    scriptorium: scriptoriumBuild(),
   };
   const markdown = pages.map((page) => (page.status === 'done' ? page.result.markdown : failedPageNote(page.page, page.reason))).join(PAGE_SPLIT);
 
@@ -63,7 +76,21 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
     storage.put(keys.markdown, Buffer.from(`${markdown}\n`), { contentType: 'text/markdown; charset=utf-8' }),
     storage.put(keys.json, Buffer.from(`${JSON.stringify(document, null, 2)}\n`), { contentType: 'application/json' }),
   ]);
-  await storage.put(keys.done, Buffer.from(`${JSON.stringify({ docId: job.docId, completedAt })}\n`), { contentType: 'application/json' });
+  if (document.failedPages.length === 0) {
+    await storage.put(keys.done, Buffer.from(`${JSON.stringify({ docId: job.docId, completedAt })}\n`), { contentType: 'application/json' });
+    await storage.delete(keys.failedPages);
+  } else {
+    const marker: FailedPagesMarkerJson = {
+      docId: job.docId,
+      sourceUri: job.sourceUri,
+      type: job.type,
+      options: job.options,
+      failedPages: document.failedPages,
+      completedAt,
+    };
+    await storage.put(keys.failedPages, Buffer.from(`${JSON.stringify(marker, null, 2)}\n`), { contentType: 'application/json' });
+  }
+  await storage.delete(cancelledMarkerKey(job.docId)); // a cancellation is over once its document is assembled
   return document;
 }
 
@@ -74,7 +101,7 @@ export function failedPageNote(page: number, reason: string): string {
 }
 
 /** One status per page 1…pageCount, in order; a page reported done and failed (a retry) counts as done. */
-function completeStatuses(pageCount: number, statuses: readonly PageStatus[]): PageStatus[] {
+function completeStatuses({ docId, pageCount }: DocumentJobData, statuses: readonly PageStatus[], missingReason: string): Array<PageStatus | UnreportedPage> {
   const byPage = new Map<number, PageStatus>();
   for (const status of statuses) {
     if (!(Number.isInteger(status.page) && status.page >= 1 && status.page <= pageCount)) {
@@ -84,11 +111,12 @@ function completeStatuses(pageCount: number, statuses: readonly PageStatus[]): P
   }
   return Array.from(
     { length: pageCount },
-    (_, i): PageStatus => byPage.get(i + 1) ?? { page: i + 1, status: 'failed', reason: 'no page result was reported' },
+    (_, i): PageStatus | UnreportedPage =>
+      byPage.get(i + 1) ?? { page: i + 1, status: 'unreported', key: pageResultKey(docId, i + 1, 'json'), reason: missingReason },
   );
 }
 
-async function readPages(statuses: readonly PageStatus[], storage: Storage, docId: string): Promise<ReadPage[]> {
+async function readPages(statuses: ReadonlyArray<PageStatus | UnreportedPage>, storage: Storage, docId: string): Promise<ReadPage[]> {
   const pages: ReadPage[] = [];
   for (let start = 0; start < statuses.length; start += READ_CONCURRENCY) {
     pages.push(...(await Promise.all(statuses.slice(start, start + READ_CONCURRENCY).map((status) => readPage(status, storage, docId)))));
@@ -96,17 +124,19 @@ async function readPages(statuses: readonly PageStatus[], storage: Storage, docI
   return pages;
 }
 
-async function readPage(status: PageStatus, storage: Storage, docId: string): Promise<ReadPage> {
-  const key = status.status === 'done' ? status.key : pageResultKey(docId, status.page, 'json');
+async function readPage(status: PageStatus | UnreportedPage, storage: Storage, docId: string): Promise<ReadPage> {
+  const { page } = status;
+  const key = status.status === 'failed' ? pageResultKey(docId, page, 'json') : status.key;
   try {
     const result = parsePageResultJson((await storage.get(key)).toString('utf8'), key);
-    return { page: status.page, status: 'done', key, result };
+    return { page, status: 'done', key, result };
   } catch (error) {
     if (status.status === 'failed') return status;
     // A damaged page result fails that page, not the document: reading it again would find it the same.
-    if (error instanceof InvalidBoundaryDataError) return { page: status.page, status: 'failed', reason: error.message };
+    if (error instanceof InvalidBoundaryDataError) return { page, status: 'failed', reason: error.message };
     if (error instanceof StorageError && error.code === 'not_found') {
-      return { page: status.page, status: 'failed', reason: `the page was reported done but ${status.key} is missing` };
+      const reason = status.status === 'unreported' ? status.reason : `the page was reported done but ${key} is missing`;
+      return { page, status: 'failed', reason };
     }
     throw error;
   }

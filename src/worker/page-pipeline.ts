@@ -3,13 +3,14 @@
 // `parse-multi` job in one single pass), then store every page's markdown and JSON with stage times.
 import type { Logger } from 'pino';
 
-import { openSealedPdfPassword, renderPage, type PdfRenderer, type RgbImage } from '../documents/document.js';
+import { openSealedPdfPassword, renderPage, type PdfPagePoints, type PdfRenderer, type RgbImage } from '../documents/document.js';
 import type { Variant } from '../engine/model-config.js';
 import type { OcrEngine, PageResult } from '../engine/ocr-engine.js';
 import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
 import type { DonePageOutcome, PageJobData, PageOutcome, StageTimings, StoredPage } from '../jobs/job-types.js';
 import { parsePageResultJson, type PageResultJson } from '../jobs/result-json.js';
 import { pageResultKey } from '../jobs/storage-layout.js';
+import { storePageCrops } from '../output/page-crops.js';
 import type { Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
 import { pageFailureOf } from './page-failure.js';
@@ -50,7 +51,7 @@ interface RenderedJob {
   index: number;
   job: PageJob;
   pages: number[];
-  images: RgbImage[];
+  images: Array<RgbImage & { pagePoints?: PdfPagePoints }>;
   fetchMs: number;
   renderMs: number[];
 }
@@ -171,7 +172,7 @@ export class PagePipeline {
     for (const index of indices) {
       const job = jobs[index];
       const pages = pagesOf(job.data);
-      const images: RgbImage[] = [];
+      const images: RenderedJob['images'] = [];
       const renderMs: number[] = [];
       const { dpi, longestSide } = job.data.options;
       try {
@@ -234,10 +235,11 @@ export class PagePipeline {
     const queued = Math.max(0, claim.at - data.enqueuedAt);
     const stored = await Promise.all(
       pages.map(async (page, i): Promise<StoredPage> => {
-        const result = results[i];
         const key = pageResultKey(data.docId, page, 'json');
         const markdownKey = pageResultKey(data.docId, page, 'md');
         const started = performance.now();
+        // The image regions first: a page's markdown in storage means the crops it links to are there too.
+        const result = await storePageCrops(data.docId, page, rendered.images[i], results[i], storage);
         await storage.put(markdownKey, Buffer.from(result.markdown), { contentType: 'text/markdown; charset=utf-8' });
         const timings: StageTimings = {
           queued: roundMs(queued),
@@ -251,7 +253,7 @@ export class PagePipeline {
           store: roundMs(performance.now() - started),
           total: roundMs(performance.now() - claim.clock),
         };
-        const json = pageResultJson(data, page, result, timings, this.#reader, attempt);
+        const json = pageResultJson(data, page, result, timings, this.#reader, attempt, rendered.images[i]);
         await storage.put(key, Buffer.from(`${JSON.stringify(json, null, 2)}\n`), { contentType: 'application/json' });
         const timings_ms = { ...timings, store: roundMs(performance.now() - started), total: roundMs(performance.now() - claim.clock) };
         logger.info({ docId: data.docId, page, jobId, attempt, tokens: json.tokens, finish: json.finish, timings_ms }, 'page done');

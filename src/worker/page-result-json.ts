@@ -1,7 +1,10 @@
 // One page's engine result as results/<docId>/pages/<nnnn>.json (docs/design.md "Results").
 import type { PageResult } from '../engine/ocr-engine.js';
+import type { PdfPagePoints } from '../documents/document.js';
+import { DEFAULT_PDF_DPI } from '../documents/pdf-render-size.js';
 import type { PageJobData, StageTimings } from '../jobs/job-types.js';
-import type { OcrBlockJson, PageResultJson } from '../jobs/result-json.js';
+import type { OcrBlockJson, PageRenderJson, PageResultJson } from '../jobs/result-json.js';
+import { scriptoriumBuild } from '../output/build-info.js';
 
 /** What the result says about the worker and the model that read the page. */
 export interface PageReader {
@@ -18,11 +21,13 @@ export function pageResultJson(
   timings: StageTimings,
   reader: PageReader,
   attempt: number,
+  image: { width: number; height: number; pagePoints?: PdfPagePoints },
 ): PageResultJson {
   const { variant, task, mode } = data.options;
   return {
     docId: data.docId,
     source: { uri: data.sourceUri, page },
+    render: pageRender(data, image),
     model: { variant, task, mode, checkpoint: reader.checkpoint, synthetic: reader.synthetic },
     markdown: result.markdown,
     blocks: result.blocks.map(({ type, text, box }): OcrBlockJson => (box ? { type, text, box } : { type, text })),
@@ -30,5 +35,14 @@ export function pageResultJson(
     finish: result.finish,
     timings_ms: timings,
     worker: { host: reader.host, backend: reader.backend, attempt },
+    scriptorium: scriptoriumBuild(),
   };
+}
+
+/** The image's size; for a PDF page also its size in points and the dpi or longest side it was rendered at. */
+function pageRender({ options }: PageJobData, image: { width: number; height: number; pagePoints?: PdfPagePoints }): PageRenderJson {
+  const { width, height, pagePoints } = image;
+  if (pagePoints === undefined) return { width, height };
+  const size = options.longestSide === undefined ? { dpi: options.dpi ?? DEFAULT_PDF_DPI } : { longestSide: options.longestSide };
+  return { width, height, ...size, pdfPage: { width: pagePoints.width, height: pagePoints.height } };
 }

@@ -1,0 +1,111 @@
+// `scriptorium serve`: the HTTP API (submit, follow, fetch results, cancel), its OpenAPI document
+// and the queue dashboard, behind API keys, until SIGTERM or SIGINT.
+import { VARIANTS, type Variant } from '../engine/model-config.js';
+import { parseApiKeys, API_KEYS_FORMAT } from '../server/api-keys.js';
+import { DEFAULT_MAX_DOCUMENT_BYTES, startApiServer } from '../server/api-server.js';
+import { DEFAULT_RATE_LIMIT } from '../server/rate-limit.js';
+import { commandLogger } from './cli-logger.js';
+import { variantOfModel } from './enqueue-args.js';
+import { openQueueRedis } from './queue-redis.js';
+import { onShutdownSignal } from './shutdown-signals.js';
+import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
+import { choiceOption, integerOption, parseCommandArgs, UsageError } from './usage.js';
+
+const MIB = 1024 * 1024;
+const DEFAULT_PORT = 8080;
+
+const USAGE = `Usage: scriptorium serve [--host H] [--port P] [--to URL] [--model DIR | --variant v1|v2|v3] [--attempts N]
+                        [--max-document-mb N] [--rate-limit N]
+
+Serves the HTTP API at http://H:P/: POST /v1/documents (an upload, an s3:// URI or an allowed https
+URL), GET /v1/documents/{docId} (status), …/result and …/pages/{page} (results), DELETE (cancel);
+/openapi.json describes it all, /dashboard is the queue dashboard. Documents are queued on Redis
+($REDIS_URL, default redis://127.0.0.1:6379) for \`scriptorium work\` processes using the same storage.
+
+Every request but GET /healthz and GET /readyz needs an API key (Authorization: Bearer KEY). Keys are
+configured hashed in $SCRIPTORIUM_API_KEYS: ${API_KEYS_FORMAT}.
+$SCRIPTORIUM_FETCH_HOSTS lists (comma-separated) the hosts whose https URLs may be submitted (none by default).
+Callbacks: with $SCRIPTORIUM_CALLBACK_SECRET set, a submission's callbackUrl (to a host that
+$SCRIPTORIUM_CALLBACK_HOSTS lists) receives one POST when the document settles, signed with
+X-Scriptorium-Signature: sha256=<hex HMAC-SHA256 of the body>, retried with backoff until answered 2xx.
+
+  --host H            address to listen on (default 127.0.0.1)
+  --port P            port to listen on (default ${DEFAULT_PORT})
+  --to URL            storage for sources and results: ${STORAGE_URL_USAGE}
+  --model DIR         the checkpoint workers run, to take the default variant from (default $SCRIPTORIUM_MODEL,
+                      else the synthetic tiny V3 checkpoint); --variant names it instead
+  --attempts N        tries per page before it is recorded as failed (default 3)
+  --max-document-mb N largest document accepted, uploaded or fetched (default ${DEFAULT_MAX_DOCUMENT_BYTES / MIB})
+  --rate-limit N      requests per minute per API key (default ${DEFAULT_RATE_LIMIT.requests})`;
+
+export async function runServeCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    args,
+    {
+      host: { type: 'string' },
+      port: { type: 'string' },
+      to: { type: 'string' },
+      model: { type: 'string' },
+      variant: { type: 'string' },
+      attempts: { type: 'string' },
+      'max-document-mb': { type: 'string' },
+      'rate-limit': { type: 'string' },
+    },
+    USAGE,
+  );
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
+  if (values.model !== undefined && values.variant !== undefined) throw new UsageError('give --model or --variant, not both', USAGE);
+  const host = values.host ?? '127.0.0.1';
+  const port = integerOption(values.port, 'port', DEFAULT_PORT, USAGE);
+  if (port > 65_535) throw new UsageError(`--port must be at most 65535 (got ${port})`, USAGE);
+  let apiKeys;
+  try {
+    apiKeys = parseApiKeys(process.env.SCRIPTORIUM_API_KEYS ?? '');
+  } catch (error) {
+    throw new UsageError(`SCRIPTORIUM_API_KEYS: ${(error as Error).message}`, USAGE);
+  }
+  const defaultVariant: Variant =
+    values.variant === undefined ? await variantOfModel(values.model) : choiceOption<Variant>(values.variant, 'variant', VARIANTS, USAGE);
+  const attempts = integerOption(values.attempts, 'attempts', 3, USAGE, 1);
+  const maxDocumentBytes = integerOption(values['max-document-mb'], 'max-document-mb', DEFAULT_MAX_DOCUMENT_BYTES / MIB, USAGE, 1) * MIB;
+  const requests = integerOption(values['rate-limit'], 'rate-limit', DEFAULT_RATE_LIMIT.requests, USAGE, 1);
+  const fetchHosts = listFromEnv('SCRIPTORIUM_FETCH_HOSTS');
+  const callbackSecret = process.env.SCRIPTORIUM_CALLBACK_SECRET ?? '';
+  const callbacks = callbackSecret === '' ? undefined : { secret: callbackSecret, hosts: listFromEnv('SCRIPTORIUM_CALLBACK_HOSTS') };
+
+  const logger = commandLogger('info');
+  const redis = await openQueueRedis();
+  try {
+    const server = await startApiServer({
+      host,
+      port,
+      redisUrl: redis.url,
+      storage: openCommandStorage(values.to),
+      apiKeys,
+      rateLimit: { requests, windowMs: DEFAULT_RATE_LIMIT.windowMs },
+      maxDocumentBytes,
+      defaultVariant,
+      attempts,
+      fetchHosts,
+      callbacks,
+      logger,
+    });
+    const signal = await new Promise<NodeJS.Signals>((resolve) => onShutdownSignal(resolve));
+    logger.info({ signal }, 'stopping the API server');
+    await server.close();
+    return 0;
+  } finally {
+    await redis.close();
+  }
+}
+
+function listFromEnv(name: string): string[] {
+  return (process.env[name] ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+}

@@ -1,0 +1,228 @@
+// `scriptorium serve`: one Express server for the HTTP API, its OpenAPI document and the queue
+// dashboard. Only /healthz and /readyz answer without an API key; every other request needs one of
+// the configured keys, counts against that key's rate limit, and is logged with the key's name.
+import type { Server } from 'node:http';
+
+import { Queue } from 'bullmq';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+
+import type { Variant } from '../engine/model-config.js';
+import { DOCUMENTS, type QueueName } from '../queue/queue-names.js';
+import { redactedRedisUrl, redisOptions } from '../queue/redis.js';
+import type { Storage } from '../storage/storage.js';
+import { matchApiKey, presentedApiKey, type ApiKey } from './api-keys.js';
+import type { ApiError, HealthAnswer, ReadinessAnswer } from './api-types.js';
+import { DocumentCallbacks, type CallbackSettings } from './document-callbacks.js';
+import { DocumentEvents } from './document-events.js';
+import { documentRoutes } from './document-routes.js';
+import { documentStatus, type DocumentStatusSources } from './document-status.js';
+import { HttpError } from './http-error.js';
+import { closeServer, listen, serverUrl } from './listen.js';
+import { OPENAPI_DOCUMENT } from './openapi.js';
+import { queueDashboard } from './queue-dashboard.js';
+import { countRequest, DEFAULT_RATE_LIMIT, type RateLimit } from './rate-limit.js';
+import { RedisHealthProbe } from '../queue/redis-health.js';
+
+export const DEFAULT_MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
+/** JSON request bodies: a submission by reference is a few hundred bytes. */
+const MAX_JSON_BODY = '16kb';
+/** How long /readyz waits for the storage. */
+const STORAGE_PROBE_TIMEOUT_MS = 3_000;
+const DASHBOARD_PATH = '/dashboard';
+
+export interface ApiServerOptions {
+  host: string;
+  /** 0 picks a free port; `url` says which. */
+  port: number;
+  redisUrl: string;
+  /** Where sources are staged and results are read; workers use the same one. */
+  storage: Storage;
+  apiKeys: readonly ApiKey[];
+  /** Default DEFAULT_RATE_LIMIT (600 requests a minute per key). */
+  rateLimit?: RateLimit;
+  /** Largest document uploaded or fetched. Default DEFAULT_MAX_DOCUMENT_BYTES. */
+  maxDocumentBytes?: number;
+  /** The variant of submissions that name none. */
+  defaultVariant: Variant;
+  /** Tries per page. Default: enqueue's. */
+  attempts?: number;
+  /** Hosts whose https URLs may be submitted. Default: none. */
+  fetchHosts?: readonly string[];
+  /** Callback hosts and signing secret. Default: no callbacks (a submission naming one is refused). */
+  callbacks?: CallbackSettings;
+  logger: Logger;
+}
+
+export interface ApiServer {
+  /** http://host:port/ as bound. */
+  url: string;
+  /** Stops accepting requests, ends open ones and closes the Redis connections. */
+  close(): Promise<void>;
+}
+
+export async function startApiServer(options: ApiServerOptions): Promise<ApiServer> {
+  const { storage, logger } = options;
+  const health = await RedisHealthProbe.open(options.redisUrl, logger);
+  const redis = new Redis(redisOptions(options.redisUrl, 'client'));
+  redis.on('error', () => undefined); // the health connection reports outages
+  const documents = openQueue(DOCUMENTS, options.redisUrl);
+  const board = queueDashboard(options.redisUrl, DASHBOARD_PATH);
+  const statusSources: DocumentStatusSources = { documents, pages: board.pages, redis, storage };
+  const events = await DocumentEvents.start(redisOptions(options.redisUrl, 'worker'));
+  const callbacks =
+    options.callbacks === undefined
+      ? undefined
+      : await DocumentCallbacks.start({
+          redisUrl: options.redisUrl,
+          settings: { ...options.callbacks, hosts: options.callbacks.hosts.map((host) => host.toLowerCase()) },
+          statusOf: (docId) => documentStatus(docId, statusSources),
+          events,
+          logger,
+        });
+  const rateLimit = options.rateLimit ?? DEFAULT_RATE_LIMIT;
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(requestLog(logger));
+  app.get('/healthz', (_request, response) => {
+    const answer: HealthAnswer = { status: 'ok' };
+    response.json(answer);
+  });
+  app.get('/readyz', async (_request, response) => {
+    const answer: ReadinessAnswer = { redis: await health.ping(), storage: await storageReachable(storage) };
+    response.status(answer.redis === 'ok' && answer.storage === 'ok' ? 200 : 503).json(answer);
+  });
+  app.use(async (request, response, next) => {
+    const key = matchApiKey(options.apiKeys, presentedApiKey(request.headers.authorization) ?? '');
+    if (key === undefined) {
+      // Browsers ask for a key (as the password) only when told Basic; API clients send Bearer.
+      const challenge = request.path.startsWith(DASHBOARD_PATH) ? 'Basic realm="scriptorium", charset="UTF-8"' : 'Bearer realm="scriptorium"';
+      throw new HttpError(401, 'send a configured API key: Authorization: Bearer <key>', { 'WWW-Authenticate': challenge });
+    }
+    response.locals.apiKey = key.name;
+    const decision = await countRequest(redis, key.name, rateLimit);
+    if (!decision.allowed) {
+      throw new HttpError(429, `over the rate limit of ${rateLimit.requests} requests per ${rateLimit.windowMs / 1000} s for this key`, {
+        'Retry-After': String(decision.retryAfterSeconds),
+      });
+    }
+    next();
+  });
+  app.use(express.json({ limit: MAX_JSON_BODY }));
+  app.get('/openapi.json', (_request, response) => {
+    response.json(OPENAPI_DOCUMENT);
+  });
+  app.use(
+    documentRoutes({
+      submit: {
+        storage,
+        connection: redisOptions(options.redisUrl, 'client'),
+        defaultVariant: options.defaultVariant,
+        attempts: options.attempts,
+        maxDocumentBytes: options.maxDocumentBytes ?? DEFAULT_MAX_DOCUMENT_BYTES,
+        fetchHosts: (options.fetchHosts ?? []).map((host) => host.toLowerCase()),
+        callbacks,
+      },
+      status: statusSources,
+      events,
+    }),
+  );
+  app.use(DASHBOARD_PATH, board.router);
+  app.use(() => {
+    throw new HttpError(404, 'no such endpoint: see /openapi.json');
+  });
+  app.use(errorAnswer(logger));
+
+  const closeConnections = async () => {
+    await callbacks?.close();
+    await events.close();
+    health.close();
+    redis.disconnect();
+    await Promise.all([documents.close(), board.close()]);
+  };
+  let server: Server;
+  try {
+    server = await listen(app, options.host, options.port);
+  } catch (error) {
+    await closeConnections();
+    throw error;
+  }
+  const url = serverUrl(server);
+  logger.info({ url, redis: redactedRedisUrl(options.redisUrl), storage: storage.url, keys: options.apiKeys.length }, `serving the API at ${url}`);
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    close() {
+      closing ??= (async () => {
+        await closeServer(server);
+        await closeConnections();
+      })();
+      return closing;
+    },
+  };
+}
+
+function openQueue(queue: QueueName, redisUrl: string): Queue {
+  const opened = new Queue(queue.name, { connection: redisOptions(redisUrl, 'client'), prefix: queue.prefix });
+  opened.on('error', () => undefined); // the health connection reports outages
+  return opened;
+}
+
+/** Whether the storage answers: a lookup of a key that need not exist. */
+async function storageReachable(storage: Storage): Promise<'ok' | 'unreachable'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), STORAGE_PROBE_TIMEOUT_MS)));
+  try {
+    const answered = await Promise.race([storage.exists('readyz-probe').then(() => true), timeout]);
+    return answered ? 'ok' : 'unreachable';
+  } catch {
+    return 'unreachable';
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** One log line per request, with the key's name (never the key) and any docId in the path. */
+function requestLog(logger: Logger) {
+  return (request: Request, response: Response, next: NextFunction) => {
+    const started = process.hrtime.bigint();
+    response.on('finish', () => {
+      const docId = /^\/v1\/documents\/([0-9a-f]{32})/.exec(request.path)?.[1];
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      logger.info(
+        { method: request.method, path: request.path, status: response.statusCode, key: response.locals.apiKey, docId, ms: Math.round(ms) },
+        'request',
+      );
+    });
+    next();
+  };
+}
+
+/** HttpErrors and body-parser's errors answer with their status and message; anything else is a logged 500. */
+function errorAnswer(logger: Logger) {
+  return (error: unknown, request: Request, response: Response, _next: NextFunction) => {
+    let status = 500;
+    let message = 'internal error: see the server log';
+    if (error instanceof HttpError) {
+      status = error.status;
+      message = error.message;
+      response.set(error.headers);
+    } else if (isClientError(error)) {
+      status = error.status;
+      message = error.type === 'entity.too.large' ? `the request body is larger than ${MAX_JSON_BODY}` : error.message;
+    } else {
+      logger.error({ err: error, method: request.method, path: request.path }, 'request failed');
+    }
+    if (response.headersSent) return;
+    const answer: ApiError = { error: message };
+    response.status(status).json(answer);
+  };
+}
+
+function isClientError(error: unknown): error is { status: number; type?: string; message: string } {
+  const status = (error as { status?: unknown } | null)?.status;
+  return typeof status === 'number' && status >= 400 && status < 500;
+}

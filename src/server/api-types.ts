@@ -1,0 +1,84 @@
+// The shapes of the HTTP API (`scriptorium serve`), declared once: the server answers with them,
+// the client in src/client returns them, and openapi.ts describes them for everyone else.
+import type { VisionMode } from '../engine/image-tokens.js';
+import type { Variant } from '../engine/model-config.js';
+import type { OcrTask } from '../engine/prompts.js';
+
+/** Submission options, as multipart form fields or JSON members; all optional (the server's defaults apply). */
+export interface SubmitOptions {
+  variant?: Variant;
+  task?: OcrTask;
+  mode?: VisionMode;
+  /** PDF rendering resolution; or longestSide, never both. */
+  dpi?: number;
+  longestSide?: number;
+  maxTokens?: number;
+  /** 1 (served first) … 2^21-1 (last). */
+  priority?: number;
+  /** Opens an encrypted PDF; jobs carry it sealed to the document, never in clear. */
+  password?: string;
+  /** Receives one signed POST when the document settles (its host must be allowed by the server). */
+  callbackUrl?: string;
+}
+
+/** POST /v1/documents with a JSON body: a document in a bucket, or (where the server allows its host) on the web. */
+export interface SubmitByReference extends SubmitOptions {
+  /** s3://bucket/key: that object alone. */
+  uri?: string;
+  /** https://host/path, fetched by the server when its host is allowed. */
+  url?: string;
+}
+
+export interface DocumentLinks {
+  self: string;
+  result: string;
+  events: string;
+}
+
+/** 202 to a submission. `state` says whether it was queued now or earlier, or finished already. */
+export interface SubmitAnswer {
+  docId: string;
+  state: 'enqueued' | 'already-done' | 'already-queued' | 'retried';
+  pages: number;
+  links: DocumentLinks;
+}
+
+/**
+ * Where a document stands: queued (no page settled yet), running, completed (every page read),
+ * partial (settled with failed pages), failed (its assembly failed after every try).
+ */
+export type DocumentState = 'queued' | 'running' | 'completed' | 'partial' | 'failed';
+
+export interface DocumentStatus {
+  docId: string;
+  state: DocumentState;
+  pages: { total: number; done: number; failed: number; pending: number };
+  failedPages: { page: number; reason: string }[];
+  /** Why the document job failed (state 'failed' only). */
+  reason?: string;
+  /**
+   * Seconds until the pages queue as it stands now is drained at its rate of the last ten minutes: an
+   * upper bound for this document's pages at the default priority. null when settled or without a recent rate.
+   */
+  etaSeconds: number | null;
+  links: DocumentLinks;
+}
+
+export interface ApiError {
+  error: string;
+}
+
+export interface HealthAnswer {
+  status: 'ok';
+}
+
+export interface ReadinessAnswer {
+  redis: 'ok' | 'unreachable';
+  storage: 'ok' | 'unreachable';
+}
+
+export const RESULT_FORMATS = ['md', 'json', 'html', 'pdf'] as const;
+/** Formats of a single page's result. */
+export const PAGE_FORMATS = ['md', 'json'] as const;
+export type PageFormat = (typeof PAGE_FORMATS)[number];
+export type ResultFormat = (typeof RESULT_FORMATS)[number];

@@ -1,0 +1,13 @@
+// An error whose message is meant for the API client, with the HTTP status that goes with it. Any
+// other error is answered 500 without its message (it may name internals) and logged.
+export class HttpError extends Error {
+  override readonly name = 'HttpError';
+  constructor(
+    readonly status: number,
+    message: string,
+    /** Extra response headers, such as Retry-After. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}

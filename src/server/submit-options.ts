@@ -1,0 +1,64 @@
+// A submission's options (multipart form fields or JSON members) checked and turned into what the
+// producer's enqueue takes: the OcrJobOptions every job carries, the priority and the PDF password.
+// The defaults are those of `scriptorium enqueue`; the variant defaults to the server's.
+import { VISION_MODES, type VisionMode } from '../engine/image-tokens.js';
+import { VARIANTS, type Variant } from '../engine/model-config.js';
+import { tasksOf, type OcrTask } from '../engine/prompts.js';
+import type { OcrJobOptions } from '../jobs/job-types.js';
+import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../queue/job-options.js';
+import { HttpError } from './http-error.js';
+
+const DEFAULT_DPI = 144;
+const DEFAULT_MODE: VisionMode = 'gundam';
+/** Members a submission may have besides the document itself and its callback URL. */
+export const SUBMIT_OPTION_NAMES = ['variant', 'task', 'mode', 'dpi', 'longestSide', 'maxTokens', 'priority', 'password'] as const;
+
+export interface CheckedSubmitOptions {
+  ocr: OcrJobOptions;
+  priority: number;
+  pdfPassword?: string;
+}
+
+/** `fields` holds strings (form fields) or JSON values; unknown names are refused. */
+export function checkSubmitOptions(fields: Record<string, unknown>, defaultVariant: Variant): CheckedSubmitOptions {
+  for (const name of Object.keys(fields)) {
+    if (!(SUBMIT_OPTION_NAMES as readonly string[]).includes(name)) {
+      throw new HttpError(400, `unknown option "${name}": the options are ${SUBMIT_OPTION_NAMES.join(', ')} and callbackUrl`);
+    }
+  }
+  const variant = choice(fields.variant, 'variant', VARIANTS) ?? defaultVariant;
+  const task: OcrTask = choice(fields.task, 'task', tasksOf(variant)) ?? (variant === 'v3' ? 'parse' : 'markdown');
+  const mode = choice(fields.mode, 'mode', VISION_MODES[variant]) ?? DEFAULT_MODE;
+  const dpi = integer(fields.dpi, 'dpi', 1);
+  const longestSide = integer(fields.longestSide, 'longestSide', 1);
+  if (dpi !== undefined && longestSide !== undefined) throw new HttpError(400, 'give dpi or longestSide, not both');
+  const ocr: OcrJobOptions =
+    longestSide === undefined ? { variant, task, mode, dpi: dpi ?? DEFAULT_DPI } : { variant, task, mode, longestSide };
+  const maxTokens = integer(fields.maxTokens, 'maxTokens', 1);
+  if (maxTokens !== undefined) ocr.maxNewTokens = maxTokens;
+  const priority = integer(fields.priority, 'priority', MIN_PRIORITY) ?? DEFAULT_PRIORITY;
+  if (priority > MAX_PRIORITY) throw new HttpError(400, `priority must be at most ${MAX_PRIORITY} (got ${priority})`);
+  const password = text(fields.password, 'password');
+  if (password === '') throw new HttpError(400, 'password must not be empty');
+  return password === undefined ? { ocr, priority } : { ocr, priority, pdfPassword: password };
+}
+
+function text(value: unknown, name: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new HttpError(400, `${name} must be a string`);
+  return value;
+}
+
+function choice<C extends string>(value: unknown, name: string, choices: readonly C[]): C | undefined {
+  const given = text(value, name);
+  if (given === undefined) return undefined;
+  if (!choices.includes(given as C)) throw new HttpError(400, `${name} must be one of ${choices.join(', ')} (got "${given}")`);
+  return given as C;
+}
+
+function integer(value: unknown, name: string, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min) throw new HttpError(400, `${name} must be an integer >= ${min} (got ${JSON.stringify(value)})`);
+  return n;
+}
