@@ -1,9 +1,7 @@
 // `scriptorium enqueue`: stage input documents in storage and add their jobs to the queue, for
 // workers (`scriptorium work`) anywhere that share the Redis and the storage.
-import { Queue } from 'bullmq';
-
 import { PAGES } from '../queue/queue-names.js';
-import { redisOptions } from '../queue/redis.js';
+import { connectedPageWorkers } from '../queue/queue-status.js';
 import { ENQUEUE_ARGS, ENQUEUE_ARGS_USAGE, enqueueSettingsOf } from './enqueue-args.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
 import { progressTerminal } from './enqueue-progress.js';
@@ -57,12 +55,7 @@ export async function runEnqueueCommand(args: string[]): Promise<number> {
 
 /** Waiting with no worker would look like a hang. */
 async function warnWithoutWorkers(redisUrl: string): Promise<void> {
-  const pages = new Queue(PAGES.name, { connection: redisOptions(redisUrl, 'client'), prefix: PAGES.prefix });
-  try {
-    if ((await pages.getWorkersCount()) === 0) {
-      process.stderr.write(`scriptorium: no worker is connected to ${PAGES.prefix}:${PAGES.name}: start \`scriptorium work\` to process the documents (Ctrl-C stops waiting; the jobs stay queued)\n`);
-    }
-  } finally {
-    await pages.close();
+  if ((await connectedPageWorkers(redisUrl)) === 0) {
+    process.stderr.write(`scriptorium: no worker is connected to ${PAGES.prefix}:${PAGES.name}: start \`scriptorium work\` to process the documents (Ctrl-C stops waiting; the jobs stay queued)\n`);
   }
 }
