@@ -61,12 +61,12 @@ test('a 3-page PDF is planned as a document job and one page job per page', asyn
   assert.equal(plan.docId, docId);
   assert.deepEqual(plan.keys, keys);
   const { enqueuedAt } = plan.documentJob;
-  assert.deepEqual(plan.documentJob, { docId, sourceUri: '/in/doc.pdf', type: 'pdf', pageCount: 3, keys, options: V2, enqueuedAt });
+  assert.deepEqual(plan.documentJob, { docId, sourceUri: '/in/doc.pdf', storage: storage.url, type: 'pdf', pageCount: 3, keys, options: V2, enqueuedAt });
   assert.deepEqual(
     plan.pageJobs.map((job) => [job.firstPage, job.lastPage]),
     [[1, 1], [2, 2], [3, 3]],
   );
-  assert.deepEqual(plan.pageJobs[1], { docId, sourceUri: '/in/doc.pdf', type: 'pdf', firstPage: 2, lastPage: 2, keys, options: V2, enqueuedAt });
+  assert.deepEqual(plan.pageJobs[1], { docId, sourceUri: '/in/doc.pdf', storage: storage.url, type: 'pdf', firstPage: 2, lastPage: 2, keys, options: V2, enqueuedAt });
   assert.equal(plan.alreadyDone, false);
 });
 

@@ -138,6 +138,7 @@ describe('live workers and throughput in Redis', { skip: REDIS_SERVER_MISSING },
       const job = (docId: string, firstPage: number, lastPage: number, mode: 'tiny' | 'gundam', task: 'parse' | 'parse-multi'): PageJobData => ({
         docId,
         sourceUri: `/in/${docId}.pdf`,
+        storage: 'file:///srv/scriptorium',
         type: 'pdf',
         firstPage,
         lastPage,

@@ -254,6 +254,7 @@ function pageJob(docId: string, firstPage: number, lastPage: number, options: Oc
   const data: PageJobData = {
     docId,
     sourceUri: `s3://in/${docId}.pdf`,
+    storage: storage.url,
     type: 'pdf',
     firstPage,
     lastPage,

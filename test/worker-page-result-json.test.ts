@@ -9,6 +9,7 @@ import { pageResultJson } from '../src/worker/page-result-json.js';
 const DATA: PageJobData = {
   docId: 'doc',
   sourceUri: 's3://in/a.pdf',
+  storage: 's3://scriptorium',
   type: 'pdf',
   firstPage: 4,
   lastPage: 4,

@@ -89,6 +89,7 @@ describe('the pipeline past its deadline', () => {
     data: {
       docId: 'doc',
       sourceUri: 'doc.pdf',
+      storage: storage.url,
       type: 'pdf',
       firstPage: page,
       lastPage: page,

@@ -42,6 +42,11 @@ const documentJobDataSchema = z.object({
   docId: z.string().regex(/^[0-9a-f]{32}$/),
   /** Where the document came from, for the result JSON (s3://…, file path, or archive!entry). */
   sourceUri: z.string(),
+  /**
+   * The storage the producer staged the source in and the results belong to (its Storage.url). A
+   * worker of another storage leaves the job for a worker of this one (queue/storage-affinity.ts).
+   */
+  storage: z.string().min(1),
   type: documentTypeSchema,
   pageCount: positiveInteger,
   keys: documentKeysSchema,

@@ -19,8 +19,8 @@ const resultModelSchema = z.object({
   variant: variantSchema,
   task: taskSchema,
   mode: modeSchema,
-  /** Identity of the checkpoint's files (sha256:…). */
-  checkpoint: z.string(),
+  /** Identity of the checkpoint's files (sha256:…); never empty. */
+  checkpoint: z.string().min(1),
   /** The checkpoint has random weights (`scriptorium model synth`): its text means nothing. */
   synthetic: z.boolean(),
 });
@@ -45,7 +45,8 @@ const stageSummarySchema = z.object({ total: z.number(), p50: z.number(), p90: z
 const documentResultJsonSchema = z.object({
   docId: z.string(),
   source: z.object({ uri: z.string(), type: documentTypeSchema, pages: z.number().int().positive() }),
-  model: resultModelSchema,
+  /** The model of the pages read; null when no page was read. */
+  model: resultModelSchema.nullable(),
   pages: z.array(z.object({ page: z.number().int().positive(), status: z.literal('done'), key: z.string() })),
   failedPages: z.array(z.object({ page: z.number().int().positive(), reason: z.string() })),
   /** Per stage over the document's done pages: total and percentiles in milliseconds. */

@@ -69,11 +69,13 @@ export async function planDocument(
   const docId = documentId(bytes, options);
   const keys = documentKeys(docId, type);
   const enqueuedAt = Date.now();
-  const documentJob: DocumentJobData = { docId, sourceUri: input.uri, type, pageCount, keys, options, enqueuedAt };
+  const storage = deps.storage.url;
+  const documentJob: DocumentJobData = { docId, sourceUri: input.uri, storage, type, pageCount, keys, options, enqueuedAt };
   const sealed = opened.password === undefined ? {} : { pdfPassword: sealPdfPassword(opened.password, bytes) };
   const pageJobs = pageRanges(pageCount, options).map(([firstPage, lastPage]): PageJobData => ({
     docId,
     sourceUri: input.uri,
+    storage,
     type,
     firstPage,
     lastPage,

@@ -37,8 +37,8 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
   const document: DocumentResultJson = {
     docId: job.docId,
     source: { uri: job.sourceUri, type: job.type, pages: job.pageCount },
-    // With no page read there is no checkpoint to name: the job's options, checkpoint ''.
-    model: done[0]?.result.model ?? { ...modelOptions(job), checkpoint: '', synthetic: false },
+    // With no page read, no model read the document: nothing to name.
+    model: done[0]?.result.model ?? null,
     pages: done.map(({ page, key }) => ({ page, status: 'done', key })),
     failedPages: pages.flatMap((page) => (page.status === 'failed' ? [{ page: page.page, reason: page.reason }] : [])),
     timings_ms: {
@@ -108,8 +108,4 @@ async function readPage(status: PageStatus, storage: Storage): Promise<ReadPage>
     }
     throw error;
   }
-}
-
-function modelOptions({ options }: DocumentJobData): Pick<PageResultJson['model'], 'variant' | 'task' | 'mode'> {
-  return { variant: options.variant, task: options.task, mode: options.mode };
 }

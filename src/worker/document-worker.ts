@@ -10,6 +10,7 @@ import { parseDocumentJobData, parseDonePageOutcome, type DocumentJobData, type 
 import { documentResultKeys } from '../jobs/storage-layout.js';
 import { pagesOfJobId } from '../queue/job-ids.js';
 import { jobIdOfKey, DOCUMENTS, PAGES } from '../queue/queue-names.js';
+import { leaveForeignStorageJob } from '../queue/storage-affinity.js';
 import type { Storage } from '../storage/storage.js';
 import { assembleDocument, type PageStatus } from './document-assembler.js';
 
@@ -37,8 +38,9 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
   const { storage, connection, logger } = options;
   const worker = new Worker<DocumentJobData, DocumentOutcome>(
     DOCUMENTS.name,
-    async (job: Job<DocumentJobData>) => {
+    async (job: Job<DocumentJobData>, token?: string) => {
       const data = parseDocumentJobData(job.data);
+      await leaveForeignStorageJob(job, token, data.storage, storage.url, logger);
       const document = await assembleDocument(data, await pageStatusesOf(job), storage);
       const keys = documentResultKeys(data.docId);
       const outcome: DocumentOutcome = {

@@ -19,6 +19,7 @@ import type { Logger } from 'pino';
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import { parsePageJobData, type DonePageOutcome, type PageJobData, type PageOutcome } from '../jobs/job-types.js';
 import { PAGES } from '../queue/queue-names.js';
+import { leaveForeignStorageJob } from '../queue/storage-affinity.js';
 import { SharedOrAlone } from './shared-or-alone.js';
 import type { PageJob, PagePipeline } from './page-pipeline.js';
 
@@ -129,7 +130,9 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   const worker = new Worker<PageJobData, DonePageOutcome>(
     PAGES.name,
     async (job: Job<PageJobData>, token?: string) => {
-      const pageJob: PageJob = { data: checkedJobData(job.data), attempt: job.attemptsStarted, jobId: job.id };
+      const data = checkedJobData(job.data);
+      await leaveForeignStorageJob(job, token, data.storage, pipeline.storageUrl, logger);
+      const pageJob: PageJob = { data, attempt: job.attemptsStarted, jobId: job.id };
       const alone = job.attemptsMade > 0 || job.stalledCounter > 0;
       let outcome: PageOutcome;
       try {
