@@ -93,16 +93,16 @@ test('giving both dpi and longestSide is a RangeError', async () => {
   await assert.rejects(renderer.render(pdf, 0, { dpi: 144, longestSide: 1288 }), RangeError);
 });
 
-test('an encrypted PDF without a password fails: "encrypted PDF: a password is required"', async () => {
+test('an encrypted PDF without a password fails: a password is required, naming --password-env and --password', async () => {
   await assert.rejects(renderer.pageCount(makeEncryptedPdf('s3cret')), {
     name: 'DocumentError',
-    reason: 'encrypted PDF: a password is required',
+    reason: 'encrypted PDF: a password is required (give it with --password-env NAME or --password P)',
   });
 });
 
-test('an encrypted PDF with a wrong password fails: "encrypted PDF: the password is incorrect"', async () => {
+test('an encrypted PDF with a wrong password fails: the password is incorrect, naming --password-env and --password', async () => {
   await assert.rejects(renderer.render(makeEncryptedPdf('s3cret'), 0, { password: 'guess' }), {
-    reason: 'encrypted PDF: the password is incorrect',
+    reason: 'encrypted PDF: the password is incorrect (check --password-env NAME or --password P)',
   });
 });
 

@@ -90,11 +90,11 @@ test('an encrypted PDF with its password is planned, and its page jobs carry the
 
 test('an encrypted PDF with a wrong password is rejected: the password is incorrect', async () => {
   const plan = await planDocument(input('/in/locked.pdf', makeEncryptedPdf('s3cret')), V2, { storage }, 'guess');
-  assert.deepEqual(plan, { status: 'rejected', uri: '/in/locked.pdf', reason: 'encrypted PDF: the password is incorrect' });
+  assert.deepEqual(plan, { status: 'rejected', uri: '/in/locked.pdf', reason: 'encrypted PDF: the password is incorrect (check --password-env NAME or --password P)' });
 });
 
 test('an encrypted PDF without a password is rejected: a password is required', async () => {
-  assert.equal((await rejected(makeEncryptedPdf('s3cret'))).reason, 'encrypted PDF: a password is required');
+  assert.equal((await rejected(makeEncryptedPdf('s3cret'))).reason, 'encrypted PDF: a password is required (give it with --password-env NAME or --password P)');
 });
 
 test('documents that open without the password carry none, though one was given', async () => {

@@ -67,6 +67,9 @@ export class PdfDocument {
   }
 }
 
+const ENCRYPTED_NO_PASSWORD = 'encrypted PDF: a password is required (give it with --password-env NAME or --password P)';
+const ENCRYPTED_WRONG_PASSWORD = 'encrypted PDF: the password is incorrect (check --password-env NAME or --password P)';
+
 /**
  * The wrapper reports FPDF_GetLastError only as fixed messages (@hyzyla/pdfium 2.1.13, pinned);
  * the tests pin the mapping of the ones a user can act on.
@@ -75,9 +78,8 @@ function openError(error: unknown, password: string | undefined): DocumentError 
   const message = messageOf(error);
   switch (message) {
     case 'Password required or incorrect password':
-      return new DocumentError(
-        password ? 'encrypted PDF: the password is incorrect' : 'encrypted PDF: a password is required',
-      );
+      // The reason reaches the user of `run`, `enqueue`, `watch` and `ocr`, who all take these options.
+      return new DocumentError(password ? ENCRYPTED_WRONG_PASSWORD : ENCRYPTED_NO_PASSWORD);
     case 'Unsupported security scheme':
       return new DocumentError('encrypted PDF: its security handler is not supported by PDFium');
     case 'File not in PDF format or corrupted':

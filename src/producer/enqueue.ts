@@ -86,7 +86,7 @@ export async function enqueueDocuments(inputs: readonly ProducerInput[], options
   try {
     for await (const input of expandInputs(inputs, { ...options.inputs, onSkip: reject })) {
       if (options.signal?.aborted) break;
-      const plan = await planDocument(input, options.ocr, { storage: options.storage }, options.pdfPassword);
+      const plan = await planDocument(input, options.ocr, { storage: options.storage, whenUnreachable: options.inputs?.whenUnreachable }, options.pdfPassword);
       if (plan.status === 'rejected') {
         reject(plan.uri, plan.reason);
         continue;
