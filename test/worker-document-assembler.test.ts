@@ -168,3 +168,15 @@ test('a document of which no page was read names no model: no checkpoint is gues
   const document = await assembleDocument(documentJob('unread', 1), [{ page: 1, status: 'failed', reason: 'the PDF is damaged' }], storage);
   assert.equal(document.model, null);
 });
+
+test("a damaged document's document.json says what is wrong; its lost pages are failed pages", async () => {
+  await storePage('damaged-source', 1, 'The page that was left.', 5);
+  const damage = 'damaged PDF: it is truncated or its cross-reference table is broken; rebuilt from its objects, 1 of 2 pages can be read';
+  const document = await assembleDocument({ ...documentJob('damaged-source', 2), damage }, [
+    { page: 1, status: 'done', key: pageKey('damaged-source', 1) },
+    { page: 2, status: 'failed', reason: 'page index 1 could not be loaded by PDFium' },
+  ], storage);
+  const stored = JSON.parse((await storage.get(`results/${idOf('damaged-source')}/document.json`)).toString()) as DocumentResultJson;
+  assert.equal(stored.damage, damage);
+  assert.deepEqual(document.failedPages.map(({ page }) => page), [2]);
+});

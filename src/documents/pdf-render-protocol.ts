@@ -14,5 +14,5 @@ export type PdfRequest = PdfTask & { id: number; source: PdfSource; password?: s
  * PDFium trap, a bug), so the worker's WebAssembly state is suspect and the worker is replaced.
  */
 export type PdfReply =
-  | { id: number; ok: true; pageCount: number; image?: RgbImage }
+  | { id: number; ok: true; pageCount: number; /** See PdfDocument.damage. */ damage?: string; image?: RgbImage }
   | { id: number; ok: false; reason: string; fatal: boolean };

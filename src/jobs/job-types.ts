@@ -52,12 +52,14 @@ const documentJobDataSchema = z.object({
   keys: documentKeysSchema,
   options: ocrJobOptionsSchema,
   enqueuedAt: z.number(),
+  /** A damaged document that was rebuilt: what is wrong and how many pages can be read (document.json `damage`). */
+  damage: z.string().optional(),
 });
 export type DocumentJobData = z.infer<typeof documentJobDataSchema>;
 
 /** One page, or for V3 single pass a range of pages [firstPage, lastPage] (1-based, inclusive). */
 const pageJobDataSchema = documentJobDataSchema
-  .omit({ pageCount: true })
+  .omit({ pageCount: true, damage: true })
   .extend({
     firstPage: positiveInteger,
     lastPage: positiveInteger,
@@ -116,6 +118,8 @@ const documentOutcomeSchema = z.object({
   json: z.string(),
   pages: positiveInteger,
   failedPages: z.array(z.object({ page: positiveInteger, reason: z.string() })),
+  /** As in DocumentJobData: the document was damaged; some of its pages may be missing. */
+  damage: z.string().optional(),
 });
 export type DocumentOutcome = z.infer<typeof documentOutcomeSchema>;
 

@@ -49,6 +49,8 @@ const documentResultJsonSchema = z.object({
   model: resultModelSchema.nullable(),
   pages: z.array(z.object({ page: z.number().int().positive(), status: z.literal('done'), key: z.string() })),
   failedPages: z.array(z.object({ page: z.number().int().positive(), reason: z.string() })),
+  /** Only for a damaged document that was rebuilt: what is wrong; the pages it lost are failed pages. */
+  damage: z.string().optional(),
   /** Per stage over the document's done pages: total and percentiles in milliseconds. */
   timings_ms: z.record(stageSchema, stageSummarySchema),
   completedAt: z.string(),

@@ -52,6 +52,8 @@ export interface QueuedDocument {
   pages: number;
   /** Its staged source and its results folder. */
   keys: DocumentKeys;
+  /** A damaged document that was rebuilt: what is wrong, and how many pages can be read. */
+  damage?: string;
 }
 
 export interface RejectedInput {
@@ -92,7 +94,8 @@ export async function enqueueDocuments(inputs: readonly ProducerInput[], options
         continue;
       }
       const state = await enqueuePlanned(plan, options, flows, documents);
-      const queued: QueuedDocument = { state, uri: input.uri, docId: plan.docId, pages: plan.documentJob.pageCount, keys: plan.keys };
+      const { pageCount: pages, damage } = plan.documentJob;
+      const queued: QueuedDocument = { state, uri: input.uri, docId: plan.docId, pages, keys: plan.keys, ...(damage === undefined ? {} : { damage }) };
       summary.queued.push(queued);
       if (state === 'enqueued') {
         summary.documents++;

@@ -67,12 +67,22 @@ export async function planDocument(
     if (error instanceof DocumentError) return { status: 'rejected', uri: input.uri, reason: error.reason };
     throw error;
   }
-  const { type, pageCount } = opened;
+  const { type, pageCount, damage } = opened;
   const docId = documentId(bytes, options);
   const keys = documentKeys(docId, type);
   const enqueuedAt = Date.now();
   const storage = deps.storage.url;
-  const documentJob: DocumentJobData = { docId, sourceUri: input.uri, storage, type, pageCount, keys, options, enqueuedAt };
+  const documentJob: DocumentJobData = {
+    docId,
+    sourceUri: input.uri,
+    storage,
+    type,
+    pageCount,
+    keys,
+    options,
+    enqueuedAt,
+    ...(damage === undefined ? {} : { damage }),
+  };
   const sealed = opened.password === undefined ? {} : { pdfPassword: sealPdfPassword(opened.password, bytes) };
   const pageJobs = pageRanges(pageCount, options).map(([firstPage, lastPage]): PageJobData => ({
     docId,

@@ -41,6 +41,7 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
     model: done[0]?.result.model ?? null,
     pages: done.map(({ page, key }) => ({ page, status: 'done', key })),
     failedPages: pages.flatMap((page) => (page.status === 'failed' ? [{ page: page.page, reason: page.reason }] : [])),
+    ...(job.damage === undefined ? {} : { damage: job.damage }),
     timings_ms: {
       queued: summarize('queued'),
       fetch: summarize('fetch'),

@@ -49,6 +49,7 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
         json: keys.json,
         pages: data.pageCount,
         failedPages: document.failedPages,
+        ...(data.damage === undefined ? {} : { damage: data.damage }),
       };
       logger.info({ docId: outcome.docId, pages: outcome.pages, failedPages: outcome.failedPages.length }, 'document done');
       return outcome;
