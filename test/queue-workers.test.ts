@@ -199,6 +199,19 @@ describe('page and document workers', { skip: REDIS_SERVER_MISSING }, () => {
     assert.equal(await (await pages.getJob(jobId))?.getState(), 'completed');
   });
 
+  test('a page job whose data is no page job fails at once, naming what is wrong, without using its other tries', async () => {
+    await pages.add('page', { docId: 'not-a-doc-id', firstPage: 1 } as unknown as PageJobData, { jobId: 'hand-made', attempts: 3 });
+    const worker = startPageWorker({ pipeline, connection: redisOptions(redis.url, 'worker'), logger });
+    try {
+      await until(async () => (await (await pages.getJob('hand-made'))?.getState()) === 'failed');
+    } finally {
+      await worker.close();
+    }
+    const job = await pages.getJob('hand-made');
+    assert.equal(job?.attemptsMade, 1);
+    assert.match(job?.failedReason ?? '', /^page job data is invalid: docId: .*; sourceUri: /);
+  });
+
   test('a worker of another storage leaves the job queued, untried, for a worker of its storage', async () => {
     const summary = await enqueuePdf(1);
     const { docId } = summary.queued[0];

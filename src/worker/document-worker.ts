@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 
 import { parseDocumentJobData, parseDonePageOutcome, type DocumentJobData, type DocumentOutcome } from '../jobs/job-types.js';
 import { documentResultKeys } from '../jobs/storage-layout.js';
+import { checkedJobData } from '../queue/job-data-check.js';
 import { pagesOfJobId } from '../queue/job-ids.js';
 import { jobIdOfKey, DOCUMENTS, PAGES } from '../queue/queue-names.js';
 import { leaveForeignStorageJob } from '../queue/storage-affinity.js';
@@ -39,7 +40,7 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
   const worker = new Worker<DocumentJobData, DocumentOutcome>(
     DOCUMENTS.name,
     async (job: Job<DocumentJobData>, token?: string) => {
-      const data = parseDocumentJobData(job.data);
+      const data = checkedJobData(parseDocumentJobData, job.data);
       await leaveForeignStorageJob(job, token, data.storage, storage.url, logger);
       const document = await assembleDocument(data, await pageStatusesOf(job), storage);
       const keys = documentResultKeys(data.docId);

@@ -18,6 +18,7 @@ import type { Logger } from 'pino';
 
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import { parsePageJobData, type DonePageOutcome, type PageJobData, type PageOutcome } from '../jobs/job-types.js';
+import { checkedJobData } from '../queue/job-data-check.js';
 import { PAGES } from '../queue/queue-names.js';
 import { leaveForeignStorageJob } from '../queue/storage-affinity.js';
 import { SharedOrAlone } from './shared-or-alone.js';
@@ -130,7 +131,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   const worker = new Worker<PageJobData, DonePageOutcome>(
     PAGES.name,
     async (job: Job<PageJobData>, token?: string) => {
-      const data = checkedJobData(job.data);
+      const data = checkedJobData(parsePageJobData, job.data);
       await leaveForeignStorageJob(job, token, data.storage, pipeline.storageUrl, logger);
       const pageJob: PageJob = { data, attempt: job.attemptsStarted, jobId: job.id };
       const alone = job.attemptsMade > 0 || job.stalledCounter > 0;
@@ -156,15 +157,6 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   );
   worker.on('error', (error) => logger.error({ err: error }, 'page worker: queue error'));
   return worker;
-}
-
-/** Job data that is no page job (another version's producer, a hand-made job) fails at once: no try can help. */
-function checkedJobData(data: unknown): PageJobData {
-  try {
-    return parsePageJobData(data);
-  } catch (error) {
-    throw new UnrecoverableError((error as Error).message);
-  }
 }
 
 function seconds(ms: number): string {
