@@ -57,3 +57,8 @@ test('the result names the source page, the model, the tokens, the timings and t
 test('the raw decoded text is not part of the result', () => {
   assert.equal('rawText' in pageResultJson(DATA, 4, RESULT, TIMINGS, READER, 1), false);
 });
+
+test('a result without a checkpoint identity or host is refused, not written with empty provenance', () => {
+  assert.throws(() => pageResultJson(DATA, 4, RESULT, TIMINGS, { ...READER, checkpoint: '' }, 1), /model\.checkpoint: /);
+  assert.throws(() => pageResultJson(DATA, 4, RESULT, TIMINGS, { ...READER, host: '' }, 1), /worker\.host: /);
+});

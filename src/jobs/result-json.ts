@@ -35,7 +35,7 @@ const pageResultJsonSchema = z.object({
   tokens: z.object({ prompt: count, image: count, generated: count }),
   finish: z.enum(['eos', 'length']),
   timings_ms: stageTimingsSchema,
-  worker: z.object({ host: z.string(), backend: z.string(), attempt: z.number().int().positive() }),
+  worker: z.object({ host: z.string().min(1), backend: z.string().min(1), attempt: z.number().int().positive() }),
 });
 export type PageResultJson = z.infer<typeof pageResultJsonSchema>;
 
@@ -56,6 +56,11 @@ const documentResultJsonSchema = z.object({
   completedAt: z.string(),
 });
 export type DocumentResultJson = z.infer<typeof documentResultJsonSchema>;
+
+/** A page result about to be written, checked as it will be read: its provenance is never empty. */
+export function checkPageResultJson(json: PageResultJson): PageResultJson {
+  return parseBoundaryData(pageResultJsonSchema, json, `the result of page ${json.source.page} of ${json.docId}`);
+}
 
 /** A page result as stored: JSON text, checked; an InvalidBoundaryDataError names `key` and what is wrong. */
 export function parsePageResultJson(text: string, key: string): PageResultJson {

@@ -1,7 +1,7 @@
 // One page's engine result as results/<docId>/pages/<nnnn>.json (DESIGN.md "Results").
 import type { PageResult } from '../engine/ocr-engine.js';
 import type { PageJobData, StageTimings } from '../jobs/job-types.js';
-import type { OcrBlockJson, PageResultJson } from '../jobs/result-json.js';
+import { checkPageResultJson, type OcrBlockJson, type PageResultJson } from '../jobs/result-json.js';
 
 /** What the result says about the worker and the model that read the page. */
 export interface PageReader {
@@ -20,7 +20,7 @@ export function pageResultJson(
   attempt: number,
 ): PageResultJson {
   const { variant, task, mode } = data.options;
-  return {
+  return checkPageResultJson({
     docId: data.docId,
     source: { uri: data.sourceUri, page },
     model: { variant, task, mode, checkpoint: reader.checkpoint, synthetic: reader.synthetic },
@@ -30,5 +30,5 @@ export function pageResultJson(
     finish: result.finish,
     timings_ms: timings,
     worker: { host: reader.host, backend: reader.backend, attempt },
-  };
+  });
 }
