@@ -36,6 +36,8 @@ const EFFICIENT = 0.8;
 const REDIS_SATURATED = 0.9;
 const ENQUEUE_CHUNK_DOCUMENTS = 100;
 const OCR: OcrJobOptions = { variant: 'v3', task: 'parse', mode: 'gundam', dpi: 144 };
+/** The storage the made-up jobs name; nothing is read from it: the engine step is a fixed delay. */
+const STORAGE_URL = 's3://archive';
 
 interface StageResult {
   claimers: number;
@@ -136,7 +138,7 @@ async function enqueue(url: string, jobs: number, perDocument: number): Promise<
 function syntheticPlan(index: number, pageCount: number): PlannedDocument {
   const docId = index.toString(16).padStart(64, '0');
   const keys = { source: `staging/${docId}/source.pdf`, results: `results/${docId}/` };
-  const common = { docId, sourceUri: `s3://archive/box-${Math.floor(index / 1000)}/scan-${index}.pdf`, type: 'pdf' as const, keys, options: OCR, enqueuedAt: Date.now() };
+  const common = { docId, sourceUri: `s3://archive/box-${Math.floor(index / 1000)}/scan-${index}.pdf`, type: 'pdf' as const, storage: STORAGE_URL, keys, options: OCR, enqueuedAt: Date.now() };
   const documentJob: DocumentJobData = { ...common, pageCount };
   const pageJobs: PageJobData[] = Array.from({ length: pageCount }, (_, i) => ({ ...common, firstPage: i + 1, lastPage: i + 1 }));
   return { status: 'planned', docId, keys, documentJob, pageJobs, alreadyDone: false, bytes: Buffer.alloc(0) };

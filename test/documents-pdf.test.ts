@@ -21,6 +21,7 @@ import {
   makeEncryptedPdf,
   makePdf,
   makePdfWithFormField,
+  makeTruncatedPdf,
 } from './support/make-documents.js';
 
 const renderer = new PdfRenderer();
@@ -42,7 +43,7 @@ const rectCentre = {
 };
 
 test('counts the pages of a three-page PDF', async () => {
-  assert.equal(await renderer.pageCount(await makePdf([LETTER, A4, LETTER_LANDSCAPE])), 3);
+  assert.equal((await renderer.open(await makePdf([LETTER, A4, LETTER_LANDSCAPE]))).pageCount, 3);
 });
 
 test('renders a US Letter page at the default 144 DPI as 1224×1584 RGB', async () => {
@@ -93,16 +94,16 @@ test('giving both dpi and longestSide is a RangeError', async () => {
   await assert.rejects(renderer.render(pdf, 0, { dpi: 144, longestSide: 1288 }), RangeError);
 });
 
-test('an encrypted PDF without a password fails: "encrypted PDF: a password is required"', async () => {
-  await assert.rejects(renderer.pageCount(makeEncryptedPdf('s3cret')), {
+test('an encrypted PDF without a password fails: a password is required, naming --password-env and --password', async () => {
+  await assert.rejects(renderer.open(makeEncryptedPdf('s3cret')), {
     name: 'DocumentError',
-    reason: 'encrypted PDF: a password is required',
+    reason: 'encrypted PDF: a password is required (give it with --password-env NAME or --password P)',
   });
 });
 
-test('an encrypted PDF with a wrong password fails: "encrypted PDF: the password is incorrect"', async () => {
+test('an encrypted PDF with a wrong password fails: the password is incorrect, naming --password-env and --password', async () => {
   await assert.rejects(renderer.render(makeEncryptedPdf('s3cret'), 0, { password: 'guess' }), {
-    reason: 'encrypted PDF: the password is incorrect',
+    reason: 'encrypted PDF: the password is incorrect (check --password-env NAME or --password P)',
   });
 });
 
@@ -112,12 +113,35 @@ test('an encrypted PDF renders its content with the password', async () => {
 });
 
 test('a corrupt PDF fails with PDFium\'s reason and the renderer renders the next document', async () => {
-  await assert.rejects(renderer.pageCount(makeCorruptPdf()), {
+  await assert.rejects(renderer.open(makeCorruptPdf()), {
     name: 'DocumentError',
     reason: 'corrupt PDF: PDFium reports the file is not in PDF format or corrupted',
   });
   const image = await renderer.render(await makePdf([LETTER]), 0, { dpi: 72 });
   assert.equal(image.width, 612);
+});
+
+test('a truncated PDF is rebuilt: it opens saying what is wrong, and the pages left render', async () => {
+  const truncated = await makeTruncatedPdf(0.6);
+  assert.deepEqual(await renderer.open(truncated), {
+    pageCount: 4,
+    damage: 'damaged PDF: it is truncated or its cross-reference table is broken; rebuilt from its objects, 2 of 4 pages can be read',
+  });
+  for (const pageIndex of [0, 1]) {
+    const image = await renderer.render(truncated, pageIndex, { dpi: 72 });
+    assert.deepEqual(colourAtPoint(image, 72 + 144 / 2, 792 - 600 - 72 / 2, 72), BLACK, `page index ${pageIndex}`);
+  }
+  await assert.rejects(renderer.render(truncated, 2, { dpi: 72 }), {
+    name: 'DocumentError',
+    reason: /^page index 2 could not be loaded by PDFium \(damaged PDF: .* 2 of 4 pages can be read\)$/,
+  });
+});
+
+test('a truncated PDF of which no page can be read is rejected as damaged', async () => {
+  await assert.rejects(renderer.open(await makeTruncatedPdf(0.3)), {
+    name: 'DocumentError',
+    reason: 'damaged PDF: it is truncated or its cross-reference table is broken, and none of its 4 pages can be read',
+  });
 });
 
 test('a page index past the end fails with the page count in the reason', async () => {
@@ -131,7 +155,7 @@ test('a PDF given as a file path is read by the worker', async () => {
   try {
     const file = path.join(dir, 'three pages.pdf');
     await writeFile(file, await makePdf([LETTER, A4, LETTER]));
-    assert.equal(await renderer.pageCount(file), 3);
+    assert.equal((await renderer.open(file)).pageCount, 3);
     assert.equal((await renderer.render(file, 1, { dpi: 72 })).height, 842);
   } finally {
     await rm(dir, { recursive: true });
@@ -139,7 +163,7 @@ test('a PDF given as a file path is read by the worker', async () => {
 });
 
 test('a missing file fails with a DocumentError naming it', async () => {
-  await assert.rejects(renderer.pageCount('/nonexistent/scan.pdf'), (error: unknown) => {
+  await assert.rejects(renderer.open('/nonexistent/scan.pdf'), (error: unknown) => {
     assert.ok(error instanceof DocumentError);
     assert.match(error.reason, /^cannot read \/nonexistent\/scan\.pdf: ENOENT/);
     return true;
@@ -168,7 +192,7 @@ test('a pool of two workers renders pages of two documents concurrently', async 
 test('a request running past timeoutMs fails with a DocumentError saying so', async () => {
   const impatient = new PdfRenderer({ timeoutMs: 1 });
   try {
-    await assert.rejects(impatient.pageCount(await makePdf([LETTER])), {
+    await assert.rejects(impatient.open(await makePdf([LETTER])), {
       name: 'DocumentError',
       reason: 'counting PDF pages: the renderer timed out after 1 ms',
     });
@@ -187,7 +211,7 @@ test('a page over MAX_RENDER_PIXELS at the asked dpi is scaled down to fit, keep
 test('a closed renderer rejects new requests', async () => {
   const closed = new PdfRenderer();
   await closed.close();
-  await assert.rejects(closed.pageCount(await makePdf([LETTER])), /PdfRenderer is closed/);
+  await assert.rejects(closed.open(await makePdf([LETTER])), /PdfRenderer is closed/);
 });
 
 test('an idle renderer does not keep the process alive', async () => {
@@ -200,7 +224,7 @@ test('an idle renderer does not keep the process alive', async () => {
     await writeFile(
       script,
       `import { PdfRenderer } from ${JSON.stringify(rendererModule)};\n` +
-        `console.log(await new PdfRenderer().pageCount(${JSON.stringify(pdf)}));\n`,
+        `console.log((await new PdfRenderer().open(${JSON.stringify(pdf)})).pageCount);\n`,
     );
     const { stdout } = await promisify(execFile)(process.execPath, [script], { timeout: 30_000 });
     assert.equal(stdout.trim(), '1');

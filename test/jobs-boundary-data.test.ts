@@ -13,6 +13,7 @@ const DOC_ID = '0123456789abcdef0123456789abcdef';
 const PAGE_JOB: PageJobData = {
   docId: DOC_ID,
   sourceUri: '/in/a.pdf',
+  storage: 'file:///srv/scriptorium',
   type: 'pdf',
   firstPage: 2,
   lastPage: 2,

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { freePort } from '../src/queue/embedded-redis.js';
 import { expandInputs, type ExpandInputsOptions, type ProducerInput } from '../src/producer/input-sources.js';
 import { S3Storage } from '../src/storage/s3-storage.js';
 import { zipArchive } from './support/make-archives.js';
@@ -85,6 +86,28 @@ test('a missing input is skipped with its reason and the next input still expand
   for await (const document of expansion) uris.push(document.uri);
   assert.deepEqual(uris, [`${root}/here.pdf`]);
   assert.equal(expansion.skipped, 1);
+});
+
+describe('an S3 endpoint that does not answer', () => {
+  let s3: ExpandInputsOptions['s3'];
+  before(async () => {
+    useS3rverCredentials();
+    // A port nobody listens on: every request is refused at once; one try, no retry wait.
+    s3 = { endpoint: `http://127.0.0.1:${await freePort()}`, maxAttempts: 1 };
+  });
+
+  test('its inputs are rejected with the reason and the other inputs still expand', async () => {
+    const root = await makeTree('beside-unreachable', ['here.pdf']);
+    const { documents, skipped } = await expand(['s3://inbox/scans/', { kind: 's3-object', url: 's3://inbox/a.pdf' }, root], { s3 });
+    assert.deepEqual(documents, [`${root}/here.pdf = here.pdf (8)`]);
+    assert.equal(skipped.length, 2, skipped.join('\n'));
+    assert.match(skipped[0], /^s3:\/\/inbox\/scans\/: cannot read it: .*unreachable/);
+    assert.match(skipped[1], /^s3:\/\/inbox\/a\.pdf: cannot read it: .*unreachable/);
+  });
+
+  test("with whenUnreachable 'throw' the failure rejects, for a caller that is handed the input again", async () => {
+    await assert.rejects(expand([{ kind: 's3-object', url: 's3://inbox/a.pdf' }], { s3, whenUnreachable: 'throw' }), { name: 'StorageError', code: 'transient' });
+  });
 });
 
 describe('s3:// inputs (s3rver)', () => {

@@ -14,7 +14,7 @@ import { planDocument, stageSource, type PlannedDocument, type RejectedDocument 
 import { FileStorage } from '../src/storage/file-storage.js';
 import type { Storage } from '../src/storage/storage.js';
 import { zipArchive } from './support/make-archives.js';
-import { A4, LETTER, makeCorruptPdf, makeEncryptedPdf, makePdf, makeText } from './support/make-documents.js';
+import { A4, LETTER, makeCorruptPdf, makeEncryptedPdf, makePdf, makeText, makeTruncatedPdf } from './support/make-documents.js';
 
 const V2: OcrJobOptions = { variant: 'v2', task: 'markdown', mode: 'gundam', dpi: 144 };
 const V3_MULTI: OcrJobOptions = { variant: 'v3', task: 'parse-multi', mode: 'base', dpi: 144 };
@@ -61,13 +61,24 @@ test('a 3-page PDF is planned as a document job and one page job per page', asyn
   assert.equal(plan.docId, docId);
   assert.deepEqual(plan.keys, keys);
   const { enqueuedAt } = plan.documentJob;
-  assert.deepEqual(plan.documentJob, { docId, sourceUri: '/in/doc.pdf', type: 'pdf', pageCount: 3, keys, options: V2, enqueuedAt });
+  assert.deepEqual(plan.documentJob, { docId, sourceUri: '/in/doc.pdf', storage: storage.url, type: 'pdf', pageCount: 3, keys, options: V2, enqueuedAt });
   assert.deepEqual(
     plan.pageJobs.map((job) => [job.firstPage, job.lastPage]),
     [[1, 1], [2, 2], [3, 3]],
   );
-  assert.deepEqual(plan.pageJobs[1], { docId, sourceUri: '/in/doc.pdf', type: 'pdf', firstPage: 2, lastPage: 2, keys, options: V2, enqueuedAt });
+  assert.deepEqual(plan.pageJobs[1], { docId, sourceUri: '/in/doc.pdf', storage: storage.url, type: 'pdf', firstPage: 2, lastPage: 2, keys, options: V2, enqueuedAt });
   assert.equal(plan.alreadyDone, false);
+});
+
+test('a truncated PDF whose first pages can be read is planned with all its pages, the damage noted; not rejected', async () => {
+  const plan = await planned(await makeTruncatedPdf(0.6), V2);
+  assert.equal(plan.documentJob.pageCount, 4);
+  assert.match(plan.documentJob.damage ?? '', /^damaged PDF: .* 2 of 4 pages can be read$/);
+  assert.equal(plan.pageJobs.length, 4);
+});
+
+test('a truncated PDF with no page left is rejected as damaged', async () => {
+  assert.match((await rejected(await makeTruncatedPdf(0.3))).reason, /^damaged PDF: .* none of its 4 pages can be read$/);
 });
 
 test('a corrupt PDF is rejected with the reason it cannot be opened', async () => {
@@ -90,11 +101,11 @@ test('an encrypted PDF with its password is planned, and its page jobs carry the
 
 test('an encrypted PDF with a wrong password is rejected: the password is incorrect', async () => {
   const plan = await planDocument(input('/in/locked.pdf', makeEncryptedPdf('s3cret')), V2, { storage }, 'guess');
-  assert.deepEqual(plan, { status: 'rejected', uri: '/in/locked.pdf', reason: 'encrypted PDF: the password is incorrect' });
+  assert.deepEqual(plan, { status: 'rejected', uri: '/in/locked.pdf', reason: 'encrypted PDF: the password is incorrect (check --password-env NAME or --password P)' });
 });
 
 test('an encrypted PDF without a password is rejected: a password is required', async () => {
-  assert.equal((await rejected(makeEncryptedPdf('s3cret'))).reason, 'encrypted PDF: a password is required');
+  assert.equal((await rejected(makeEncryptedPdf('s3cret'))).reason, 'encrypted PDF: a password is required (give it with --password-env NAME or --password P)');
 });
 
 test('documents that open without the password carry none, though one was given', async () => {

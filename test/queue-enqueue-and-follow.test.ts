@@ -163,9 +163,9 @@ describe('enqueue and follow', { skip: REDIS_SERVER_MISSING }, () => {
     const status = await follow([inputDir], { pdfPassword: 'guess' }).finally(stopWorkers);
     assert.equal(status, EXIT_SOME_FAILED);
     const uri = path.join(inputDir, 'locked.pdf');
-    assert.ok(lines.includes(`rejected       ${uri}: encrypted PDF: the password is incorrect`), lines.join('\n'));
+    assert.ok(lines.includes(`rejected       ${uri}: encrypted PDF: the password is incorrect (check --password-env NAME or --password P)`), lines.join('\n'));
     const record = JSON.parse((await storage.get(rejectedInputKey(uri))).toString()) as { reason: string };
-    assert.equal(record.reason, 'encrypted PDF: the password is incorrect');
+    assert.equal(record.reason, 'encrypted PDF: the password is incorrect (check --password-env NAME or --password P)');
     assert.ok(lines.includes('1 document finished: 1 complete, 0 with failed pages, 0 failed'), lines.join('\n'));
     assert.ok(!(await filesUnder(storage.root)).includes('guess'));
   });

@@ -118,7 +118,7 @@ describe('scriptorium run on an encrypted PDF', { skip: REDIS_SERVER_MISSING }, 
 
       const wrong = await runScriptorium([locked], out, model, { args: ['--password', 'open sesame'] });
       assert.equal(wrong.code, 3, wrong.stdout + wrong.stderr);
-      assert.match(wrong.stdout, new RegExp(`^rejected +${escape(locked)}: encrypted PDF: the password is incorrect$`, 'm'));
+      assert.match(wrong.stdout, new RegExp(`^rejected +${escape(locked)}: encrypted PDF: the password is incorrect \\(check --password-env NAME or --password P\\)$`, 'm'));
 
       const right = await runScriptorium([locked], out, model, { args: ['--password-env', 'LOCKED_PDF_KEY'], env: { LOCKED_PDF_KEY: '0pen sesame' } });
       assert.equal(right.code, 0, right.stdout + right.stderr);

@@ -200,4 +200,48 @@ describe('page and document workers', { skip: REDIS_SERVER_MISSING }, () => {
     await worker.close();
     assert.equal(await (await pages.getJob(jobId))?.getState(), 'completed');
   });
+
+  test('a page job whose data is no page job fails at once, naming what is wrong, without using its other tries', async () => {
+    await pages.add('page', { docId: 'not-a-doc-id', firstPage: 1 } as unknown as PageJobData, { jobId: 'hand-made', attempts: 3 });
+    const worker = startPageWorker({ pipeline, connection: redisOptions(redis.url, 'worker'), logger });
+    try {
+      await until(async () => (await (await pages.getJob('hand-made'))?.getState()) === 'failed');
+    } finally {
+      await worker.close();
+    }
+    const job = await pages.getJob('hand-made');
+    assert.equal(job?.attemptsMade, 1);
+    assert.match(job?.failedReason ?? '', /^page job data is invalid: docId: .*; sourceUri: /);
+  });
+
+  test('a worker of another storage leaves the job queued, untried, for a worker of its storage', async () => {
+    const summary = await enqueuePdf(1);
+    const { docId } = summary.queued[0];
+    const jobId = `${docId}.p1-1`;
+    const elsewhere = new FileStorage(await mkdtemp(path.join(root, 'other-storage-')));
+    const foreign = new PagePipeline({ engine, storage: elsewhere, logger, host: 'test-host', checkpointId: 'sha256:tiny-v1', synthetic: true });
+    const connection = redisOptions(redis.url, 'worker');
+    const wrongWorker = startPageWorker({ pipeline: foreign, connection, logger });
+    let state: string | undefined;
+    try {
+      await until(async () => ['delayed', 'failed', 'completed'].includes((state = await (await pages.getJob(jobId))?.getState()) ?? ''));
+    } finally {
+      await wrongWorker.close();
+    }
+    assert.equal(state, 'delayed');
+    const job = await pages.getJob(jobId);
+    assert.equal(job?.attemptsMade, 0);
+    assert.equal(job?.failedReason, undefined);
+    assert.equal(await elsewhere.exists(`results/${docId}/pages/0001.json`), false);
+
+    await job?.promote();
+    const { settlements } = await untilAssembled(async () => summary);
+    assert.equal(settlements[0].status, 'completed');
+    assert.deepEqual(settlements[0].status === 'completed' && settlements[0].returnvalue.failedPages, []);
+    assert.equal(await storage.exists(`results/${docId}/_DONE`), true);
+  });
 });
+
+async function until(condition: () => Promise<boolean>): Promise<void> {
+  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 20));
+}

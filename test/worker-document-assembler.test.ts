@@ -54,7 +54,7 @@ test('document.json lists done pages, failed pages with reasons, and stage stati
   assert.deepEqual(stored.failedPages, [{ page: 2, reason: 'the PDF is damaged' }]);
   assert.deepEqual(stored.timings_ms.decode, { total: 40, p50: 10, p90: 30, p99: 30, max: 30 });
   assert.deepEqual(stored.source, { uri: 's3://in/json.pdf', type: 'pdf', pages: 3 });
-  assert.equal(stored.model.checkpoint, 'sha256:tiny');
+  assert.equal(stored.model?.checkpoint, 'sha256:tiny');
 });
 
 test('the marker (here _FAILED_PAGES: page 2 failed) is written only after document.md and document.json are stored', async () => {
@@ -130,6 +130,7 @@ function documentJob(name: string, pageCount: number): DocumentJobData {
   return {
     docId,
     sourceUri: `s3://in/${name}.pdf`,
+    storage: storage.url,
     type: 'pdf',
     pageCount,
     keys: documentKeys(docId, 'pdf'),
@@ -191,4 +192,21 @@ test('a page whose stored JSON is damaged is listed as failed with the reason; t
   assert.deepEqual(document.pages.map(({ page }) => page), [1]);
   assert.equal(document.failedPages.length, 1);
   assert.match(document.failedPages[0].reason, new RegExp(`^results/${idOf('damaged')}/pages/0002\\.json is not JSON: `));
+});
+
+test('a document of which no page was read names no model: no checkpoint is guessed', async () => {
+  const document = await assembleDocument(documentJob('unread', 1), [{ page: 1, status: 'failed', reason: 'the PDF is damaged' }], storage);
+  assert.equal(document.model, null);
+});
+
+test("a damaged document's document.json says what is wrong; its lost pages are failed pages", async () => {
+  await storePage('damaged-source', 1, 'The page that was left.', 5);
+  const damage = 'damaged PDF: it is truncated or its cross-reference table is broken; rebuilt from its objects, 1 of 2 pages can be read';
+  const document = await assembleDocument({ ...documentJob('damaged-source', 2), damage }, [
+    { page: 1, status: 'done', key: pageKey('damaged-source', 1) },
+    { page: 2, status: 'failed', reason: 'page index 1 could not be loaded by PDFium' },
+  ], storage);
+  const stored = JSON.parse((await storage.get(`results/${idOf('damaged-source')}/document.json`)).toString()) as DocumentResultJson;
+  assert.equal(stored.damage, damage);
+  assert.deepEqual(document.failedPages.map(({ page }) => page), [2]);
 });

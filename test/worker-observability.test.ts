@@ -135,14 +135,16 @@ describe('a running worker seen from outside', { skip: REDIS_SERVER_MISSING }, (
     assert.match(out, /^scriptorium:documents +1 documents +[01]\.\d +0 documents +nothing left$/m);
   });
 
-  test('status gives the time left for queued pages at the recent rate', async () => {
+  test('status counts queued pages per kind of page, and gives no time left once no worker is alive', async () => {
     await workers.close(); // nothing reads the new pages
     // One V3 single-pass job for all three pages: what is left counts pages, not jobs.
     await enqueuePdf(3, 4, { ...OCR, task: 'parse-multi' });
     const out = await status();
     assert.match(out, /^scriptorium:pages-v3 +0 +0 +1 +0 /m);
-    // 2 pages were done within the current minute or the one before: 1 to 2 pages a minute.
-    assert.match(out, /^scriptorium:pages-v3 +2 pages +[12]\.\d +3 pages +[23] min$/m);
+    // 2 parse pages were done within the current minute or the one before; the 3 left are parse-multi pages.
+    assert.match(out, /^pages \(all variants\) +2 pages +[12]\.\d +3 pages +no live workers$/m);
+    assert.match(out, /^  v3-parse-multi-tiny +0 pages +0\.0 +3 pages +no live workers$/m);
+    assert.match(out, /^  v3-parse-tiny +2 pages +[12]\.\d +0 pages +nothing left$/m);
     assert.match(out, /^no live workers/m);
   });
 });

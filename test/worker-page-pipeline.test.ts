@@ -1,6 +1,7 @@
 // The page pipeline on tiny checkpoints and file:// storage: a batch of page jobs in, stored page
 // results with stage timings out; failures stay with their own job.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +14,7 @@ import { PdfRenderer, sealPdfPassword, type RgbImage } from '../src/documents/do
 import { OcrEngine, type PageResult } from '../src/engine/ocr-engine.js';
 import type { OcrJobOptions, PageJobData, PageOutcome, Stage } from '../src/jobs/job-types.js';
 import type { PageResultJson } from '../src/jobs/result-json.js';
+import { documentKeys, pageResultKey } from '../src/jobs/storage-layout.js';
 import { openStorage } from '../src/storage/open-storage.js';
 import type { Storage } from '../src/storage/storage.js';
 import { PagePipeline, type PageJob } from '../src/worker/page-pipeline.js';
@@ -46,14 +48,14 @@ describe('V1 page jobs', () => {
   before(async () => {
     const engine = await OcrEngine.load(await tinyCheckpoint('v1'), { threads: 2 });
     pipeline = new PagePipeline({ engine, storage, renderer, logger: capturingLogger(logLines), host: 'test-host', checkpointId: 'sha256:tiny-v1', synthetic: true });
-    await storage.put('staging/doc3/source.pdf', await makePdf([LETTER, LETTER, LETTER]));
+    await storage.put(`staging/${idOf('doc3')}/source.pdf`, await makePdf([LETTER, LETTER, LETTER]));
     threePages = await pipeline.processPages([1, 2, 3].map((page) => pageJob('doc3', page, page, V1_OPTIONS)));
   });
 
   test('a 3-page PDF gives one done outcome per page job, with the keys of its JSON and markdown', () => {
     assert.deepEqual(
       threePages.map((outcome) => outcome.status === 'done' && outcome.pages.map(({ page, key, markdownKey }) => ({ page, key, markdownKey }))),
-      [1, 2, 3].map((page) => [{ page, key: `results/doc3/pages/000${page}.json`, markdownKey: `results/doc3/pages/000${page}.md` }]),
+      [1, 2, 3].map((page) => [{ page, key: `results/${idOf('doc3')}/pages/000${page}.json`, markdownKey: `results/${idOf('doc3')}/pages/000${page}.md` }]),
     );
   });
 
@@ -76,15 +78,15 @@ describe('V1 page jobs', () => {
     assert.deepEqual(json.model, { variant: 'v1', task: 'markdown', mode: 'tiny', checkpoint: 'sha256:tiny-v1', synthetic: true });
     assert.match(json.worker.backend, /^cpu-/);
     assert.deepEqual({ host: json.worker.host, attempt: json.worker.attempt }, { host: 'test-host', attempt: 1 });
-    assert.equal((await storage.get('results/doc3/pages/0002.md')).toString(), json.markdown);
+    assert.equal((await storage.get(`results/${idOf('doc3')}/pages/0002.md`)).toString(), json.markdown);
   });
 
   test("a document's source is fetched once for all its pages in the batch", () => {
-    assert.deepEqual(sourceGets.filter((key) => key === 'staging/doc3/source.pdf'), ['staging/doc3/source.pdf']);
+    assert.deepEqual(sourceGets.filter((key) => key === `staging/${idOf('doc3')}/source.pdf`), [`staging/${idOf('doc3')}/source.pdf`]);
   });
 
   test('each stored page is logged with docId, page and jobId, without its text', async () => {
-    const done = logLines.filter((line) => line.msg === 'page done' && line.docId === 'doc3');
+    const done = logLines.filter((line) => line.msg === 'page done' && line.docId === idOf('doc3'));
     const pages = done.map(({ page, jobId }) => ({ page, jobId })).sort((a, b) => Number(a.page) - Number(b.page));
     assert.deepEqual(pages, [1, 2, 3].map((page) => ({ page, jobId: `page doc3:${page}` })));
     const texts = (await Promise.all([1, 2, 3].map((page) => pageJson('doc3', page)))).map((json) => json.markdown).filter((text) => text.length > 0);
@@ -93,30 +95,30 @@ describe('V1 page jobs', () => {
   });
 
   test('pages of two documents in one batch are both read and stored', async () => {
-    await storage.put('staging/docA/source.pdf', await makePdf([LETTER]));
-    await storage.put('staging/docB/source.pdf', await makePdf([LETTER, LETTER]));
+    await storage.put(`staging/${idOf('docA')}/source.pdf`, await makePdf([LETTER]));
+    await storage.put(`staging/${idOf('docB')}/source.pdf`, await makePdf([LETTER, LETTER]));
     const outcomes = await pipeline.processPages([pageJob('docA', 1, 1, V1_OPTIONS), pageJob('docB', 2, 2, V1_OPTIONS)]);
     assert.deepEqual(outcomes.map(({ status, docId, pages }) => ({ status, docId, pages: pages.map((p) => (typeof p === 'number' ? p : p.page)) })), [
-      { status: 'done', docId: 'docA', pages: [1] },
-      { status: 'done', docId: 'docB', pages: [2] },
+      { status: 'done', docId: idOf('docA'), pages: [1] },
+      { status: 'done', docId: idOf('docB'), pages: [2] },
     ]);
     assert.equal((await pageJson('docB', 2)).source.page, 2);
   });
 
   test("a corrupt PDF's page fails with the renderer's reason while another document's page in the batch is stored", async () => {
-    await storage.put('staging/bad/source.pdf', makeCorruptPdf());
-    await storage.put('staging/good/source.pdf', await makePdf([LETTER]));
+    await storage.put(`staging/${idOf('bad')}/source.pdf`, makeCorruptPdf());
+    await storage.put(`staging/${idOf('good')}/source.pdf`, await makePdf([LETTER]));
     const [bad, good] = await pipeline.processPages([pageJob('bad', 1, 1, V1_OPTIONS), pageJob('good', 1, 1, V1_OPTIONS)]);
     assert.equal(bad.status, 'failed');
     assert.ok(bad.status === 'failed' && bad.reason.length > 0 && !bad.retryable, JSON.stringify(bad));
     assert.equal(good.status, 'done');
-    assert.equal(await storage.exists('results/bad/pages/0001.json'), false);
-    assert.equal(await storage.exists('results/good/pages/0001.json'), true);
+    assert.equal(await storage.exists(`results/${idOf('bad')}/pages/0001.json`), false);
+    assert.equal(await storage.exists(`results/${idOf('good')}/pages/0001.json`), true);
   });
 
   test('a job whose source is missing fails without retry, naming the key', async () => {
     const [outcome] = await pipeline.processPages([pageJob('absent', 1, 1, V1_OPTIONS)]);
-    assert.ok(outcome.status === 'failed' && !outcome.retryable && outcome.reason.includes('staging/absent/source.pdf'), JSON.stringify(outcome));
+    assert.ok(outcome.status === 'failed' && !outcome.retryable && outcome.reason.includes(`staging/${idOf('absent')}/source.pdf`), JSON.stringify(outcome));
   });
 
   test('a job for another model variant fails as retryable, for a worker that runs that variant', async () => {
@@ -129,13 +131,13 @@ describe('V3 page groups', () => {
   test('a parse-multi job over pages 1-3 stores three page results from one pass', async () => {
     const engine = await OcrEngine.load(await tinyCheckpoint('v3'), { threads: 2 });
     const pipeline = new PagePipeline({ engine, storage, renderer, logger: pino({ level: 'silent' }), host: 'test-host', checkpointId: 'sha256:tiny-v3', synthetic: true });
-    await storage.put('staging/multi/source.pdf', await makePdf([LETTER, LETTER, LETTER]));
+    await storage.put(`staging/${idOf('multi')}/source.pdf`, await makePdf([LETTER, LETTER, LETTER]));
     const options: OcrJobOptions = { variant: 'v3', task: 'parse-multi', mode: 'base', dpi: 36, maxNewTokens: 8 };
 
     const [outcome] = await pipeline.processPages([pageJob('multi', 1, 3, options)]);
 
     assert.ok(outcome.status === 'done', JSON.stringify(outcome));
-    assert.deepEqual(outcome.pages.map((page) => page.key), [1, 2, 3].map((page) => `results/multi/pages/000${page}.json`));
+    assert.deepEqual(outcome.pages.map((page) => page.key), [1, 2, 3].map((page) => `results/${idOf('multi')}/pages/000${page}.json`));
     const pages = await Promise.all([1, 2, 3].map((page) => pageJson('multi', page)));
     assert.deepEqual(pages.map((json) => json.source.page), [1, 2, 3]);
     assert.ok(pages.every((json) => json.model.task === 'parse-multi' && json.tokens.generated <= 24));
@@ -146,9 +148,9 @@ describe('a failing batched decode', () => {
   test('is decoded again one job at a time, so only the job that fails is failed', async () => {
     const batchSizes: number[] = [];
     const pipeline = new PagePipeline({ engine: engineRejectingLandscape(batchSizes), storage, renderer, logger: pino({ level: 'silent' }), host: 'test-host', checkpointId: 'none', synthetic: true });
-    await storage.put('staging/portrait1/source.pdf', await makePdf([LETTER]));
-    await storage.put('staging/landscape/source.pdf', await makePdf([LETTER_LANDSCAPE]));
-    await storage.put('staging/portrait2/source.pdf', await makePdf([LETTER]));
+    await storage.put(`staging/${idOf('portrait1')}/source.pdf`, await makePdf([LETTER]));
+    await storage.put(`staging/${idOf('landscape')}/source.pdf`, await makePdf([LETTER_LANDSCAPE]));
+    await storage.put(`staging/${idOf('portrait2')}/source.pdf`, await makePdf([LETTER]));
 
     const outcomes = await pipeline.processPages(['portrait1', 'landscape', 'portrait2'].map((docId) => pageJob(docId, 1, 1, V1_OPTIONS)));
 
@@ -168,8 +170,8 @@ describe('render options from the job', () => {
   });
 
   test('longestSide renders each PDF page with its longer side that many pixels long', async () => {
-    await storage.put('staging/portrait-ls/source.pdf', await makePdf([LETTER]));
-    await storage.put('staging/landscape-ls/source.pdf', await makePdf([LETTER_LANDSCAPE]));
+    await storage.put(`staging/${idOf('portrait-ls')}/source.pdf`, await makePdf([LETTER]));
+    await storage.put(`staging/${idOf('landscape-ls')}/source.pdf`, await makePdf([LETTER_LANDSCAPE]));
     rendered.length = 0;
     const options: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', longestSide: 500 };
     const outcomes = await pipeline.processPages([pageJob('portrait-ls', 1, 1, options), pageJob('landscape-ls', 1, 1, options)]);
@@ -180,7 +182,7 @@ describe('render options from the job', () => {
 
   test('an encrypted PDF renders with the password its job carries sealed', async () => {
     const locked = makeEncryptedPdf('s3cret');
-    await storage.put('staging/locked/source.pdf', locked);
+    await storage.put(`staging/${idOf('locked')}/source.pdf`, locked);
     rendered.length = 0;
     const job = pageJob('locked', 1, 1, V1_OPTIONS);
     job.data.pdfPassword = sealPdfPassword('s3cret', locked);
@@ -195,16 +197,16 @@ describe('render options from the job', () => {
   });
 
   test('an encrypted PDF whose job carries no password fails without retry: a password is required', async () => {
-    await storage.put('staging/locked-bare/source.pdf', makeEncryptedPdf('s3cret'));
+    await storage.put(`staging/${idOf('locked-bare')}/source.pdf`, makeEncryptedPdf('s3cret'));
     const [outcome] = await pipeline.processPages([pageJob('locked-bare', 1, 1, V1_OPTIONS)]);
     assert.deepEqual(outcome.status === 'failed' && { reason: outcome.reason, retryable: outcome.retryable }, {
-      reason: 'encrypted PDF: a password is required',
+      reason: 'encrypted PDF: a password is required (give it with --password-env NAME or --password P)',
       retryable: false,
     });
   });
 
   test('a password sealed to other bytes fails the job without retry', async () => {
-    await storage.put('staging/locked-other/source.pdf', makeEncryptedPdf('s3cret'));
+    await storage.put(`staging/${idOf('locked-other')}/source.pdf`, makeEncryptedPdf('s3cret'));
     const job = pageJob('locked-other', 1, 1, V1_OPTIONS);
     job.data.pdfPassword = sealPdfPassword('s3cret', Buffer.from('%PDF-1.4 another document'));
     const [outcome] = await pipeline.processPages([job]);
@@ -250,22 +252,29 @@ function instantPageResult(): PageResult {
   };
 }
 
-function pageJob(docId: string, firstPage: number, lastPage: number, options: OcrJobOptions): PageJob {
+/** A docId for a test's document name. */
+function idOf(name: string): string {
+  return createHash('sha256').update(name).digest('hex').slice(0, 32);
+}
+
+function pageJob(name: string, firstPage: number, lastPage: number, options: OcrJobOptions): PageJob {
+  const docId = idOf(name);
   const data: PageJobData = {
     docId,
-    sourceUri: `s3://in/${docId}.pdf`,
+    sourceUri: `s3://in/${name}.pdf`,
+    storage: storage.url,
     type: 'pdf',
     firstPage,
     lastPage,
-    keys: { source: `staging/${docId}/source.pdf`, results: `results/${docId}/` },
+    keys: documentKeys(docId, 'pdf'),
     options,
     enqueuedAt: Date.now(),
   };
-  return { data, attempt: 1, jobId: `page ${docId}:${firstPage}` };
+  return { data, attempt: 1, jobId: `page ${name}:${firstPage}` };
 }
 
-async function pageJson(docId: string, page: number): Promise<PageResultJson> {
-  return JSON.parse((await storage.get(`results/${docId}/pages/000${page}.json`)).toString()) as PageResultJson;
+async function pageJson(name: string, page: number): Promise<PageResultJson> {
+  return JSON.parse((await storage.get(pageResultKey(idOf(name), page, 'json'))).toString()) as PageResultJson;
 }
 
 /** The storage, recording the key of every get. */

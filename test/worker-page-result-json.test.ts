@@ -9,6 +9,7 @@ import { pageResultJson } from '../src/worker/page-result-json.js';
 const DATA: PageJobData = {
   docId: 'doc',
   sourceUri: 's3://in/a.pdf',
+  storage: 's3://scriptorium',
   type: 'pdf',
   firstPage: 4,
   lastPage: 4,
@@ -82,4 +83,9 @@ test('every page result names the Scriptorium version and commit that wrote it',
   const { scriptorium } = pageResultJson(DATA, 4, RESULT, TIMINGS, READER, 1, IMAGE);
   assert.match(scriptorium.version, /^\d+\.\d+\.\d+/);
   assert.match(scriptorium.commit, /^([0-9a-f]{40}|unknown)$/);
+});
+
+test('a result without a checkpoint identity or host is refused, not written with empty provenance', () => {
+  assert.throws(() => pageResultJson(DATA, 4, RESULT, TIMINGS, { ...READER, checkpoint: '' }, 1, IMAGE), /model\.checkpoint: /);
+  assert.throws(() => pageResultJson(DATA, 4, RESULT, TIMINGS, { ...READER, host: '' }, 1, IMAGE), /worker\.host: /);
 });

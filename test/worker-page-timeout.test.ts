@@ -15,6 +15,7 @@ import { generate } from '../src/engine/generate.js';
 import type { NativeModel } from '../src/engine/native-model.js';
 import { OcrEngine } from '../src/engine/ocr-engine.js';
 import type { OcrJobOptions, PageJobData, PageOutcome } from '../src/jobs/job-types.js';
+import { documentKeys, pageResultKey } from '../src/jobs/storage-layout.js';
 import type { DocumentResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments } from '../src/producer/enqueue.js';
 import { DocumentWatcher } from '../src/queue/document-watcher.js';
@@ -28,6 +29,9 @@ import { LETTER, makePdf } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING, useTestRedis } from './support/redis-server.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 import { waitUntil } from './support/worker-processes.js';
+
+/** The docId of the pipeline tests' document. */
+const DOC_ID = 'd'.repeat(32);
 
 const logger = pino({ level: 'silent' });
 /** Far more tokens than the tests wait for (about 8 ms each on one thread): only a deadline ends them in time. */
@@ -82,17 +86,18 @@ describe('the pipeline past its deadline', () => {
   before(async () => {
     storage = new FileStorage(await mkdtemp(path.join(root, 'pipeline-')));
     pipeline = new PagePipeline({ engine, storage, logger, host: 'test-host', checkpointId: 'sha256:tiny-v3', synthetic: true });
-    await storage.put('staging/doc/source.pdf', await makePdf([LETTER, LETTER]));
+    await storage.put(documentKeys(DOC_ID, 'pdf').source, await makePdf([LETTER, LETTER]));
   });
 
   const job = (page: number, options: OcrJobOptions): PageJob => ({
     data: {
-      docId: 'doc',
+      docId: DOC_ID,
       sourceUri: 'doc.pdf',
+      storage: storage.url,
       type: 'pdf',
       firstPage: page,
       lastPage: page,
-      keys: { source: 'staging/doc/source.pdf', results: 'results/doc/' },
+      keys: documentKeys(DOC_ID, 'pdf'),
       options,
       enqueuedAt: Date.now(),
     },
@@ -106,7 +111,7 @@ describe('the pipeline past its deadline', () => {
       outcomes.map((outcome) => outcome.status === 'failed' && { pages: outcome.pages, reason: outcome.reason, retryable: outcome.retryable }),
       [1, 2].map((page) => ({ pages: [page], reason: 'The operation was aborted due to timeout', retryable: true })),
     );
-    assert.equal(await storage.exists('results/doc/pages/0001.json'), false);
+    assert.equal(await storage.exists(pageResultKey(DOC_ID, 1, 'json')), false);
   });
 
   test('jobs are not read at all once the deadline has passed', async () => {

@@ -27,7 +27,8 @@ const STATE_LABELS: Record<QueuedDocument['state'] | 'rejected', string> = {
 export function queuedLine(document: QueuedDocument | RejectedInput, storage: Storage): string {
   const label = STATE_LABELS[document.state].padEnd(14);
   if (document.state === 'rejected') return `${label} ${document.uri}: ${document.reason}`;
-  const line = `${label} ${document.uri}  ${document.docId}  ${document.pages} page${document.pages === 1 ? '' : 's'}`;
+  const pages = `${document.pages} page${document.pages === 1 ? '' : 's'}${document.damage === undefined ? '' : ` (${document.damage})`}`;
+  const line = `${label} ${document.uri}  ${document.docId}  ${pages}`;
   return document.state === 'already-done' ? `${line}  →  ${objectLocation(storage, documentResultKeys(document.docId).markdown)}` : line;
 }
 
@@ -48,13 +49,14 @@ export function objectLocation(storage: Storage, key: string): string {
 /** One line when a document has been assembled or has failed. */
 export function settledLine(document: QueuedDocument, settlement: DocumentSettlement, storage: Storage): string {
   if (settlement.status === 'failed') return `failed         ${document.uri}: the document could not be assembled: ${settlement.reason}`;
-  const { markdown, failedPages } = settlement.returnvalue;
+  const { markdown, failedPages, damage } = settlement.returnvalue;
   const failed = failedPages.map(({ page, reason }) => `\n               page ${page} failed: ${reason}`).join('');
   const label = failedPages.length === 0 ? 'done' : `done, ${failedPages.length} of ${document.pages} pages failed`;
-  return `${label.padEnd(14)} ${document.uri}  →  ${objectLocation(storage, markdown)}${failed}`;
+  const damaged = damage === undefined ? '' : `\n               partial: ${damage}`;
+  return `${label.padEnd(14)} ${document.uri}  →  ${objectLocation(storage, markdown)}${damaged}${failed}`;
 }
 
 export function exitStatusOf(summary: EnqueueSummary, settlements: readonly DocumentSettlement[]): number {
-  const allDone = settlements.every((s) => s.status === 'completed' && s.returnvalue.failedPages.length === 0);
+  const allDone = settlements.every((s) => s.status === 'completed' && s.returnvalue.failedPages.length === 0 && s.returnvalue.damage === undefined);
   return summary.rejected.length === 0 && allDone ? EXIT_ALL_DONE : EXIT_SOME_FAILED;
 }

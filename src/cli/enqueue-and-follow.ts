@@ -1,12 +1,10 @@
 // Enqueue inputs, print a line per input as it is queued, and optionally follow the documents to
 // their end, printing where each one's results are: `scriptorium enqueue [--wait]` and `scriptorium run`.
 // On a terminal, a progress line (enqueue-progress.ts) goes with the lines.
-import { QueueEvents } from 'bullmq';
-
 import { enqueueDocuments, type EnqueueOptions, type EnqueueSummary } from '../producer/enqueue.js';
 import { DocumentWatcher, type DocumentSettlement } from '../queue/document-watcher.js';
-import { pagesOfJobId } from '../queue/job-ids.js';
-import { pageQueue, type QueueName } from '../queue/queue-names.js';
+import { followPageJobs } from '../queue/page-job-events.js';
+import { pageQueue } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 import { writeRunManifest } from '../output/run-manifest.js';
 import { enqueueSummaryLine, exitStatusOf, objectLocation, queuedLine, settledLine, EXIT_ALL_DONE, EXIT_INTERRUPTED, EXIT_SOME_FAILED } from './document-report.js';
@@ -37,14 +35,14 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
   const { storage } = options.enqueue;
   const progress = options.progress === undefined ? undefined : new EnqueueProgress(options.progress, write);
   let watcher: DocumentWatcher | undefined;
-  let pageEvents: QueueEvents | undefined;
+  let pageEvents: { close(): Promise<void> } | undefined;
   try {
     if (options.wait) {
       // Started first: it hears of documents that finish while later inputs are still being enqueued.
       watcher = await DocumentWatcher.start(redisOptions(options.redisUrl, 'worker'));
       if (progress !== undefined) {
         const queue = pageQueue(options.enqueue.ocr.variant);
-        pageEvents = await followPageJobs(options.redisUrl, queue, (docId, pages) => progress.pagesFinished(docId, pages));
+        pageEvents = await followPageJobs(redisOptions(options.redisUrl, 'worker'), queue, (docId, pages) => progress.pagesFinished(docId, pages));
       }
     }
     const print = (line: string) => (progress === undefined ? write(line) : progress.line(line));
@@ -86,28 +84,6 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
     await pageEvents?.close();
     await watcher?.close();
   }
-}
-
-/**
- * Tells `onPages` of each job of the page `queue` that finishes from now on (done, or failed for good: BullMQ writes
- * 'failed' once a job has no tries left), with its docId and page count. For progress only: a page
- * finished before this listens is counted when its document finishes.
- */
-async function followPageJobs(redisUrl: string, queue: QueueName, onPages: (docId: string, pages: number) => void): Promise<QueueEvents> {
-  const events = new QueueEvents(queue.name, { connection: redisOptions(redisUrl, 'worker'), prefix: queue.prefix });
-  const finished = ({ jobId }: { jobId: string }) => {
-    const job = pagesOfJobId(jobId);
-    if (job !== undefined) onPages(job.docId, job.lastPage - job.firstPage + 1);
-  };
-  events.on('completed', finished);
-  events.on('failed', finished);
-  try {
-    await events.waitUntilReady();
-  } catch (error) {
-    await events.close();
-    throw error;
-  }
-  return events;
 }
 
 /** `work`'s result, or undefined once `signal` aborts. */

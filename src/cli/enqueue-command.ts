@@ -1,10 +1,8 @@
 // `scriptorium enqueue`: stage input documents in storage and add their jobs to the queue, for
 // workers (`scriptorium work`) anywhere that share the Redis and the storage.
-import { Queue } from 'bullmq';
-
 import type { Variant } from '../engine/model-config.js';
 import { fullQueueName, pageQueue } from '../queue/queue-names.js';
-import { redisOptions } from '../queue/redis.js';
+import { connectedPageWorkers } from '../queue/queue-status.js';
 import { ENQUEUE_ARGS, ENQUEUE_ARGS_USAGE, enqueueSettingsOf } from './enqueue-args.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
 import { progressTerminal } from './enqueue-progress.js';
@@ -58,15 +56,9 @@ export async function runEnqueueCommand(args: string[]): Promise<number> {
 
 /** Waiting with no worker would look like a hang. */
 async function warnWithoutWorkers(redisUrl: string, variant: Variant): Promise<void> {
-  const queue = pageQueue(variant);
-  const pages = new Queue(queue.name, { connection: redisOptions(redisUrl, 'client'), prefix: queue.prefix });
-  try {
-    if ((await pages.getWorkersCount()) === 0) {
-      process.stderr.write(
-        `scriptorium: no ${variant} worker is connected to ${fullQueueName(queue)}: start \`scriptorium work\` with a ${variant} model to process the documents (Ctrl-C stops waiting; the jobs stay queued)\n`,
-      );
-    }
-  } finally {
-    await pages.close();
+  if ((await connectedPageWorkers(redisUrl, variant)) === 0) {
+    process.stderr.write(
+      `scriptorium: no ${variant} worker is connected to ${fullQueueName(pageQueue(variant))}: start \`scriptorium work\` with a ${variant} model to process the documents (Ctrl-C stops waiting; the jobs stay queued)\n`,
+    );
   }
 }

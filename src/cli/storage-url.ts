@@ -1,6 +1,6 @@
 // Which storage a queue command uses: the command's flag, else $SCRIPTORIUM_STORAGE, else a folder
-// in the working directory. Producers and workers must name the same storage: jobs carry keys
-// relative to it, not its URL.
+// in the working directory. Producers and workers must name the same storage: jobs carry its URL,
+// and a worker of another storage leaves them for a worker of theirs (queue/storage-affinity.ts).
 import { openStorage } from '../storage/open-storage.js';
 import type { Storage } from '../storage/storage.js';
 

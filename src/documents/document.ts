@@ -26,6 +26,8 @@ export interface RenderPageOptions extends DocumentOptions, PdfRenderSize {}
 export interface OpenedDocument {
   type: DocumentType;
   pageCount: number;
+  /** A damaged PDF that was rebuilt: what is wrong, and how many pages can still be read. */
+  damage?: string;
 }
 
 let sharedPdfRenderer: PdfRenderer | undefined;
@@ -37,11 +39,8 @@ function pdfRendererOf(options: DocumentOptions): PdfRenderer {
 /** Detects the type by content and counts pages; rejects with DocumentError for bad input. */
 export async function openDocument(bytes: Buffer, options: DocumentOptions = {}): Promise<OpenedDocument> {
   const type = detectDocumentType(bytes);
-  const pageCount =
-    type === 'pdf'
-      ? await pdfRendererOf(options).pageCount(bytes, { password: options.password })
-      : await imagePageCount(bytes, type);
-  return { type, pageCount };
+  if (type === 'pdf') return { type, ...(await pdfRendererOf(options).open(bytes, { password: options.password })) };
+  return { type, pageCount: await imagePageCount(bytes, type) };
 }
 
 /** One page as 8-bit RGB; `type` as openDocument returned it. */

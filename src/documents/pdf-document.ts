@@ -3,6 +3,7 @@
 import { PDFiumLibrary, type PDFiumDocument } from '@hyzyla/pdfium';
 
 import { DocumentError, pageOutOfRange } from './document-error.js';
+import { withRebuiltTrailer } from './pdf-repair.js';
 import { pdfPagePixels, type PdfRenderSize, type RenderedPdfPage } from './pdf-render-size.js';
 
 /** One PDFium instance per thread, initialised on first use; a failed start is retried next time. */
@@ -19,20 +20,54 @@ function pdfium(): Promise<PDFiumLibrary> {
 export class PdfDocument {
   readonly pageCount: number;
 
-  private constructor(private readonly document: PDFiumDocument) {
+  /**
+   * @param damage Set when the file was damaged and rebuilt: what was wrong and how many pages can
+   *   still be read (the others fail when rendered).
+   */
+  private constructor(
+    private readonly document: PDFiumDocument,
+    readonly damage?: string,
+  ) {
     this.pageCount = document.getPageCount();
   }
 
-  /** Throws DocumentError for encrypted documents without the right password and for corrupt files. */
+  /**
+   * Throws DocumentError for encrypted documents without the right password and for files that are
+   * no PDF. A truncated PDF is rebuilt (pdf-repair.ts) and opens with `damage` set, unless none of
+   * its pages can be read.
+   */
   static async open(bytes: Uint8Array, password?: string): Promise<PdfDocument> {
     const library = await pdfium();
+    try {
+      return new PdfDocument(await library.loadDocument(bytes, password));
+    } catch (error) {
+      if (isWasmTrap(error)) throw error;
+      const reason = openError(error, password);
+      const rebuilt = messageOf(error) === CORRUPT ? withRebuiltTrailer(bytes) : undefined;
+      if (rebuilt === undefined) throw reason;
+      return PdfDocument.openRebuilt(library, rebuilt, password, reason);
+    }
+  }
+
+  private static async openRebuilt(library: PDFiumLibrary, rebuilt: Uint8Array, password: string | undefined, original: DocumentError): Promise<PdfDocument> {
     let document: PDFiumDocument;
     try {
-      document = await library.loadDocument(bytes, password);
+      document = await library.loadDocument(rebuilt, password);
     } catch (error) {
-      throw isWasmTrap(error) ? error : openError(error, password);
+      if (isWasmTrap(error)) throw error;
+      throw original;
     }
-    return new PdfDocument(document);
+    const pageCount = document.getPageCount();
+    let readable = 0;
+    for (let index = 0; index < pageCount; index++) if (pageLoads(document, index)) readable++;
+    if (readable === 0) {
+      document.destroy();
+      throw new DocumentError(`damaged PDF: it is truncated or its cross-reference table is broken, and none of its ${pageCount} pages can be read`);
+    }
+    return new PdfDocument(
+      document,
+      `damaged PDF: it is truncated or its cross-reference table is broken; rebuilt from its objects, ${readable} of ${pageCount} pages can be read`,
+    );
   }
 
   /** Renders as a viewer shows the page: white background, annotations and form fields drawn. */
@@ -45,7 +80,7 @@ export class PdfDocument {
     const page = this.document.getPage(pageIndex);
     const { originalWidth, originalHeight } = page.getOriginalSize();
     if (!(originalWidth > 0 && originalHeight > 0)) {
-      throw new DocumentError(`page index ${pageIndex} could not be loaded by PDFium`);
+      throw new DocumentError(`page index ${pageIndex} could not be loaded by PDFium${this.damage === undefined ? '' : ` (${this.damage})`}`);
     }
     const { width, height } = pdfPagePixels(originalWidth, originalHeight, size);
     try {
@@ -66,6 +101,22 @@ export class PdfDocument {
   }
 }
 
+const ENCRYPTED_NO_PASSWORD = 'encrypted PDF: a password is required (give it with --password-env NAME or --password P)';
+const ENCRYPTED_WRONG_PASSWORD = 'encrypted PDF: the password is incorrect (check --password-env NAME or --password P)';
+
+/** PDFium's message for a file it cannot parse (FPDF_ERR_FORMAT). */
+const CORRUPT = 'File not in PDF format or corrupted';
+
+/**
+ * Whether PDFium can load the page: getPage does not check FPDF_LoadPage, an unloadable page has size 0.
+ * Only for rebuilt documents. The wrapper has no way to close a page but render, so each loaded page
+ * stays allocated (its content is parsed only when rendered) until the document is destroyed.
+ */
+function pageLoads(document: PDFiumDocument, pageIndex: number): boolean {
+  const { originalWidth, originalHeight } = document.getPage(pageIndex).getOriginalSize();
+  return originalWidth > 0 && originalHeight > 0;
+}
+
 /**
  * The wrapper reports FPDF_GetLastError only as fixed messages (@hyzyla/pdfium 2.1.13, pinned);
  * the tests pin the mapping of the ones a user can act on.
@@ -74,12 +125,11 @@ function openError(error: unknown, password: string | undefined): DocumentError 
   const message = messageOf(error);
   switch (message) {
     case 'Password required or incorrect password':
-      return new DocumentError(
-        password ? 'encrypted PDF: the password is incorrect' : 'encrypted PDF: a password is required',
-      );
+      // The reason reaches the user of `run`, `enqueue`, `watch` and `ocr`, who all take these options.
+      return new DocumentError(password ? ENCRYPTED_WRONG_PASSWORD : ENCRYPTED_NO_PASSWORD);
     case 'Unsupported security scheme':
       return new DocumentError('encrypted PDF: its security handler is not supported by PDFium');
-    case 'File not in PDF format or corrupted':
+    case CORRUPT:
       return new DocumentError('corrupt PDF: PDFium reports the file is not in PDF format or corrupted');
     default:
       return new DocumentError(`PDFium could not open the PDF: ${message}`, { cause: error });

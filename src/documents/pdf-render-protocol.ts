@@ -13,5 +13,5 @@ export type PdfRequest = PdfTask & { id: number; source: PdfSource; password?: s
  * PDFium trap, a bug), so the worker's WebAssembly state is suspect and the worker is replaced.
  */
 export type PdfReply =
-  | { id: number; ok: true; pageCount: number; image?: RenderedPdfPage }
+  | { id: number; ok: true; pageCount: number; /** See PdfDocument.damage. */ damage?: string; image?: RenderedPdfPage }
   | { id: number; ok: false; reason: string; fatal: boolean };

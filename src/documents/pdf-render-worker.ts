@@ -22,7 +22,7 @@ async function answer(request: PdfRequest): Promise<void> {
   try {
     const document = await openCached(request.source, request.password);
     if (request.kind === 'count') {
-      reply({ id: request.id, ok: true, pageCount: document.pageCount });
+      reply({ id: request.id, ok: true, pageCount: document.pageCount, damage: document.damage });
       return;
     }
     const image = await document.renderPage(request.pageIndex, request.size);

@@ -60,10 +60,13 @@ export class PdfRenderer {
     this.#timeoutMs = timeoutMs;
   }
 
-  /** Rejects with DocumentError when the PDF cannot be opened (corrupt, encrypted, unreadable). */
-  async pageCount(input: PdfInput, { password }: { password?: string } = {}): Promise<number> {
-    const reply = await this.#submit(input, password, { kind: 'count' });
-    return reply.pageCount;
+  /**
+   * The page count, and for a damaged PDF that was rebuilt, what is wrong with it (PdfDocument.damage).
+   * Rejects with DocumentError when the PDF cannot be opened (no PDF, encrypted, unreadable).
+   */
+  async open(input: PdfInput, { password }: { password?: string } = {}): Promise<{ pageCount: number; damage?: string }> {
+    const { pageCount, damage } = await this.#submit(input, password, { kind: 'count' });
+    return damage === undefined ? { pageCount } : { pageCount, damage };
   }
 
   /** Rejects with DocumentError when the PDF cannot be opened or the page cannot be rendered. */

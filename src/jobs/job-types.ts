@@ -41,17 +41,24 @@ const documentJobDataSchema = z.object({
   docId: z.string().regex(/^[0-9a-f]{32}$/),
   /** Where the document came from, for the result JSON (s3://…, file path, or archive!entry). */
   sourceUri: z.string(),
+  /**
+   * The storage the producer staged the source in and the results belong to (its Storage.url). A
+   * worker of another storage leaves the job for a worker of this one (queue/storage-affinity.ts).
+   */
+  storage: z.string().min(1),
   type: documentTypeSchema,
   pageCount: positiveInteger,
   keys: documentKeysSchema,
   options: ocrJobOptionsSchema,
   enqueuedAt: z.number(),
+  /** A damaged document that was rebuilt: what is wrong and how many pages can be read (document.json `damage`). */
+  damage: z.string().optional(),
 });
 export type DocumentJobData = z.infer<typeof documentJobDataSchema>;
 
 /** One page, or for V3 single pass a range of pages [firstPage, lastPage] (1-based, inclusive). */
 const pageJobDataSchema = documentJobDataSchema
-  .omit({ pageCount: true })
+  .omit({ pageCount: true, damage: true })
   .extend({
     firstPage: positiveInteger,
     lastPage: positiveInteger,
@@ -110,6 +117,8 @@ const documentOutcomeSchema = z.object({
   json: z.string(),
   pages: positiveInteger,
   failedPages: z.array(z.object({ page: positiveInteger, reason: z.string() })),
+  /** As in DocumentJobData: the document was damaged; some of its pages may be missing. */
+  damage: z.string().optional(),
 });
 export type DocumentOutcome = z.infer<typeof documentOutcomeSchema>;
 

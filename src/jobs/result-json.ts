@@ -19,8 +19,8 @@ const resultModelSchema = z.object({
   variant: variantSchema,
   task: taskSchema,
   mode: modeSchema,
-  /** Identity of the checkpoint's files (sha256:…). */
-  checkpoint: z.string(),
+  /** Identity of the checkpoint's files (sha256:…); never empty. */
+  checkpoint: z.string().min(1),
   /** The checkpoint has random weights (`scriptorium model synth`): its text means nothing. */
   synthetic: z.boolean(),
 });
@@ -61,7 +61,7 @@ const pageResultJsonSchema = z.object({
   tokens: z.object({ prompt: count, image: count, generated: count }),
   finish: z.enum(['eos', 'length']),
   timings_ms: stageTimingsSchema,
-  worker: z.object({ host: z.string(), backend: z.string(), attempt: z.number().int().positive() }),
+  worker: z.object({ host: z.string().min(1), backend: z.string().min(1), attempt: z.number().int().positive() }),
   scriptorium: scriptoriumBuildJsonSchema,
 });
 export type PageResultJson = z.infer<typeof pageResultJsonSchema>;
@@ -72,9 +72,12 @@ const stageSummarySchema = z.object({ total: z.number(), p50: z.number(), p90: z
 const documentResultJsonSchema = z.object({
   docId: z.string(),
   source: z.object({ uri: z.string(), type: documentTypeSchema, pages: z.number().int().positive() }),
-  model: resultModelSchema,
+  /** The model of the pages read; null when no page was read. */
+  model: resultModelSchema.nullable(),
   pages: z.array(z.object({ page: z.number().int().positive(), status: z.literal('done'), key: z.string() })),
   failedPages: z.array(z.object({ page: z.number().int().positive(), reason: z.string() })),
+  /** Only for a damaged document that was rebuilt: what is wrong; the pages it lost are failed pages. */
+  damage: z.string().optional(),
   /** Per stage over the document's done pages: total and percentiles in milliseconds. */
   timings_ms: z.record(stageSchema, stageSummarySchema),
   completedAt: z.string(),
@@ -99,6 +102,11 @@ export type FailedPagesMarkerJson = z.infer<typeof failedPagesMarkerJsonSchema>;
 /** A _FAILED_PAGES marker as stored, checked like a page result. */
 export function parseFailedPagesMarkerJson(text: string, key: string): FailedPagesMarkerJson {
   return parseBoundaryData(failedPagesMarkerJsonSchema, parseJson(text, key), key);
+}
+
+/** A page result about to be written, checked as it will be read: its provenance is never empty. */
+export function checkPageResultJson(json: PageResultJson): PageResultJson {
+  return parseBoundaryData(pageResultJsonSchema, json, `the result of page ${json.source.page} of ${json.docId}`);
 }
 
 /** A page result as stored: JSON text, checked; an InvalidBoundaryDataError names `key` and what is wrong. */

@@ -56,6 +56,8 @@ export interface QueuedDocument {
   pages: number;
   /** Its staged source and its results folder. */
   keys: DocumentKeys;
+  /** A damaged document that was rebuilt: what is wrong, and how many pages can be read. */
+  damage?: string;
 }
 
 export interface RejectedInput {
@@ -91,13 +93,14 @@ export async function enqueueDocuments(inputs: readonly ProducerInput[], options
   try {
     for await (const input of expandInputs(inputs, { ...options.inputs, onSkip: reject })) {
       if (options.signal?.aborted) break;
-      const plan = await planDocument(input, options.ocr, { storage: options.storage }, options.pdfPassword);
+      const plan = await planDocument(input, options.ocr, { storage: options.storage, whenUnreachable: options.inputs?.whenUnreachable }, options.pdfPassword);
       if (plan.status === 'rejected') {
         reject(plan.uri, plan.reason);
         continue;
       }
       const state = await enqueuePlanned(plan, options, flows, documents);
-      const queued: QueuedDocument = { state, uri: input.uri, docId: plan.docId, pages: plan.documentJob.pageCount, keys: plan.keys };
+      const { pageCount: pages, damage } = plan.documentJob;
+      const queued: QueuedDocument = { state, uri: input.uri, docId: plan.docId, pages, keys: plan.keys, ...(damage === undefined ? {} : { damage }) };
       summary.queued.push(queued);
       if (state === 'enqueued') {
         summary.documents++;

@@ -15,3 +15,18 @@ export interface InputDocument {
  * a link, a device, an entry over a size limit, an unreadable input. Expansion goes on after it.
  */
 export type SkipListener = (uri: string, reason: string) => void;
+
+/**
+ * What becomes of an input whose storage stays unreachable after the client's retries:
+ * - 'reject' (`enqueue`, `run`): the input is rejected with the reason, like any input that cannot be
+ *   read, and the run goes on;
+ * - 'throw': the failure rejects, for a caller that will be handed the input again (the watch's event
+ *   source redelivers it).
+ */
+export type UnreachableInputPolicy = 'reject' | 'throw';
+
+/** Applies the policy to a transient failure while reading `uri`: skips it with the reason, or rethrows. */
+export function unreachableInput(policy: UnreachableInputPolicy, skip: SkipListener, uri: string, error: Error): void {
+  if (policy === 'throw') throw error;
+  skip(uri, `cannot read it: ${error.message}`);
+}

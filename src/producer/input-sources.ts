@@ -10,12 +10,12 @@ import { describeCause } from '../storage/storage-error.js';
 import { detectArchiveKind, type ArchiveKind } from './archive-kind.js';
 import { resolveArchiveLimits, type ArchiveLimits } from './archive-limits.js';
 import { walkDirectory } from './directory-walk.js';
-import type { InputDocument, SkipListener } from './input-document.js';
+import type { InputDocument, SkipListener, UnreachableInputPolicy } from './input-document.js';
 import { BucketStorages, isS3Input, s3Documents, s3ObjectDocuments } from './s3-documents.js';
 import { tarDocuments } from './tar-documents.js';
 import { zipDocuments } from './zip-documents.js';
 
-export type { InputDocument, SkipListener } from './input-document.js';
+export type { InputDocument, SkipListener, UnreachableInputPolicy } from './input-document.js';
 export { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './archive-limits.js';
 
 /** One S3 object named exactly: s3://bucket/key is that key alone, never a prefix of other keys. */
@@ -40,6 +40,8 @@ export interface ExpandInputsOptions {
   archiveLimits?: Partial<ArchiveLimits>;
   /** Settings for s3:// inputs. Default: everything from the environment (see S3StorageOptions). */
   s3?: S3StorageOptions;
+  /** An input whose storage stays unreachable after retries. Default 'reject' (see UnreachableInputPolicy). */
+  whenUnreachable?: UnreachableInputPolicy;
 }
 
 export interface ExpandedInputs extends AsyncIterable<InputDocument> {
@@ -56,11 +58,12 @@ export interface ExpandedInputs extends AsyncIterable<InputDocument> {
  * - { kind: 's3-object', url: 's3://bucket/key' }: that object alone.
  * S3 objects are documents as they are, archives included. Paths are made absolute. Bad input (a missing
  * path or S3 object, an unsafe or oversized archive entry, a bucket that does not exist) is skipped and
- * reported; only transient storage failures reject.
+ * reported; so is an S3 input that stays unreachable after retries, unless `whenUnreachable` is 'throw'.
  */
 export function expandInputs(inputs: readonly ProducerInput[], options: ExpandInputsOptions = {}): ExpandedInputs {
   const limits = resolveArchiveLimits(options.archiveLimits);
   const buckets = new BucketStorages(options.s3);
+  const whenUnreachable = options.whenUnreachable ?? 'reject';
   let skipped = 0;
   const skip: SkipListener = (uri, reason) => {
     skipped++;
@@ -71,9 +74,9 @@ export function expandInputs(inputs: readonly ProducerInput[], options: ExpandIn
       if (typeof input !== 'string' && input.kind === 'document') {
         yield input.document;
       } else if (typeof input !== 'string') {
-        yield* s3ObjectDocuments(input.url, buckets, skip);
+        yield* s3ObjectDocuments(input.url, buckets, skip, whenUnreachable);
       } else if (isS3Input(input)) {
-        yield* s3Documents(input, buckets, skip);
+        yield* s3Documents(input, buckets, skip, whenUnreachable);
       } else {
         yield* localDocuments(path.resolve(input), limits, skip);
       }

@@ -8,7 +8,7 @@ import { documentKeys, documentResultKeys, type DocumentKeys } from '../jobs/sto
 import type { Storage } from '../storage/storage.js';
 import { describeCause, StorageError } from '../storage/storage-error.js';
 import { documentId } from './doc-id.js';
-import type { InputDocument } from './input-document.js';
+import type { InputDocument, UnreachableInputPolicy } from './input-document.js';
 
 /** Output tokens reserved per page in a V3 parse-multi request when options.maxNewTokens is not set. */
 const V3_MULTI_PAGE_DEFAULT_OUTPUT_BUDGET = 2048;
@@ -38,6 +38,8 @@ export interface RejectedDocument {
 export interface PlanDocumentDeps {
   /** Where staging/ and results/ live. */
   storage: Storage;
+  /** An input whose storage stays unreachable after retries. Default 'reject' (see UnreachableInputPolicy). */
+  whenUnreachable?: UnreachableInputPolicy;
 }
 
 /**
@@ -54,8 +56,8 @@ export async function planDocument(
   try {
     bytes = await input.bytes();
   } catch (error) {
-    // Gone since it was listed, unreadable, too large for a Buffer: this document's problem. An unreachable storage is not.
-    if (error instanceof StorageError && error.code === 'transient') throw error;
+    // Gone since it was listed, unreadable, too large for a Buffer: this document's problem. Unreachable: as the policy says.
+    if (error instanceof StorageError && error.code === 'transient' && deps.whenUnreachable === 'throw') throw error;
     return { status: 'rejected', uri: input.uri, reason: `cannot read it: ${describeCause(error)}` };
   }
   let opened: OpenedDocument & { password?: string };
@@ -65,15 +67,27 @@ export async function planDocument(
     if (error instanceof DocumentError) return { status: 'rejected', uri: input.uri, reason: error.reason };
     throw error;
   }
-  const { type, pageCount } = opened;
+  const { type, pageCount, damage } = opened;
   const docId = documentId(bytes, options);
   const keys = documentKeys(docId, type);
   const enqueuedAt = Date.now();
-  const documentJob: DocumentJobData = { docId, sourceUri: input.uri, type, pageCount, keys, options, enqueuedAt };
+  const storage = deps.storage.url;
+  const documentJob: DocumentJobData = {
+    docId,
+    sourceUri: input.uri,
+    storage,
+    type,
+    pageCount,
+    keys,
+    options,
+    enqueuedAt,
+    ...(damage === undefined ? {} : { damage }),
+  };
   const sealed = opened.password === undefined ? {} : { pdfPassword: sealPdfPassword(opened.password, bytes) };
   const pageJobs = pageRanges(pageCount, options).map(([firstPage, lastPage]): PageJobData => ({
     docId,
     sourceUri: input.uri,
+    storage,
     type,
     firstPage,
     lastPage,

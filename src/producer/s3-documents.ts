@@ -8,7 +8,7 @@ import { isS3Url, parseS3Url, type S3Location } from '../storage/s3-url.js';
 import type { Storage } from '../storage/storage.js';
 import { describeCause, StorageError } from '../storage/storage-error.js';
 import { checkKey } from '../storage/storage-key.js';
-import type { InputDocument, SkipListener } from './input-document.js';
+import { unreachableInput, type InputDocument, type SkipListener, type UnreachableInputPolicy } from './input-document.js';
 
 export function isS3Input(input: string): boolean {
   return isS3Url(input);
@@ -40,7 +40,12 @@ function s3LocationOf(url: string, skip: SkipListener): S3Location | undefined {
   }
 }
 
-export async function* s3Documents(input: string, buckets: BucketStorages, skip: SkipListener): AsyncGenerator<InputDocument> {
+export async function* s3Documents(
+  input: string,
+  buckets: BucketStorages,
+  skip: SkipListener,
+  whenUnreachable: UnreachableInputPolicy,
+): AsyncGenerator<InputDocument> {
   const location = s3LocationOf(input, skip);
   if (location === undefined) return;
   const { bucket, path: prefix } = location;
@@ -57,17 +62,22 @@ export async function* s3Documents(input: string, buckets: BucketStorages, skip:
       yield { uri, size: object.size, bytes: () => storage.get(object.key) };
     }
   } catch (error) {
-    // Transient failures are the caller's to retry; a wrong bucket, prefix or permission is this input's problem.
-    if (!(error instanceof StorageError) || error.code === 'transient') throw error;
-    skip(input, `cannot list it: ${error.message}`);
+    if (!(error instanceof StorageError)) throw error;
+    if (error.code === 'transient') unreachableInput(whenUnreachable, skip, input, error);
+    else skip(input, `cannot list it: ${error.message}`);
   }
 }
 
 /**
  * The object at s3://bucket/key and nothing else: never another key that starts with this one. A
- * missing object (or bucket) is skipped as 'object not found'; only transient failures reject.
+ * missing object (or bucket) is skipped as 'object not found'; an unreachable one as `whenUnreachable` says.
  */
-export async function* s3ObjectDocuments(url: string, buckets: BucketStorages, skip: SkipListener): AsyncGenerator<InputDocument> {
+export async function* s3ObjectDocuments(
+  url: string,
+  buckets: BucketStorages,
+  skip: SkipListener,
+  whenUnreachable: UnreachableInputPolicy,
+): AsyncGenerator<InputDocument> {
   const location = s3LocationOf(url, skip);
   if (location === undefined) return;
   if (location.path === '') {
@@ -88,8 +98,9 @@ export async function* s3ObjectDocuments(url: string, buckets: BucketStorages, s
     storage = buckets.of(bucket);
     size = (await storage.stat(key)).size;
   } catch (error) {
-    if (!(error instanceof StorageError) || error.code === 'transient') throw error;
-    skip(uri, error.code === 'not_found' ? `object not found: ${uri}` : `cannot read it: ${error.message}`);
+    if (!(error instanceof StorageError)) throw error;
+    if (error.code === 'transient') unreachableInput(whenUnreachable, skip, uri, error);
+    else skip(uri, error.code === 'not_found' ? `object not found: ${uri}` : `cannot read it: ${error.message}`);
     return;
   }
   yield { uri, size, bytes: () => storage.get(key) };

@@ -1,7 +1,10 @@
 // How much each queue completed in the last minutes, for the rate and ETA of `scriptorium status`.
 //
-// Workers add what they complete to one counter per queue and minute:
-// scriptorium:throughput:<queue>:<minute since the epoch>, kept for an hour. This counts pages, not
+// Workers add what they complete to one counter per queue, kind of page and minute:
+// scriptorium:throughput:documents:<minute since the epoch> and
+// scriptorium:throughput:pages:<variant>-<task>-<mode>:<minute>, kept for an hour. Kinds of page are
+// counted apart because they differ in speed many times over (a tiny page against a gundam one), so
+// one rate over a mixed queue would predict nothing. This counts pages, not
 // jobs (a V3 page group is one job of many pages), and it does not depend on how many completed
 // jobs BullMQ still keeps: those are trimmed by count and age (job-options.ts), so counting their
 // finishedOn timestamps would undercount a busy queue, and would mean reading job hashes. A window is
@@ -9,20 +12,47 @@
 // window's edges.
 import type { Redis } from 'ioredis';
 
+import type { OcrJobOptions } from '../jobs/job-types.js';
 import type { QueueName } from './queue-names.js';
 
 const MINUTE_MS = 60_000;
 /** How long a minute's counter is kept: the longest window status can ask for. */
 export const MAX_WINDOW_MINUTES = 60;
 
-function counterKey(queue: QueueName, minute: number): string {
-  return `${queue.prefix}:throughput:${queue.name}:${minute}`;
+const COUNTER_TTL_SECONDS = (MAX_WINDOW_MINUTES + 1) * 60;
+
+/** What one series of counters counts: a queue's completed items, for pages one kind of page. */
+export interface CountedWork {
+  queue: QueueName;
+  /** pageKind of the pages; none for documents. */
+  kind?: string;
 }
 
-/** Adds `amount` completed items (pages, documents) to the queue's counter of the current minute. */
-export async function countCompleted(redis: Redis, queue: QueueName, amount: number, now = Date.now()): Promise<void> {
-  const key = counterKey(queue, Math.floor(now / MINUTE_MS));
-  await redis.multi().incrby(key, amount).expire(key, (MAX_WINDOW_MINUTES + 1) * 60).exec();
+/** A kind of page, by the options that set its cost: 'v1-markdown-gundam'. */
+export function pageKind({ variant, task, mode }: Pick<OcrJobOptions, 'variant' | 'task' | 'mode'>): string {
+  return `${variant}-${task}-${mode}`;
+}
+
+function counterKey({ queue, kind }: CountedWork, minute: number): string {
+  return `${queue.prefix}:throughput:${queue.name}:${kind === undefined ? '' : `${kind}:`}${minute}`;
+}
+
+/** The set of the kinds counted in the last hour. */
+function kindsKey(queue: QueueName): string {
+  return `${queue.prefix}:throughput:${queue.name}:kinds`;
+}
+
+/** Adds `amount` completed items (pages, documents) to the current minute's counter of `work`. */
+export async function countCompleted(redis: Redis, work: CountedWork, amount: number, now = Date.now()): Promise<void> {
+  const key = counterKey(work, Math.floor(now / MINUTE_MS));
+  const transaction = redis.multi().incrby(key, amount).expire(key, COUNTER_TTL_SECONDS);
+  if (work.kind !== undefined) transaction.sadd(kindsKey(work.queue), work.kind).expire(kindsKey(work.queue), COUNTER_TTL_SECONDS);
+  await transaction.exec();
+}
+
+/** The kinds of `queue` counted in the last hour (a kind idle for longer may linger until the set expires). */
+export async function countedKinds(redis: Redis, queue: QueueName): Promise<string[]> {
+  return (await redis.smembers(kindsKey(queue))).sort();
 }
 
 export interface Throughput {
@@ -37,13 +67,13 @@ export interface Throughput {
  * by the time since the window's first busy minute began, at least one minute, so that a run that
  * started two minutes ago is not spread over the whole window.
  */
-export async function recentThroughput(redis: Redis, queue: QueueName, windowMinutes: number, now = Date.now()): Promise<Throughput> {
+export async function recentThroughput(redis: Redis, work: CountedWork, windowMinutes: number, now = Date.now()): Promise<Throughput> {
   if (!(Number.isInteger(windowMinutes) && windowMinutes >= 1 && windowMinutes <= MAX_WINDOW_MINUTES)) {
     throw new RangeError(`the throughput window must be 1 to ${MAX_WINDOW_MINUTES} minutes, got ${windowMinutes}`);
   }
   const current = Math.floor(now / MINUTE_MS);
   const minutes = Array.from({ length: windowMinutes }, (_, i) => current - windowMinutes + 1 + i);
-  const counts = (await redis.mget(minutes.map((minute) => counterKey(queue, minute)))).map((value) => Number(value ?? 0));
+  const counts = (await redis.mget(minutes.map((minute) => counterKey(work, minute)))).map((value) => Number(value ?? 0));
   const completed = counts.reduce((sum, count) => sum + count, 0);
   const firstBusy = counts.findIndex((count) => count > 0);
   if (firstBusy === -1) return { completed: 0, perMinute: 0 };

@@ -5,12 +5,12 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 
 import type { Variant } from '../engine/model-config.js';
-import type { DocumentJobData } from '../jobs/job-types.js';
+import type { DocumentJobData, OcrJobOptions } from '../jobs/job-types.js';
 import type { DocumentResultJson } from '../jobs/result-json.js';
 import { documentResultKeys, isDocId } from '../jobs/storage-layout.js';
 import { documentJobId } from '../queue/job-ids.js';
 import { pageQueue } from '../queue/queue-names.js';
-import { recentThroughput } from '../queue/throughput.js';
+import { pageKind, recentThroughput } from '../queue/throughput.js';
 import type { Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
 import { pageStatusesOf } from '../worker/document-worker.js';
@@ -47,7 +47,7 @@ export async function documentStatus(docId: string, sources: DocumentStatusSourc
   const pages = { total: data.pageCount, done: done.size, failed: failedPages.length, pending };
   if (state === 'failed') return { docId, state: 'failed', pages, failedPages, reason: job.failedReason, etaSeconds: null, links };
   const settledPages = done.size + failedPages.length;
-  return { docId, state: settledPages === 0 ? 'queued' : 'running', pages, failedPages, etaSeconds: await queueEtaSeconds(data.options.variant, sources), links };
+  return { docId, state: settledPages === 0 ? 'queued' : 'running', pages, failedPages, etaSeconds: await queueEtaSeconds(data.options, sources), links };
 }
 
 const SETTLED_STATES = new Set<DocumentStatus['state']>(['completed', 'partial', 'failed']);
@@ -86,10 +86,11 @@ function settledStatus(document: DocumentResultJson, links: DocumentLinks): Docu
   return { docId: document.docId, state: failedPages.length === 0 ? 'completed' : 'partial', pages, failedPages, etaSeconds: null, links };
 }
 
-async function queueEtaSeconds(variant: Variant, { pages, redis }: DocumentStatusSources): Promise<number | null> {
+/** The document's page queue drained at the recent rate of its kind of page. */
+async function queueEtaSeconds(options: OcrJobOptions, { pages, redis }: DocumentStatusSources): Promise<number | null> {
   const [counts, { perMinute }] = await Promise.all([
-    pages(variant).getJobCounts(...UNFINISHED_PAGE_STATES),
-    recentThroughput(redis, pageQueue(variant), ETA_WINDOW_MINUTES),
+    pages(options.variant).getJobCounts(...UNFINISHED_PAGE_STATES),
+    recentThroughput(redis, { queue: pageQueue(options.variant), kind: pageKind(options) }, ETA_WINDOW_MINUTES),
   ]);
   if (perMinute === 0) return null;
   const left = Object.values(counts).reduce((sum, count) => sum + count, 0);

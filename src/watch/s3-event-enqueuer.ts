@@ -82,6 +82,8 @@ export class S3EventEnqueuer {
     }
     const summary = await enqueueDocuments([{ kind: 's3-object', url: `s3://${bucket}/${key}` }], {
       ...this.#options.enqueue,
+      // The event source hands an unacknowledged event over again: an unreachable object is tried then.
+      inputs: { whenUnreachable: 'throw' },
       connection: redisOptions(this.#options.redisUrl, 'client'),
     });
     if (uploadId !== undefined) await this.#recent.remember(uploadId);

@@ -50,10 +50,11 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
   const document: DocumentResultJson = {
     docId: job.docId,
     source: { uri: job.sourceUri, type: job.type, pages: job.pageCount },
-    // With no page read there is no checkpoint to name: the job's options, checkpoint ''.
-    model: done[0]?.result.model ?? { ...modelOptions(job), checkpoint: '', synthetic: false },
+    // With no page read, no model read the document: nothing to name.
+    model: done[0]?.result.model ?? null,
     pages: done.map(({ page, key }) => ({ page, status: 'done', key })),
     failedPages: pages.flatMap((page) => (page.status === 'failed' ? [{ page: page.page, reason: page.reason }] : [])),
+    ...(job.damage === undefined ? {} : { damage: job.damage }),
     timings_ms: {
       queued: summarize('queued'),
       fetch: summarize('fetch'),
@@ -140,8 +141,4 @@ async function readPage(status: PageStatus | UnreportedPage, storage: Storage, d
     }
     throw error;
   }
-}
-
-function modelOptions({ options }: DocumentJobData): Pick<PageResultJson['model'], 'variant' | 'task' | 'mode'> {
-  return { variant: options.variant, task: options.task, mode: options.mode };
 }

@@ -8,8 +8,10 @@ import type { Logger } from 'pino';
 
 import { parseDocumentJobData, parseDonePageOutcome, type DocumentJobData, type DocumentOutcome } from '../jobs/job-types.js';
 import { documentResultKeys } from '../jobs/storage-layout.js';
+import { checkedJobData } from '../queue/job-data-check.js';
 import { pagesOfJobId } from '../queue/job-ids.js';
 import { DOCUMENTS, pageJobIdOfKey } from '../queue/queue-names.js';
+import { leaveForeignStorageJob } from '../queue/storage-affinity.js';
 import type { Storage } from '../storage/storage.js';
 import { assembleDocument, type PageStatus } from './document-assembler.js';
 
@@ -39,8 +41,9 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
   const { storage, connection, logger } = options;
   const worker = new Worker<DocumentJobData, DocumentOutcome>(
     DOCUMENTS.name,
-    async (job: Job<DocumentJobData>) => {
-      const data = parseDocumentJobData(job.data);
+    async (job: Job<DocumentJobData>, token?: string) => {
+      const data = checkedJobData(parseDocumentJobData, job.data);
+      await leaveForeignStorageJob(job, token, data.storage, storage.url, logger);
       const document = await assembleDocument(data, await pageStatusesOf(job), storage);
       const keys = documentResultKeys(data.docId);
       const outcome: DocumentOutcome = {
@@ -49,6 +52,7 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
         json: keys.json,
         pages: data.pageCount,
         failedPages: document.failedPages,
+        ...(data.damage === undefined ? {} : { damage: data.damage }),
       };
       logger.info({ docId: outcome.docId, pages: outcome.pages, failedPages: outcome.failedPages.length }, 'document done');
       return outcome;

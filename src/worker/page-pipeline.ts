@@ -81,6 +81,11 @@ export class PagePipeline {
     return this.#options.engine.variant;
   }
 
+  /** The URL of the storage this pipeline reads sources from and writes results to. */
+  get storageUrl(): string {
+    return this.#options.storage.url;
+  }
+
   /**
    * Processes page jobs of any documents together; resolves with one outcome per job, in job order.
    * A job that fails (its page cannot be rendered, storage fails) is a failed outcome; the others

@@ -3,7 +3,7 @@ import type { PageResult } from '../engine/ocr-engine.js';
 import type { PdfPagePoints } from '../documents/document.js';
 import { DEFAULT_PDF_DPI } from '../documents/pdf-render-size.js';
 import type { PageJobData, StageTimings } from '../jobs/job-types.js';
-import type { OcrBlockJson, PageRenderJson, PageResultJson } from '../jobs/result-json.js';
+import { checkPageResultJson, type OcrBlockJson, type PageRenderJson, type PageResultJson } from '../jobs/result-json.js';
 import { scriptoriumBuild } from '../output/build-info.js';
 
 /** What the result says about the worker and the model that read the page. */
@@ -24,7 +24,7 @@ export function pageResultJson(
   image: { width: number; height: number; pagePoints?: PdfPagePoints },
 ): PageResultJson {
   const { variant, task, mode } = data.options;
-  return {
+  return checkPageResultJson({
     docId: data.docId,
     source: { uri: data.sourceUri, page },
     render: pageRender(data, image),
@@ -36,7 +36,7 @@ export function pageResultJson(
     timings_ms: timings,
     worker: { host: reader.host, backend: reader.backend, attempt },
     scriptorium: scriptoriumBuild(),
-  };
+  });
 }
 
 /** The image's size; for a PDF page also its size in points and the dpi or longest side it was rendered at. */

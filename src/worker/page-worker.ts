@@ -24,7 +24,9 @@ import type { Logger } from 'pino';
 
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import { parsePageJobData, type DonePageOutcome, type PageJobData, type PageOutcome } from '../jobs/job-types.js';
+import { checkedJobData } from '../queue/job-data-check.js';
 import { pageQueue } from '../queue/queue-names.js';
+import { leaveForeignStorageJob } from '../queue/storage-affinity.js';
 import { STALLED_PAGE_REASON } from './document-worker.js';
 import { PageClaims } from './page-claims.js';
 import { SharedOrAlone } from './shared-or-alone.js';
@@ -162,9 +164,11 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   const worker = new Worker<PageJobData, DonePageOutcome>(
     queue.name,
     async (job: Job<PageJobData>, token?: string) => {
+      const data = checkedJobData(parsePageJobData, job.data);
+      await leaveForeignStorageJob(job, token, data.storage, pipeline.storageUrl, logger);
       const jobId = job.id ?? '';
       const claim = token ?? '';
-      const pageJob: PageJob = { data: checkedJobData(job.data), attempt: job.attemptsStarted, jobId };
+      const pageJob: PageJob = { data, attempt: job.attemptsStarted, jobId };
       const triedBefore = job.attemptsMade > 0 || job.stalledCounter > 0;
       await claims.claim(jobId, claim);
       try {
@@ -221,15 +225,6 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   worker.on('error', (error) => logger.error({ err: error }, 'page worker: queue error'));
   worker.on('closed', () => claimsRedis.disconnect());
   return worker;
-}
-
-/** Job data that is no page job (another version's producer, a hand-made job) fails at once: no try can help. */
-function checkedJobData(data: unknown): PageJobData {
-  try {
-    return parsePageJobData(data);
-  } catch (error) {
-    throw new UnrecoverableError((error as Error).message);
-  }
 }
 
 function seconds(ms: number): string {

@@ -7,8 +7,8 @@ import type { Logger } from 'pino';
 
 import type { DocumentJobData, DocumentOutcome, DonePageOutcome, PageJobData } from '../jobs/job-types.js';
 import type { LiveWorkerProgress } from '../queue/live-workers.js';
-import { DOCUMENTS, pageQueue, type QueueName } from '../queue/queue-names.js';
-import { countCompleted } from '../queue/throughput.js';
+import { DOCUMENTS, pageQueue } from '../queue/queue-names.js';
+import { countCompleted, pageKind, type CountedWork } from '../queue/throughput.js';
 import type { DecodeStats } from './page-pipeline.js';
 import { failureReasonLabel, observeStageTimes, workerMetrics } from './worker-metrics.js';
 
@@ -36,7 +36,7 @@ export class WorkerActivity {
       this.#pagesDone += pages;
       metrics.pagesDone.inc(pages);
       for (const page of outcome.pages) observeStageTimes(page.timings_ms);
-      this.#count(pageQueue(job.data.options.variant), pages);
+      this.#count({ queue: pageQueue(job.data.options.variant), kind: pageKind(job.data.options) }, pages);
     });
     worker.on('failed', (job, error) => {
       if (job === undefined) return;
@@ -54,7 +54,7 @@ export class WorkerActivity {
   }
 
   watchDocuments(worker: Worker<DocumentJobData, DocumentOutcome>): void {
-    worker.on('completed', () => this.#count(DOCUMENTS, 1));
+    worker.on('completed', () => this.#count({ queue: DOCUMENTS }, 1));
   }
 
   /** For PagePipelineOptions.onDecoded. */
@@ -69,9 +69,9 @@ export class WorkerActivity {
     return { currentJobs: [...this.#currentJobs], pagesDone: this.#pagesDone, pagesFailed: this.#pagesFailed };
   }
 
-  #count(queue: QueueName, amount: number): void {
-    countCompleted(this.#redis, queue, amount).catch((error: unknown) =>
-      this.#logger.warn({ err: error, queue: queue.name, amount }, 'could not count completed work for the throughput of `scriptorium status`'),
+  #count(work: CountedWork, amount: number): void {
+    countCompleted(this.#redis, work, amount).catch((error: unknown) =>
+      this.#logger.warn({ err: error, queue: work.queue.name, kind: work.kind, amount }, 'could not count completed work for the throughput of `scriptorium status`'),
     );
   }
 }

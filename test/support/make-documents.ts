@@ -256,3 +256,21 @@ export const makeText = (): Buffer => Buffer.from('Minutes of the meeting\nAll p
 
 /** An empty ZIP archive: just its end-of-central-directory record. */
 export const makeZip = (): Buffer => Buffer.concat([Buffer.from('PK\x05\x06', 'latin1'), Buffer.alloc(18)]);
+
+/**
+ * A 4-page PDF cut off part-way, as a broken download leaves it: no cross-reference table, no
+ * trailer, and the objects of its later pages missing. Written without object streams, as scanners
+ * and most producers write PDFs, so that its remaining objects can still be found. `keptFraction`
+ * of the bytes are kept: 0.6 keeps pages 1 and 2, 0.3 none.
+ */
+export async function makeTruncatedPdf(keptFraction: number): Promise<Buffer> {
+  const pdf = await PDFDocument.create();
+  const font = await pdf.embedFont(StandardFonts.Helvetica);
+  for (let pageIndex = 0; pageIndex < 4; pageIndex++) {
+    const page = pdf.addPage(LETTER);
+    page.drawRectangle({ x: 72, y: 600, width: 144, height: 72, color: rgb(0, 0, 0) });
+    page.drawText(`Page ${pageIndex + 1}`, { x: 72, y: 500, size: 11, font });
+  }
+  const whole = Buffer.from(await pdf.save({ useObjectStreams: false }));
+  return whole.subarray(0, Math.floor(whole.length * keptFraction));
+}
