@@ -1,5 +1,5 @@
 // The BullMQ worker of the pages queue: every claimed page job is read by its own
-// PagePipeline.processPages call, and the engine's continuous batch merges their decodes: a page
+// PagePipeline.processPage call, and the engine's continuous batch merges their decodes: a page
 // joins the running decode steps as soon as it is encoded and leaves when it is done, so concurrent
 // pages share every pass over the weights. A job's return value is its outcome (result keys and
 // stage timings); a failed page throws its reason, as an UnrecoverableError when another try cannot help.
@@ -140,8 +140,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
       watchdog = setTimeout(() => reject(new EngineHungError(timeoutMs + graceMs, [job.jobId ?? ''])), timeoutMs + graceMs);
     });
     try {
-      const [outcome] = await Promise.race([pipeline.processPages([job], deadline.signal), engineHung, unavailable]);
-      return outcome;
+      return await Promise.race([pipeline.processPage(job, deadline.signal), engineHung, unavailable]);
     } catch (error) {
       if (error instanceof EngineHungError && hung === undefined) {
         hung = error;
