@@ -121,6 +121,13 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   claimsRedis.on('error', (error) => logger.debug({ err: error }, 'page claims connection: Redis error'));
   const claims = new PageClaims({ redis: claimsRedis, workerKey: options.workerKey ?? `unregistered:${randomUUID()}` });
   const maxDeaths = options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT;
+  const lockDurationMs = options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS;
+  if (lockDurationMs < MIN_SAFE_LOCK_DURATION_MS) {
+    logger.warn(
+      { lockDurationMs, minSafeMs: MIN_SAFE_LOCK_DURATION_MS },
+      'locks this short can be lost during a Redis outage: the page is then read twice (never failed for it)',
+    );
+  }
   const timeoutMs = options.pageTimeoutMs ?? DEFAULT_PAGE_TIMEOUT_MS;
   const graceMs = options.hangGraceMs ?? DEFAULT_HANG_GRACE_MS;
   const lanes = new SharedOrAlone();
@@ -199,7 +206,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
       connection,
       prefix: PAGES.prefix,
       concurrency: options.concurrency ?? 2 * DEFAULT_MAX_SEQUENCES,
-      lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
+      lockDuration: lockDurationMs,
       stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
       maxStalledCount: maxDeaths + LOST_LOCKS_ALLOWED,
     },
