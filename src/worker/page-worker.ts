@@ -163,6 +163,9 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
     }
   };
 
+  // A shortcut only: when storage cannot say, the page is read (and its own failure, if any, reported).
+  const storedOutcome = (job: PageJob) => pipeline.storedOutcome(job).catch(() => undefined);
+
   const worker = new Worker<PageJobData, DonePageOutcome>(
     PAGES.name,
     async (job: Job<PageJobData>, token?: string) => {
@@ -175,12 +178,12 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
         if (job.stalledCounter > 0) {
           const deaths = await claims.deaths(jobId);
           if (deaths > maxDeaths) {
-            const stored = await pipeline.storedOutcome(pageJob);
+            const stored = await storedOutcome(pageJob);
             if (stored) return stored;
             throw new UnrecoverableError(STALLED_PAGE_REASON);
           }
         }
-        const stored = triedBefore ? await pipeline.storedOutcome(pageJob) : undefined;
+        const stored = triedBefore ? await storedOutcome(pageJob) : undefined;
         if (stored) {
           logger.info({ docId: job.data.docId, jobId, attempt: pageJob.attempt }, 'page already in storage (an earlier reader stored it): not read again');
           return stored;
@@ -195,7 +198,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
         }
         if (outcome.status === 'done') return outcome;
         // Another reader of this page (one that lost its lock while alive) may have stored it meanwhile.
-        const storedMeanwhile = await pipeline.storedOutcome(pageJob).catch(() => undefined);
+        const storedMeanwhile = await storedOutcome(pageJob);
         if (storedMeanwhile) return storedMeanwhile;
         throw outcome.retryable ? new Error(outcome.reason) : new UnrecoverableError(outcome.reason);
       } finally {
