@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 
 import { ContinuousBatch, generate, type GenerationRequest } from '../src/engine/generate.js';
-import { NativeModel } from '../src/engine/native-model.js';
+import { NativeModel, type ForwardInput, type ForwardOutput } from '../src/engine/native-model.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
 const FIRST: GenerationRequest = { promptIds: [0, 3000, 3001, 3002], maxNewTokens: 60, stopAtEos: false };
@@ -83,5 +83,40 @@ describe('continuous batching', () => {
     const batch = new ContinuousBatch(model, 2);
     assert.throws(() => batch.generate({ promptIds: [0, 129280], maxNewTokens: 1 }), /outside \[0, 129280\)/);
     assert.deepEqual(batch.size, { active: 0, waiting: 0 });
+  });
+});
+
+describe('a forward call that fails', () => {
+  /** A decoder whose forward call rejects whenever it holds the prompt id POISON; it records each call's batch size. */
+  const POISON = 666;
+  function poisonedModel(batchSizes: number[]): NativeModel {
+    const model = {
+      vocab: 1000,
+      config: { eosId: 1 },
+      createSequence: () => {
+        const sequence = { length: 0, prefixLength: -1, cacheBytes: 0, release: () => undefined };
+        return sequence;
+      },
+      forward: async (inputs: ForwardInput[]): Promise<ForwardOutput[]> => {
+        batchSizes.push(inputs.length);
+        if (inputs.some((input) => input.ids.includes(POISON))) throw new Error('this decoder rejects the poison id');
+        for (const input of inputs) (input.sequence as { length: number }).length += input.ids.length;
+        return inputs.map(() => ({ best: 7 }));
+      },
+    };
+    return model as unknown as NativeModel;
+  }
+
+  test('is retried one sequence at a time, so only the sequence that fails is failed', async () => {
+    const batchSizes: number[] = [];
+    const batch = new ContinuousBatch(poisonedModel(batchSizes), 3);
+    const requests = [[0, 5], [0, POISON], [0, 6]].map((promptIds) => batch.generate({ promptIds, maxNewTokens: 2, stopAtEos: false }));
+    const outcomes = await Promise.allSettled(requests);
+    assert.deepEqual(
+      outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value.ids : (outcome.reason as Error).message)),
+      [[7, 7], 'this decoder rejects the poison id', [7, 7]],
+    );
+    // The three shared a call before the failure split them.
+    assert.ok(batchSizes.includes(3), `batch sizes ${batchSizes.join(', ')}`);
   });
 });

@@ -10,7 +10,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
 
-import { startOcrWorkers, type OcrWorkers } from '../src/cli/ocr-workers.js';
+import { startOcrWorkers, type OcrWorkers } from '../src/worker/ocr-workers.js';
 import type { OcrJobOptions, PageJobData } from '../src/jobs/job-types.js';
 import type { DocumentResultJson, PageResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments } from '../src/producer/enqueue.js';
@@ -68,7 +68,7 @@ describe('S3 unavailable for a while', { skip: REDIS_SERVER_MISSING }, () => {
   }
 
   async function startWorkers(): Promise<void> {
-    workers = await startOcrWorkers({ model: { dir: model, synthetic: true }, threads: 1, storage, redisUrl: redis.url, logger: pino({ level: 'silent' }) });
+    workers = await startOcrWorkers({ model: { dir: model, synthetic: true }, checkpointId: 'sha256:tiny-v3', threads: 1, storage, redisUrl: redis.url, logger: pino({ level: 'silent' }) });
   }
 
   const failedTries = async (docId: string) => (await Promise.all([1, 2].map((page) => pages.getJob(`${docId}.p${page}-${page}`)))).map((job) => job?.attemptsMade ?? 0);

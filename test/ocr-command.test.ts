@@ -9,10 +9,13 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 
 import type { Variant } from '../src/engine/model-config.js';
+import type { Stage } from '../src/jobs/job-types.js';
+import type { PageResultJson } from '../src/jobs/result-json.js';
 import { LETTER, makePdf, makePng } from './support/make-documents.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
 const run = promisify(execFile);
+const STAGES: Stage[] = ['queued', 'fetch', 'render', 'preprocess', 'encode', 'prefill', 'decode', 'postprocess', 'store', 'total'];
 const cli = path.resolve('dist/src/cli/main.js');
 let work: string;
 let pdf: string;
@@ -36,13 +39,15 @@ describe('scriptorium ocr', () => {
       const model = await tinyCheckpoint(variant);
       const { stdout, stderr } = await run(process.execPath, [cli, 'ocr', pdf, '--model', model, '--max-tokens', '4', '--dpi', '72', '--format', 'json', '--profile']);
       const output = JSON.parse(stdout);
-      assert.equal(output.model.variant, variant);
-      assert.deepEqual(output.pages.map((p: { page: number }) => p.page), [1, 2]);
-      for (const page of output.pages) {
-        assert.deepEqual(Object.keys(page.timings_ms).sort(), ['decode', 'encode', 'postprocess', 'prefill', 'preprocess', 'render']);
+      assert.deepEqual(output.pages.map((p: PageResultJson) => p.source.page), [1, 2]);
+      for (const page of output.pages as PageResultJson[]) {
+        assert.equal(page.model.variant, variant);
+        assert.match(page.model.checkpoint, /^sha256:[0-9a-f]{64}$/);
+        assert.deepEqual(Object.keys(page.timings_ms).sort(), [...STAGES].sort());
         assert.equal(page.tokens.generated, 4);
         assert.equal(typeof page.markdown, 'string');
       }
+      assert.deepEqual(output.failedPages, []);
       assert.match(stderr, /^ *page +render +preprocess +encode +prefill +decode +postprocess/m);
       assert.match(stderr, /^ *total /m);
     });
@@ -58,8 +63,18 @@ describe('scriptorium ocr', () => {
     const model = await tinyCheckpoint('v3');
     const { stdout } = await run(process.execPath, [cli, 'ocr', pdf, '--model', model, '--task', 'parse-multi', '--max-tokens', '3', '--dpi', '72', '--format', 'json']);
     const output = JSON.parse(stdout);
-    assert.deepEqual(output.pages.map((p: { page: number }) => p.page), [1, 2]);
+    assert.deepEqual(output.pages.map((p: PageResultJson) => p.source.page), [1, 2]);
     assert.equal(output.pages[0].tokens.image, 273);
+    assert.deepEqual(output.pages.map((p: PageResultJson) => p.model.task), ['parse-multi', 'parse-multi']);
+  });
+
+  test('options are checked as enqueue checks them: a task the variant lacks is a usage error', async () => {
+    const model = await tinyCheckpoint('v1');
+    await assert.rejects(run(process.execPath, [cli, 'ocr', pdf, '--model', model, '--task', 'parse']), (error: { code: number; stderr: string }) => {
+      assert.equal(error.code, 2);
+      assert.match(error.stderr, /--task/);
+      return true;
+    });
   });
 
   test('--pages past the end is a usage error naming the page count', async () => {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
 
-import { startOcrWorkers } from '../src/cli/ocr-workers.js';
+import { startOcrWorkers } from '../src/worker/ocr-workers.js';
 import type { OcrJobOptions } from '../src/jobs/job-types.js';
 import type { DocumentResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments } from '../src/producer/enqueue.js';
@@ -130,7 +130,7 @@ describe('page-level resume and retry', { skip: REDIS_SERVER_MISSING }, () => {
       const ocr: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 36, maxNewTokens: 6 };
       const { docId } = (await enqueueDocuments([input], { ocr, storage, connection })).queued[0];
       await (await pages.getJob(pageJobId(docId, 2, 2)))?.remove(); // page 2 never reports: it fails
-      const running = await startOcrWorkers({ model: { dir: model, synthetic: true }, threads: 1, storage, redisUrl: redis.url, batch: 2, logger: silent });
+      const running = await startOcrWorkers({ model: { dir: model, synthetic: true }, checkpointId: 'sha256:tiny-v1', threads: 1, storage, redisUrl: redis.url, batch: 2, logger: silent });
       try {
         await waitUntil(() => storage.exists(`results/${docId}/_FAILED_PAGES`), 120_000, 'the document assembled with a failed page');
         assert.equal(await storage.exists(`results/${docId}/_DONE`), false);

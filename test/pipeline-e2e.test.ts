@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { Queue } from 'bullmq';
 
-import { startOcrWorkers, type OcrWorkers } from '../src/cli/ocr-workers.js';
+import { startOcrWorkers, type OcrWorkers } from '../src/worker/ocr-workers.js';
 import type { OcrJobOptions, Stage } from '../src/jobs/job-types.js';
 import type { DocumentResultJson, PageResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments, type EnqueueSummary } from '../src/producer/enqueue.js';
@@ -74,7 +74,7 @@ describe('pipeline end to end on Redis and S3', { skip: REDIS_SERVER_MISSING }, 
     first = await enqueue();
     const model = { dir: await tinyCheckpoint('v1'), synthetic: true };
     workers = await Promise.all(
-      [0, 1].map(() => startOcrWorkers({ model, threads: 1, storage, redisUrl: redis.url, batch: 2, concurrency: 2, logger: silent })),
+      [0, 1].map(() => startOcrWorkers({ model, checkpointId: 'sha256:tiny-v1', threads: 1, storage, redisUrl: redis.url, batch: 2, concurrency: 2, logger: silent })),
     );
     await waitForDone(first.queued.map((q) => q.docId), 180_000);
   });

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { pino } from 'pino';
 
-import { startOcrWorkers } from '../src/cli/ocr-workers.js';
+import { startOcrWorkers } from '../src/worker/ocr-workers.js';
 import type { OcrJobOptions } from '../src/jobs/job-types.js';
 import { enqueueDocuments } from '../src/producer/enqueue.js';
 import { DocumentWatcher } from '../src/queue/document-watcher.js';
@@ -74,6 +74,7 @@ describe('OpenTelemetry traces over OTLP', { skip: REDIS_SERVER_MISSING }, () =>
     await writeFile(input, await makePdf([LETTER, LETTER], 3));
     const workers = await startOcrWorkers({
       model: { dir: await tinyCheckpoint('v3'), synthetic: true },
+      checkpointId: 'sha256:tiny-v3',
       threads: 1,
       storage,
       redisUrl: redis.url,

@@ -35,9 +35,9 @@ const logger = pino({ level: 'silent' });
 class RecordingPipeline extends PagePipeline {
   readonly jobIds: string[] = [];
 
-  override processPages(jobs: readonly PageJob[], deadline?: AbortSignal): Promise<PageOutcome[]> {
-    this.jobIds.push(...jobs.map((job) => job.jobId ?? ''));
-    return super.processPages(jobs, deadline);
+  override processPage(job: PageJob, deadline?: AbortSignal): Promise<PageOutcome> {
+    this.jobIds.push(job.jobId ?? '');
+    return super.processPage(job, deadline);
   }
 }
 

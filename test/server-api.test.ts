@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
 
-import { startOcrWorkers, type OcrWorkers } from '../src/cli/ocr-workers.js';
+import { startOcrWorkers, type OcrWorkers } from '../src/worker/ocr-workers.js';
 import { ScriptoriumApiError, ScriptoriumClient } from '../src/client/scriptorium-client.js';
 import { UPLOADS_FOLDER } from '../src/jobs/storage-layout.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
@@ -77,7 +77,7 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
     if (workers.length > 0) return;
     const model = { dir: await tinyCheckpoint('v1'), synthetic: true };
     workers = await Promise.all(
-      [0, 1].map(() => startOcrWorkers({ model, threads: 1, storage, redisUrl: redis.url, batch: 2, concurrency: 2, logger: silent })),
+      [0, 1].map(() => startOcrWorkers({ model, checkpointId: 'sha256:tiny-v1', threads: 1, storage, redisUrl: redis.url, batch: 2, concurrency: 2, logger: silent })),
     );
   };
 

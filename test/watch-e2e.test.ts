@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 
-import { startOcrWorkers, type OcrWorkers } from '../src/cli/ocr-workers.js';
+import { startOcrWorkers, type OcrWorkers } from '../src/worker/ocr-workers.js';
 import type { OcrJobOptions } from '../src/jobs/job-types.js';
 import type { DocumentResultJson } from '../src/jobs/result-json.js';
 import { documentId } from '../src/producer/doc-id.js';
@@ -66,7 +66,7 @@ describe('a file dropped into the bucket is read with no enqueue command', { ski
       },
     };
     watch = await startRedisListSource({ redisUrl: redis.url, listKey: LIST, enqueuer: recording, logger });
-    workers = await startOcrWorkers({ model: { dir: await tinyCheckpoint('v1'), synthetic: true }, threads: 1, storage: bucket, redisUrl: redis.url, batch: 2, logger });
+    workers = await startOcrWorkers({ model: { dir: await tinyCheckpoint('v1'), synthetic: true }, checkpointId: 'sha256:tiny-v1', threads: 1, storage: bucket, redisUrl: redis.url, batch: 2, logger });
 
     const pdf = await makePdf([LETTER], 2);
     const png = await makePng();

@@ -39,13 +39,13 @@ class StallingPipeline extends PagePipeline {
     super(options);
   }
 
-  override async processPages(jobs: readonly PageJob[], deadline?: AbortSignal): Promise<PageOutcome[]> {
+  override async processPage(job: PageJob, deadline?: AbortSignal): Promise<PageOutcome> {
     if (!this.stalled) {
       this.stalled = true;
       const until = Date.now() + this.stallMs;
       while (Date.now() < until);
     }
-    return super.processPages(jobs, deadline);
+    return super.processPage(job, deadline);
   }
 }
 

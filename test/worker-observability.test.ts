@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 
-import { startOcrWorkers, type OcrWorkers } from '../src/cli/ocr-workers.js';
+import { startOcrWorkers, type OcrWorkers } from '../src/worker/ocr-workers.js';
 import type { OcrJobOptions } from '../src/jobs/job-types.js';
 import type { PageResultJson } from '../src/jobs/result-json.js';
 import { enqueueDocuments } from '../src/producer/enqueue.js';
@@ -55,6 +55,7 @@ describe('a running worker seen from outside', { skip: REDIS_SERVER_MISSING }, (
     metrics = await serveMetrics({ port: 0, host: '127.0.0.1', redisUrl: redis.url, logger });
     workers = await startOcrWorkers({
       model: { dir: await tinyCheckpoint('v3'), synthetic: true },
+      checkpointId: 'sha256:tiny-v3',
       threads: 1,
       storage,
       redisUrl: redis.url,

@@ -1,5 +1,5 @@
-// The page pipeline on tiny checkpoints and file:// storage: a batch of page jobs in, stored page
-// results with stage timings out; failures stay with their own job.
+// The page pipeline on tiny checkpoints and file:// storage: page jobs in (read at once, as a worker
+// holds them), stored page results with stage timings out; failures stay with their own job.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -10,7 +10,8 @@ import { after, before, describe, test } from 'node:test';
 
 import { pino } from 'pino';
 
-import { PdfRenderer, sealPdfPassword, type RgbImage } from '../src/documents/document.js';
+import { PdfRenderer, sealPdfPassword } from '../src/documents/document.js';
+import type { RgbImage } from '../src/documents/rgb-image.js';
 import { OcrEngine, type PageResult } from '../src/engine/ocr-engine.js';
 import type { OcrJobOptions, PageJobData, PageOutcome, Stage } from '../src/jobs/job-types.js';
 import type { PageResultJson } from '../src/jobs/result-json.js';
@@ -28,12 +29,11 @@ const V1_OPTIONS: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny
 let root: string;
 let storage: Storage;
 let renderer: PdfRenderer;
-const sourceGets: string[] = [];
 const logLines: Record<string, unknown>[] = [];
 
 before(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-worker-pages-'));
-  storage = countingGets(openStorage(root), sourceGets);
+  storage = openStorage(root);
   renderer = new PdfRenderer();
 });
 after(async () => {
@@ -49,7 +49,7 @@ describe('V1 page jobs', () => {
     const engine = await OcrEngine.load(await tinyCheckpoint('v1'), { threads: 2 });
     pipeline = new PagePipeline({ engine, storage, renderer, logger: capturingLogger(logLines), host: 'test-host', checkpointId: 'sha256:tiny-v1', synthetic: true });
     await storage.put(`staging/${idOf('doc3')}/source.pdf`, await makePdf([LETTER, LETTER, LETTER]));
-    threePages = await pipeline.processPages([1, 2, 3].map((page) => pageJob('doc3', page, page, V1_OPTIONS)));
+    threePages = await Promise.all([1, 2, 3].map((page) => pipeline.processPage(pageJob('doc3', page, page, V1_OPTIONS))));
   });
 
   test('a 3-page PDF gives one done outcome per page job, with the keys of its JSON and markdown', () => {
@@ -81,8 +81,12 @@ describe('V1 page jobs', () => {
     assert.equal((await storage.get(`results/${idOf('doc3')}/pages/0002.md`)).toString(), json.markdown);
   });
 
-  test("a document's source is fetched once for all its pages in the batch", () => {
-    assert.deepEqual(sourceGets.filter((key) => key === `staging/${idOf('doc3')}/source.pdf`), [`staging/${idOf('doc3')}/source.pdf`]);
+  test('a job whose pages are all in storage has that stored outcome; a job with a page missing has none', async () => {
+    const stored = await pipeline.storedOutcome(pageJob('doc3', 2, 2, V1_OPTIONS));
+    assert.deepEqual(stored?.pages.map(({ page, key, timings_ms }) => ({ page, key, total: timings_ms.total })), [
+      { page: 2, key: `results/${idOf('doc3')}/pages/0002.json`, total: (await pageJson('doc3', 2)).timings_ms.total },
+    ]);
+    assert.equal(await pipeline.storedOutcome(pageJob('doc3', 4, 4, V1_OPTIONS)), undefined);
   });
 
   test('each stored page is logged with docId, page and jobId, without its text', async () => {
@@ -94,10 +98,10 @@ describe('V1 page jobs', () => {
     for (const text of texts) assert.ok(!JSON.stringify(done).includes(JSON.stringify(text).slice(1, -1)), `a log line holds ${JSON.stringify(text)}`);
   });
 
-  test('pages of two documents in one batch are both read and stored', async () => {
+  test('pages of two documents read at once are both read and stored', async () => {
     await storage.put(`staging/${idOf('docA')}/source.pdf`, await makePdf([LETTER]));
     await storage.put(`staging/${idOf('docB')}/source.pdf`, await makePdf([LETTER, LETTER]));
-    const outcomes = await pipeline.processPages([pageJob('docA', 1, 1, V1_OPTIONS), pageJob('docB', 2, 2, V1_OPTIONS)]);
+    const outcomes = await Promise.all([pageJob('docA', 1, 1, V1_OPTIONS), pageJob('docB', 2, 2, V1_OPTIONS)].map((job) => pipeline.processPage(job)));
     assert.deepEqual(outcomes.map(({ status, docId, pages }) => ({ status, docId, pages: pages.map((p) => (typeof p === 'number' ? p : p.page)) })), [
       { status: 'done', docId: idOf('docA'), pages: [1] },
       { status: 'done', docId: idOf('docB'), pages: [2] },
@@ -105,10 +109,10 @@ describe('V1 page jobs', () => {
     assert.equal((await pageJson('docB', 2)).source.page, 2);
   });
 
-  test("a corrupt PDF's page fails with the renderer's reason while another document's page in the batch is stored", async () => {
+  test("a corrupt PDF's page fails with the renderer's reason while another document's page read at once is stored", async () => {
     await storage.put(`staging/${idOf('bad')}/source.pdf`, makeCorruptPdf());
     await storage.put(`staging/${idOf('good')}/source.pdf`, await makePdf([LETTER]));
-    const [bad, good] = await pipeline.processPages([pageJob('bad', 1, 1, V1_OPTIONS), pageJob('good', 1, 1, V1_OPTIONS)]);
+    const [bad, good] = await Promise.all([pageJob('bad', 1, 1, V1_OPTIONS), pageJob('good', 1, 1, V1_OPTIONS)].map((job) => pipeline.processPage(job)));
     assert.equal(bad.status, 'failed');
     assert.ok(bad.status === 'failed' && bad.reason.length > 0 && !bad.retryable, JSON.stringify(bad));
     assert.equal(good.status, 'done');
@@ -117,12 +121,12 @@ describe('V1 page jobs', () => {
   });
 
   test('a job whose source is missing fails without retry, naming the key', async () => {
-    const [outcome] = await pipeline.processPages([pageJob('absent', 1, 1, V1_OPTIONS)]);
+    const outcome = await pipeline.processPage(pageJob('absent', 1, 1, V1_OPTIONS));
     assert.ok(outcome.status === 'failed' && !outcome.retryable && outcome.reason.includes(`staging/${idOf('absent')}/source.pdf`), JSON.stringify(outcome));
   });
 
   test('a job for another model variant fails as retryable, for a worker that runs that variant', async () => {
-    const [outcome] = await pipeline.processPages([pageJob('doc3', 1, 1, { ...V1_OPTIONS, variant: 'v2' })]);
+    const outcome = await pipeline.processPage(pageJob('doc3', 1, 1, { ...V1_OPTIONS, variant: 'v2' }));
     assert.ok(outcome.status === 'failed' && outcome.retryable && /v2/.test(outcome.reason), JSON.stringify(outcome));
   });
 });
@@ -134,31 +138,13 @@ describe('V3 page groups', () => {
     await storage.put(`staging/${idOf('multi')}/source.pdf`, await makePdf([LETTER, LETTER, LETTER]));
     const options: OcrJobOptions = { variant: 'v3', task: 'parse-multi', mode: 'base', dpi: 36, maxNewTokens: 8 };
 
-    const [outcome] = await pipeline.processPages([pageJob('multi', 1, 3, options)]);
+    const outcome = await pipeline.processPage(pageJob('multi', 1, 3, options));
 
     assert.ok(outcome.status === 'done', JSON.stringify(outcome));
     assert.deepEqual(outcome.pages.map((page) => page.key), [1, 2, 3].map((page) => `results/${idOf('multi')}/pages/000${page}.json`));
     const pages = await Promise.all([1, 2, 3].map((page) => pageJson('multi', page)));
     assert.deepEqual(pages.map((json) => json.source.page), [1, 2, 3]);
     assert.ok(pages.every((json) => json.model.task === 'parse-multi' && json.tokens.generated <= 24));
-  });
-});
-
-describe('a failing batched decode', () => {
-  test('is decoded again one job at a time, so only the job that fails is failed', async () => {
-    const batchSizes: number[] = [];
-    const pipeline = new PagePipeline({ engine: engineRejectingLandscape(batchSizes), storage, renderer, logger: pino({ level: 'silent' }), host: 'test-host', checkpointId: 'none', synthetic: true });
-    await storage.put(`staging/${idOf('portrait1')}/source.pdf`, await makePdf([LETTER]));
-    await storage.put(`staging/${idOf('landscape')}/source.pdf`, await makePdf([LETTER_LANDSCAPE]));
-    await storage.put(`staging/${idOf('portrait2')}/source.pdf`, await makePdf([LETTER]));
-
-    const outcomes = await pipeline.processPages(['portrait1', 'landscape', 'portrait2'].map((docId) => pageJob(docId, 1, 1, V1_OPTIONS)));
-
-    assert.deepEqual(batchSizes, [3, 1, 1, 1]);
-    assert.deepEqual(
-      outcomes.map((outcome) => (outcome.status === 'done' ? 'done' : outcome.reason)),
-      ['done', 'this engine rejects landscape pages', 'done'],
-    );
   });
 });
 
@@ -174,7 +160,7 @@ describe('render options from the job', () => {
     await storage.put(`staging/${idOf('landscape-ls')}/source.pdf`, await makePdf([LETTER_LANDSCAPE]));
     rendered.length = 0;
     const options: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', longestSide: 500 };
-    const outcomes = await pipeline.processPages([pageJob('portrait-ls', 1, 1, options), pageJob('landscape-ls', 1, 1, options)]);
+    const outcomes = [await pipeline.processPage(pageJob('portrait-ls', 1, 1, options)), await pipeline.processPage(pageJob('landscape-ls', 1, 1, options))];
     assert.deepEqual(outcomes.map((outcome) => outcome.status), ['done', 'done']);
     // Letter is 612 × 792 points: 500 / 792 × 612 = 386.4.
     assert.deepEqual(rendered.map(({ width, height }) => [width, height]), [[386, 500], [500, 386]]);
@@ -186,7 +172,7 @@ describe('render options from the job', () => {
     rendered.length = 0;
     const job = pageJob('locked', 1, 1, V1_OPTIONS);
     job.data.pdfPassword = sealPdfPassword('s3cret', locked);
-    const [outcome] = await pipeline.processPages([job]);
+    const outcome = await pipeline.processPage(job);
     assert.equal(outcome.status, 'done', JSON.stringify(outcome));
     // At 36 dpi (half a pixel per point) the black rectangle's middle is dark: the content was decrypted.
     const [image] = rendered;
@@ -198,9 +184,9 @@ describe('render options from the job', () => {
 
   test('an encrypted PDF whose job carries no password fails without retry: a password is required', async () => {
     await storage.put(`staging/${idOf('locked-bare')}/source.pdf`, makeEncryptedPdf('s3cret'));
-    const [outcome] = await pipeline.processPages([pageJob('locked-bare', 1, 1, V1_OPTIONS)]);
+    const outcome = await pipeline.processPage(pageJob('locked-bare', 1, 1, V1_OPTIONS));
     assert.deepEqual(outcome.status === 'failed' && { reason: outcome.reason, retryable: outcome.retryable }, {
-      reason: 'encrypted PDF: a password is required (give it with --password-env NAME or --password P)',
+      reason: 'encrypted PDF: a password is required',
       retryable: false,
     });
   });
@@ -209,7 +195,7 @@ describe('render options from the job', () => {
     await storage.put(`staging/${idOf('locked-other')}/source.pdf`, makeEncryptedPdf('s3cret'));
     const job = pageJob('locked-other', 1, 1, V1_OPTIONS);
     job.data.pdfPassword = sealPdfPassword('s3cret', Buffer.from('%PDF-1.4 another document'));
-    const [outcome] = await pipeline.processPages([job]);
+    const outcome = await pipeline.processPage(job);
     assert.ok(outcome.status === 'failed' && !outcome.retryable && /does not open with this source/.test(outcome.reason), JSON.stringify(outcome));
   });
 });
@@ -222,20 +208,6 @@ function engineRecording(images: RgbImage[]): OcrEngine {
     recognizePages: async (batch: readonly RgbImage[]): Promise<PageResult[]> => {
       images.push(...batch);
       return batch.map(instantPageResult);
-    },
-  };
-  return engine as unknown as OcrEngine;
-}
-
-/** An engine that reads pages instantly but rejects any batch holding a landscape page; records batch sizes. */
-function engineRejectingLandscape(batchSizes: number[]): OcrEngine {
-  const engine = {
-    variant: 'v1',
-    model: { kernels: 'test' },
-    recognizePages: async (images: readonly RgbImage[]): Promise<PageResult[]> => {
-      batchSizes.push(images.length);
-      if (images.some((image) => image.width > image.height)) throw new Error('this engine rejects landscape pages');
-      return images.map(instantPageResult);
     },
   };
   return engine as unknown as OcrEngine;
@@ -275,23 +247,6 @@ function pageJob(name: string, firstPage: number, lastPage: number, options: Ocr
 
 async function pageJson(name: string, page: number): Promise<PageResultJson> {
   return JSON.parse((await storage.get(pageResultKey(idOf(name), page, 'json'))).toString()) as PageResultJson;
-}
-
-/** The storage, recording the key of every get. */
-function countingGets(inner: Storage, gets: string[]): Storage {
-  return {
-    url: inner.url,
-    put: (...args) => inner.put(...args),
-    get: (key) => {
-      gets.push(key);
-      return inner.get(key);
-    },
-    getStream: (key) => inner.getStream(key),
-    exists: (key) => inner.exists(key),
-    delete: (key) => inner.delete(key),
-    list: (...args) => inner.list(...args),
-    stat: (key) => inner.stat(key),
-  };
 }
 
 function capturingLogger(lines: Record<string, unknown>[]) {

@@ -104,9 +104,9 @@ describe('the pipeline past its deadline', () => {
     attempt: 1,
   });
 
-  test('a batch whose decode the deadline stops fails every job with the deadline reason, to be retried', async () => {
+  test('jobs whose decodes the deadline stops fail with the deadline reason, to be retried', async () => {
     const deadline = AbortSignal.timeout(300);
-    const outcomes = await pipeline.processPages([job(1, ENDLESS), job(2, ENDLESS)], deadline);
+    const outcomes = await Promise.all([job(1, ENDLESS), job(2, ENDLESS)].map((pageJob) => pipeline.processPage(pageJob, deadline)));
     assert.deepEqual(
       outcomes.map((outcome) => outcome.status === 'failed' && { pages: outcome.pages, reason: outcome.reason, retryable: outcome.retryable }),
       [1, 2].map((page) => ({ pages: [page], reason: 'The operation was aborted due to timeout', retryable: true })),
@@ -121,7 +121,7 @@ describe('the pipeline past its deadline', () => {
         property === 'recognizePages' ? (...args: Parameters<OcrEngine['recognizePages']>) => (reads.push(args[0].length), target.recognizePages(...args)) : Reflect.get(target, property, receiver),
     });
     const recording = new PagePipeline({ engine: recordingEngine, storage, logger, host: 'test-host', checkpointId: 'sha256:tiny-v3', synthetic: true });
-    const [outcome] = await recording.processPages([job(1, QUICK)], AbortSignal.abort(new Error('too late')));
+    const outcome = await recording.processPage(job(1, QUICK), AbortSignal.abort(new Error('too late')));
     assert.deepEqual(outcome.status === 'failed' && outcome.reason, 'too late');
     assert.deepEqual(reads, []);
   });
@@ -135,16 +135,14 @@ class ScriptedPipeline extends PagePipeline {
   readonly reads: { id: string; start: number; end: number }[] = [];
   failOn = '';
 
-  override async processPages(jobs: readonly PageJob[]): Promise<PageOutcome[]> {
-    const read = { id: jobs.map((job) => `${job.jobId}#${job.attempt}`).join(' '), start: performance.now(), end: Infinity };
+  override async processPage(job: PageJob): Promise<PageOutcome> {
+    const read = { id: `${job.jobId}#${job.attempt}`, start: performance.now(), end: Infinity };
     this.reads.push(read);
     await new Promise((resolve) => setTimeout(resolve, 300));
     read.end = performance.now();
-    return jobs.map((job): PageOutcome => {
-      const { docId, firstPage } = job.data;
-      if (docId === this.failOn && job.attempt === 1) return { status: 'failed', docId, jobId: job.jobId, pages: [firstPage], reason: 'flaky', retryable: true };
-      return { status: 'done', docId, jobId: job.jobId, pages: [] };
-    });
+    const { docId, firstPage } = job.data;
+    if (docId === this.failOn && job.attempt === 1) return { status: 'failed', docId, jobId: job.jobId, pages: [firstPage], reason: 'flaky', retryable: true };
+    return { status: 'done', docId, jobId: job.jobId, pages: [] };
   }
 }
 
@@ -163,8 +161,8 @@ class HangingPipeline extends PagePipeline {
     super(options);
   }
 
-  override async processPages(jobs: readonly PageJob[]): Promise<PageOutcome[]> {
-    if (jobs.some((job) => job.data.docId === this.hangOn)) this.#started();
+  override async processPage(job: PageJob): Promise<PageOutcome> {
+    if (job.data.docId === this.hangOn) this.#started();
     await this.#hangStarted;
     return new Promise(() => undefined);
   }

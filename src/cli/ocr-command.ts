@@ -1,51 +1,59 @@
-// `scriptorium ocr`: single-process OCR of an image or PDF straight through the engine, no queue.
+// `scriptorium ocr`: one document read on this machine by the same page pipeline the workers run,
+// minus the queue (ocr-document.ts); the same options and defaults as enqueue and run. Prints the
+// markdown, or the page-result JSONs, and with --profile the stage times.
 import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
 
-import { openDocument, renderPage, type RgbImage } from '../documents/document.js';
-import { VISION_MODES, type VisionMode } from '../engine/image-tokens.js';
-import { OcrEngine, type PageResult, type StageTimings } from '../engine/ocr-engine.js';
-import { promptText, type OcrTask } from '../engine/prompts.js';
-import { planPageGroups } from '../engine/v3-page-groups.js';
+import { pino } from 'pino';
+
+import { loadModelConfig, VARIANTS, type Variant } from '../engine/model-config.js';
+import { DEFAULT_MAX_SEQUENCES, OcrEngine } from '../engine/ocr-engine.js';
+import type { Stage } from '../jobs/job-types.js';
+import type { PageResultJson } from '../jobs/result-json.js';
+import { PAGE_SPLIT } from '../worker/document-assembler.js';
+import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from './default-model.js';
+import { EXIT_ALL_DONE, EXIT_SOME_FAILED } from './document-report.js';
+import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
+import { ocrDocument, type OcrDocument } from './ocr-document.js';
 import { parsePageRanges } from './page-ranges.js';
 import { choiceOption, integerOption, parseCommandArgs, UsageError } from './usage.js';
 
-const USAGE = `Usage: scriptorium ocr FILE [--model DIR] [--mode tiny|small|base|large|gundam] [--task ocr|markdown|parse|parse-multi]
-                      [--pages 1-5] [--format md|json] [--profile] [--max-tokens N] [--batch N]
-                      [--dpi N] [--password P] [--threads T]
+const USAGE = `Usage: scriptorium ocr FILE [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
+                      [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
+                      [--pages 1-5] [--format md|json] [--profile] [--batch N] [--threads T]
 
-FILE is a PDF (pages rendered with PDFium) or an image (PNG, JPEG, WebP, GIF, BMP, multi-page TIFF).
-Default task: markdown (V1/V2), parse (V3); parse-multi reads many pages in one V3 pass.
-Pages are decoded --batch at a time (default 4). --profile prints per-stage timings to stderr.`;
+Reads one PDF (pages rendered with PDFium) or image (PNG, JPEG, WebP, GIF, BMP, multi-page TIFF) with
+the workers' page pipeline, without a queue, and prints its markdown (pages joined by the page split
+marker) or, with --format json, the page-result JSON of every page as workers store it.
 
-const PAGE_SPLIT = '\n\n<--- Page Split --->\n\n';
-const MULTI_PAGE_OUTPUT_BUDGET = 2048;
+  --model DIR       checkpoint (default $SCRIPTORIUM_MODEL, else the synthetic tiny V3 checkpoint)
+  --variant V       overrides the variant detected from config.json
+${OCR_JOB_ARGS_USAGE}
+  --pages SPEC      pages to read, e.g. 1-3,7 (default: all; with parse-multi a page group holding
+                    a chosen page is read whole)
+  --format F        md (default) or json
+  --profile         per-page stage times and token counts on stderr
+  --batch N         most pages decoded together (default ${DEFAULT_MAX_SEQUENCES}, continuous batching)
+  --threads T       engine threads (default: one per CPU)
 
-type Stage = keyof StageTimings | 'render';
-const STAGES: Stage[] = ['render', 'preprocess', 'encode', 'prefill', 'decode', 'postprocess'];
+Exit status: 0 when every page was read; 3 when the file is no usable document or a page failed
+(each reason on stderr).`;
 
-interface PageRecord extends PageResult {
-  page: number;
-  renderMs: number;
-  /** Pages of one group were decoded together. */
-  group: number;
-}
+const PROFILE_STAGES: Stage[] = ['render', 'preprocess', 'encode', 'prefill', 'decode', 'postprocess'];
 
 export async function runOcrCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(
     args,
     {
       model: { type: 'string' },
-      mode: { type: 'string' },
-      task: { type: 'string' },
+      variant: { type: 'string' },
       pages: { type: 'string' },
       format: { type: 'string', default: 'md' },
       profile: { type: 'boolean', default: false },
-      'max-tokens': { type: 'string' },
       batch: { type: 'string' },
-      dpi: { type: 'string' },
-      password: { type: 'string' },
       threads: { type: 'string' },
+      ...OCR_JOB_ARGS,
     },
     USAGE,
   );
@@ -55,60 +63,47 @@ export async function runOcrCommand(args: string[]): Promise<number> {
   }
   if (positionals.length !== 1) throw new UsageError('give exactly one FILE', USAGE);
   const format = choiceOption(values.format, 'format', ['md', 'json'] as const, USAGE);
-  const batch = integerOption(values.batch, 'batch', 4, USAGE, 1);
-  const dpi = integerOption(values.dpi, 'dpi', 144, USAGE, 1);
-  const maxNewTokens = values['max-tokens'] === undefined ? undefined : integerOption(values['max-tokens'], 'max-tokens', 0, USAGE, 1);
+  const variantOverride = values.variant === undefined ? undefined : choiceOption<Variant>(values.variant, 'variant', VARIANTS, USAGE);
+  const batch = integerOption(values.batch, 'batch', DEFAULT_MAX_SEQUENCES, USAGE, 1);
   const threads = values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1);
-
+  const pdfPassword = pdfPasswordOf(values, USAGE);
   const bytes = await readOcrInput(positionals[0]);
-  const document = await openDocument(bytes, { password: values.password });
-  const pages = parsePageRanges(values.pages, document.pageCount, USAGE);
   const model = await resolveModelDir(values.model);
-  const engine = await OcrEngine.load(model.dir, { threads });
-  const task = values.task === undefined ? engine.defaultTask() : (values.task as OcrTask);
-  promptText(engine.variant, task); // rejects a task the variant was not released with
-  const mode = values.mode === undefined ? 'gundam' : choiceOption<VisionMode>(values.mode, 'mode', VISION_MODES[engine.variant], USAGE);
+  const { variant } = await loadModelConfig(model.dir, variantOverride);
+  const ocr = ocrJobOptionsOf(values, variant, USAGE);
 
-  const records: PageRecord[] = [];
-  const groups =
-    task === 'parse-multi'
-      ? planPageGroups(pages.length, {
-          outputBudgetPerPage: maxNewTokens ?? MULTI_PAGE_OUTPUT_BUDGET,
-          promptTokens: engine.tokenizer.encode(promptText('v3', 'parse-multi').replace('<image>', '')).length,
-        })
-      : Array.from({ length: Math.ceil(pages.length / batch) }, (_, g) => ({ start: g * batch, end: Math.min((g + 1) * batch, pages.length) }));
-  for (const [groupIndex, group] of groups.entries()) {
-    const selected = pages.slice(group.start, group.end);
-    const images: RgbImage[] = [];
-    const renderMs: number[] = [];
-    for (const page of selected) {
-      const started = performance.now();
-      images.push(await renderPage(bytes, document.type, page, { password: values.password, dpi }));
-      renderMs.push(performance.now() - started);
-    }
-    const results =
-      task === 'parse-multi'
-        ? await engine.recognizeSinglePass(images, { maxNewTokens: maxNewTokens && maxNewTokens * images.length })
-        : await engine.recognizePages(images, { task, mode, maxNewTokens });
-    results.forEach((result, i) => records.push({ ...result, page: selected[i] + 1, renderMs: renderMs[i], group: groupIndex }));
+  const [engine, checkpointId] = await Promise.all([
+    OcrEngine.load(model.dir, { variant, threads, maxSequences: batch }),
+    checkpointIdentity(model.dir),
+  ]);
+  const read = await ocrDocument({
+    uri: path.resolve(positionals[0]),
+    bytes,
+    ocr,
+    pdfPassword,
+    pages: (pageCount) => parsePageRanges(values.pages, pageCount, USAGE).map((index) => index + 1),
+    engine,
+    checkpointId,
+    synthetic: model.synthetic,
+    concurrency: 2 * batch,
+    logger: pino({ level: 'silent' }),
+  });
+  if ('rejected' in read) {
+    process.stderr.write(`scriptorium: rejected ${positionals[0]}: ${read.rejected}\n`);
+    return EXIT_SOME_FAILED;
   }
+  const document = read;
 
   if (format === 'json') {
-    const pagesOut = records.map(({ page, markdown, blocks, rawText, tokens, finish, timings, renderMs }) => ({
-      page,
-      markdown,
-      blocks,
-      rawText,
-      tokens,
-      finish,
-      timings_ms: { render: renderMs, ...timings },
-    }));
-    process.stdout.write(`${JSON.stringify({ model: { variant: engine.variant, synthetic: model.synthetic, task, mode }, pages: pagesOut }, null, 2)}\n`);
+    const { documentJob } = document.planned;
+    const output = { source: { uri: documentJob.sourceUri, type: documentJob.type, pages: documentJob.pageCount }, pages: document.pages, failedPages: document.failedPages };
+    process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
   } else {
-    process.stdout.write(`${records.map((r) => r.markdown).join(PAGE_SPLIT)}\n`);
+    process.stdout.write(`${document.pages.map((page) => page.markdown).join(PAGE_SPLIT)}\n`);
   }
-  if (values.profile) process.stderr.write(profileTable(records, engine));
-  return 0;
+  for (const { page, reason } of document.failedPages) process.stderr.write(`scriptorium: page ${page} failed: ${reason}\n`);
+  if (values.profile) process.stderr.write(profileTable(document, engine));
+  return document.failedPages.length === 0 ? EXIT_ALL_DONE : EXIT_SOME_FAILED;
 }
 
 /** The file's bytes, or an error that says what is wrong with the argument and what to do instead. */
@@ -129,34 +124,23 @@ async function readOcrInput(file: string): Promise<Buffer> {
   }
 }
 
-function profileTable(records: PageRecord[], engine: OcrEngine): string {
-  const header = ['page', ...STAGES, 'image', 'prompt', 'generated'];
-  const rows = records.map((r) => [
-    String(r.page),
-    ...STAGES.map((stage) => (stage === 'render' ? r.renderMs : r.timings[stage]).toFixed(0)),
-    String(r.tokens.image),
-    String(r.tokens.prompt),
-    String(r.tokens.generated),
+function profileTable({ pages }: OcrDocument, engine: OcrEngine): string {
+  const header = ['page', ...PROFILE_STAGES, 'image', 'prompt', 'generated'];
+  const rows = pages.map((json: PageResultJson) => [
+    String(json.source.page),
+    ...PROFILE_STAGES.map((stage) => json.timings_ms[stage].toFixed(0)),
+    String(json.tokens.image),
+    String(json.tokens.prompt),
+    String(json.tokens.generated),
   ]);
-  // Pages of a group share one prefill and their decode steps: a group counts its slowest page once.
-  const sharedStages = new Set<Stage>(['prefill', 'decode']);
-  const total = (stage: Stage) => {
-    if (stage === 'render') return records.reduce((sum, r) => sum + r.renderMs, 0);
-    if (!sharedStages.has(stage)) return records.reduce((sum, r) => sum + r.timings[stage], 0);
-    const perGroup = new Map<number, number>();
-    for (const r of records) perGroup.set(r.group, Math.max(perGroup.get(r.group) ?? 0, r.timings[stage]));
-    return [...perGroup.values()].reduce((a, b) => a + b, 0);
-  };
-  rows.push(['total', ...STAGES.map((stage) => total(stage).toFixed(0)), '', '', String(records.reduce((s, r) => s + r.tokens.generated, 0))]);
+  const generated = pages.reduce((sum, json) => sum + json.tokens.generated, 0);
+  rows.push(['total', ...PROFILE_STAGES.map((stage) => pages.reduce((sum, json) => sum + json.timings_ms[stage], 0).toFixed(0)), '', '', String(generated)]);
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((row) => row[c].length)));
   const line = (cells: string[]) => cells.map((cell, c) => cell.padStart(widths[c])).join('  ');
-  const decodeMs = total('decode');
-  const generated = records.reduce((s, r) => s + r.tokens.generated, 0);
   return [
-    `profile (ms; prefill and decode shared by pages decoded together): ${engine.variant}, kernels ${engine.model.kernels} × ${engine.model.threads} threads`,
+    `profile (ms; prefill and decode are shared by the pages decoded together, so totals count them once per page): ${engine.variant}, kernels ${engine.model.kernels} × ${engine.model.threads} threads`,
     line(header),
     ...rows.map(line),
-    `decode ${decodeMs > 0 ? ((generated / decodeMs) * 1000).toFixed(1) : '0'} tokens/s`,
     '',
   ].join('\n');
 }

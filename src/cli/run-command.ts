@@ -9,12 +9,13 @@ import { DOCUMENTS } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 import { openStorage } from '../storage/open-storage.js';
 import { commandLogger } from './cli-logger.js';
+import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from './default-model.js';
 import { EXIT_INTERRUPTED } from './document-report.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
 import { progressTerminal } from './enqueue-progress.js';
 import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
-import { startOcrWorkers, type OcrWorkers } from './ocr-workers.js';
+import { startOcrWorkers, type OcrWorkers } from '../worker/ocr-workers.js';
 import { openQueueRedis, type QueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
@@ -95,7 +96,7 @@ export async function runRunCommand(args: string[]): Promise<number> {
       process.stderr.write(`scriptorium run: a private Redis at ${redis.url}; watch it with REDIS_URL=${redis.url} scriptorium status (or dashboard)\n`);
     }
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
-    workers = await startOcrWorkers({ model, variant, threads, storage, redisUrl: redis.url, batch, logger });
+    workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, storage, redisUrl: redis.url, batch, logger });
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
     return await enqueueAndFollow({
       inputs: positionals,

@@ -12,8 +12,9 @@ import {
 } from '../worker/page-worker.js';
 import { serveMetrics, type MetricsServer } from '../worker/worker-metrics.js';
 import { commandLogger } from './cli-logger.js';
+import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from './default-model.js';
-import { EXIT_ENGINE_HUNG, startOcrWorkers } from './ocr-workers.js';
+import { EXIT_ENGINE_HUNG, startOcrWorkers } from '../worker/ocr-workers.js';
 import { openQueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
@@ -101,12 +102,6 @@ export async function runWorkCommand(args: string[]): Promise<number> {
   };
   const storage = openCommandStorage(values.storage);
   const logger = commandLogger('info');
-  if (faults.lockDurationMs < MIN_SAFE_LOCK_DURATION_MS) {
-    logger.warn(
-      { lockDurationMs: faults.lockDurationMs, minSafeMs: MIN_SAFE_LOCK_DURATION_MS },
-      'locks this short can be lost during a Redis outage: the page is then read twice (never failed for it)',
-    );
-  }
 
   const redis = await openQueueRedis();
   let metrics: MetricsServer | undefined;
@@ -116,7 +111,7 @@ export async function runWorkCommand(args: string[]): Promise<number> {
       logger.info({ url: metrics.url }, 'serving metrics');
     }
     const model = await resolveModelDir(values.model, { cacheDir: values['model-cache'], logger });
-    const workers = await startOcrWorkers({ model, variant, threads, storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
+    const workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
     metrics?.health.modelLoaded();
     logger.info({ redis: redis.description, batch, concurrency, ...faults }, 'taking jobs');
     await new Promise<void>((resolve, reject) => {

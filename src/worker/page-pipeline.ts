@@ -1,6 +1,8 @@
-// The worker's processing core for a batch of page jobs, independent of the queue: fetch each
-// document's source once, render its pages, read all pages of the batch in one batched decode (a V3
-// `parse-multi` job in one single pass), then store every page's markdown and JSON with stage times.
+// The worker's processing core for one page job, independent of the queue: fetch the document's
+// source, render the job's pages, read them (one page, or a V3 `parse-multi` group in one single
+// pass), then store every page's markdown and JSON with stage times. Jobs read concurrently share
+// the engine's continuous batch: their decodes join the running steps, and a forward call that
+// fails is retried per sequence there, so one bad page fails alone.
 import type { Logger } from 'pino';
 
 import { openSealedPdfPassword, renderPage, type PdfPagePoints, type PdfRenderer, type RgbImage } from '../documents/document.js';
@@ -48,7 +50,6 @@ export interface PageJob {
 
 /** A job whose pages are rendered, with the times it took. */
 interface RenderedJob {
-  index: number;
   job: PageJob;
   pages: number[];
   images: Array<RgbImage & { pagePoints?: PdfPagePoints }>;
@@ -87,52 +88,23 @@ export class PagePipeline {
   }
 
   /**
-   * Processes page jobs of any documents together; resolves with one outcome per job, in job order.
-   * A job that fails (its page cannot be rendered, storage fails) is a failed outcome; the others
-   * complete. Rejects only for bugs, never for one job's input. Once `deadline` aborts, decoding
-   * stops between steps and every job not yet decoded fails with the signal's reason.
+   * Reads one page job; resolves with its outcome. A job that fails (its page cannot be rendered,
+   * storage fails) is a failed outcome: rejects only for bugs, never for the job's input. Once
+   * `deadline` aborts, decoding stops between steps and the job fails with the signal's reason.
    */
-  async processPages(jobs: readonly PageJob[], deadline?: AbortSignal): Promise<PageOutcome[]> {
+  async processPage(job: PageJob, deadline?: AbortSignal): Promise<PageOutcome> {
     const claim: Claim = { at: Date.now(), clock: performance.now() };
-    const outcomes = new Array<PageOutcome>(jobs.length);
-    const fail = (index: number, error: unknown) => {
-      outcomes[index] = this.#failed(jobs[index], error);
-    };
-
     const variant = this.#options.engine.variant;
-    const byDocument = new Map<string, number[]>();
-    jobs.forEach((job, index) => {
-      const wanted = job.data.options.variant;
-      if (wanted !== variant) {
-        fail(index, new Error(`the job is for a ${wanted} model but this worker runs ${variant}: run a ${wanted} worker on this queue`));
-        return;
-      }
-      byDocument.set(job.data.docId, [...(byDocument.get(job.data.docId) ?? []), index]);
-    });
-
-    const renderedPerDocument = await Promise.all([...byDocument.values()].map((indices) => this.#fetchAndRender(jobs, indices, fail)));
-    const rendered = renderedPerDocument.flat().sort((a, b) => a.index - b.index);
-
-    const stores: Promise<void>[] = [];
-    for (const group of recognitionGroups(rendered)) {
-      const results = await this.#recognize(group, deadline);
-      for (const [i, job] of group.entries()) {
-        const result = results[i];
-        if (result instanceof Error) {
-          fail(job.index, result);
-          continue;
-        }
-        const stored = this.#store(job, result, claim).then(
-          (outcome) => {
-            outcomes[job.index] = outcome;
-          },
-          (error: unknown) => fail(job.index, error),
-        );
-        stores.push(stored);
-      }
+    const wanted = job.data.options.variant;
+    try {
+      if (wanted !== variant) throw new Error(`the job is for a ${wanted} model but this worker runs ${variant}: run a ${wanted} worker on this queue`);
+      const rendered = await this.#fetchAndRender(job);
+      if (deadline?.aborted) throw deadline.reason;
+      const results = await this.#recognize(rendered, deadline);
+      return await this.#store(rendered, results, claim);
+    } catch (error) {
+      return this.#failed(job, error);
     }
-    await Promise.all(stores);
-    return outcomes;
   }
 
   /**
@@ -159,73 +131,37 @@ export class PagePipeline {
     return { status: 'done', docId: data.docId, jobId, pages: stored };
   }
 
-  /** Fetches one document's source once, then renders its jobs' pages in order (the renderer keeps the parsed document). */
-  async #fetchAndRender(jobs: readonly PageJob[], indices: readonly number[], fail: (index: number, error: unknown) => void): Promise<RenderedJob[]> {
+  /** Fetches the document's source, then renders the job's pages in order. */
+  async #fetchAndRender(job: PageJob): Promise<RenderedJob> {
     const { storage, renderer } = this.#options;
-    const { keys, type } = jobs[indices[0]].data;
-    let bytes: Buffer;
+    const { keys, type, options } = job.data;
     const fetchStarted = performance.now();
-    try {
-      bytes = await storage.get(keys.source);
-    } catch (error) {
-      for (const index of indices) fail(index, error);
-      return [];
-    }
+    const bytes = await storage.get(keys.source);
     const fetchMs = performance.now() - fetchStarted;
-
-    const rendered: RenderedJob[] = [];
-    for (const index of indices) {
-      const job = jobs[index];
-      const pages = pagesOf(job.data);
-      const images: RenderedJob['images'] = [];
-      const renderMs: number[] = [];
-      const { dpi, longestSide } = job.data.options;
-      try {
-        const password = job.data.pdfPassword && openSealedPdfPassword(job.data.pdfPassword, bytes);
-        for (const page of pages) {
-          const started = performance.now();
-          images.push(await renderPage(bytes, type, page - 1, { dpi, longestSide, password, pdfRenderer: renderer }));
-          renderMs.push(performance.now() - started);
-        }
-      } catch (error) {
-        fail(index, error);
-        continue;
-      }
-      rendered.push({ index, job, pages, images, fetchMs, renderMs });
+    const pages = pagesOf(job.data);
+    const images: RenderedJob['images'] = [];
+    const renderMs: number[] = [];
+    const password = job.data.pdfPassword && openSealedPdfPassword(job.data.pdfPassword, bytes);
+    for (const page of pages) {
+      const started = performance.now();
+      images.push(await renderPage(bytes, type, page - 1, { dpi: options.dpi, longestSide: options.longestSide, password, pdfRenderer: renderer }));
+      renderMs.push(performance.now() - started);
     }
-    return rendered;
+    return { job, pages, images, fetchMs, renderMs };
   }
 
-  /**
-   * The engine's results per job of one recognition group, or the error that job failed with. When a
-   * batched decode fails, its jobs are decoded one at a time so that one bad page fails alone.
-   */
-  async #recognize(group: readonly RenderedJob[], deadline: AbortSignal | undefined): Promise<Array<PageResult[] | Error>> {
-    const { engine, logger, onDecoded } = this.#options;
-    const { task, mode, maxNewTokens } = group[0].job.data.options;
-    const read = async (images: RgbImage[]): Promise<PageResult[]> => {
-      const results =
-        task === 'parse-multi'
-          ? // maxNewTokens is per page; one pass produces the text of all its pages.
-            await engine.recognizeSinglePass(images, { maxNewTokens: maxNewTokens && maxNewTokens * images.length, signal: deadline })
-          : await engine.recognizePages(images, { task, mode, maxNewTokens, signal: deadline });
-      onDecoded?.(decodeStatsOf(results, task === 'parse-multi'));
-      return results;
-    };
-
-    if (deadline?.aborted) return group.map(() => asError(deadline.reason));
-    try {
-      const results = await read(group.flatMap((job) => job.images));
-      let at = 0;
-      return group.map((job) => results.slice(at, (at += job.pages.length)));
-    } catch (error) {
-      // Past the deadline, decoding the jobs one at a time would only overrun it further.
-      if (group.length === 1 || deadline?.aborted) return group.map(() => asError(error));
-      logger.warn({ err: error, jobs: group.length }, 'batched decode failed; decoding its jobs one at a time');
-      const results: Array<PageResult[] | Error> = [];
-      for (const job of group) results.push(await read(job.images).catch(asError));
-      return results;
-    }
+  /** The engine's results for the job's pages: one page, or a V3 `parse-multi` group in one pass. */
+  async #recognize(rendered: RenderedJob, deadline: AbortSignal | undefined): Promise<PageResult[]> {
+    const { engine, onDecoded } = this.#options;
+    const { task, mode, maxNewTokens } = rendered.job.data.options;
+    const { images } = rendered;
+    const singlePass = task === 'parse-multi';
+    const results = singlePass
+      ? // maxNewTokens is per page; one pass produces the text of all its pages.
+        await engine.recognizeSinglePass(images, { maxNewTokens: maxNewTokens && maxNewTokens * images.length, signal: deadline })
+      : await engine.recognizePages(images, { task, mode, maxNewTokens, signal: deadline });
+    onDecoded?.(decodeStatsOf(results, singlePass));
+    return results;
   }
 
   /**
@@ -279,22 +215,6 @@ export class PagePipeline {
   }
 }
 
-/** Jobs read together: one group per task, mode and token cap; every `parse-multi` job alone. */
-function recognitionGroups(rendered: readonly RenderedJob[]): RenderedJob[][] {
-  const groups = new Map<string, RenderedJob[]>();
-  const singlePasses: RenderedJob[][] = [];
-  for (const job of rendered) {
-    const { task, mode, maxNewTokens } = job.job.data.options;
-    if (task === 'parse-multi') {
-      singlePasses.push([job]);
-      continue;
-    }
-    const key = `${task} ${mode} ${maxNewTokens ?? 'default'}`;
-    groups.set(key, [...(groups.get(key) ?? []), job]);
-  }
-  return [...groups.values(), ...singlePasses];
-}
-
 /**
  * The tokens and decode wall time of one engine call. Pages decoded together report the shared steps'
  * time each (so the call took the longest of them); a single pass reports its tokens on every page
@@ -313,10 +233,6 @@ function decodeStatsOf(results: readonly PageResult[], singlePass: boolean): Dec
 /** 1-based page numbers of a job. */
 function pagesOf({ firstPage, lastPage }: PageJobData): number[] {
   return Array.from({ length: lastPage - firstPage + 1 }, (_, i) => firstPage + i);
-}
-
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
 }
 
 /** Milliseconds to 0.1 ms. */

@@ -1,6 +1,6 @@
 // The BullMQ worker of the page queue of its engine's variant (so it never claims a page its model
 // cannot read): every claimed page job is read by its own
-// PagePipeline.processPages call, and the engine's continuous batch merges their decodes: a page
+// PagePipeline.processPage call, and the engine's continuous batch merges their decodes: a page
 // joins the running decode steps as soon as it is encoded and leaves when it is done, so concurrent
 // pages share every pass over the weights. A job's return value is its outcome (result keys and
 // stage timings); a failed page throws its reason, as an UnrecoverableError when another try cannot help.
@@ -124,6 +124,13 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   claimsRedis.on('error', (error) => logger.debug({ err: error }, 'page claims connection: Redis error'));
   const claims = new PageClaims({ redis: claimsRedis, workerKey: options.workerKey ?? `unregistered:${randomUUID()}` });
   const maxDeaths = options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT;
+  const lockDurationMs = options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS;
+  if (lockDurationMs < MIN_SAFE_LOCK_DURATION_MS) {
+    logger.warn(
+      { lockDurationMs, minSafeMs: MIN_SAFE_LOCK_DURATION_MS },
+      'locks this short can be lost during a Redis outage: the page is then read twice (never failed for it)',
+    );
+  }
   const timeoutMs = options.pageTimeoutMs ?? DEFAULT_PAGE_TIMEOUT_MS;
   const graceMs = options.hangGraceMs ?? DEFAULT_HANG_GRACE_MS;
   const lanes = new SharedOrAlone();
@@ -143,8 +150,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
       watchdog = setTimeout(() => reject(new EngineHungError(timeoutMs + graceMs, [job.jobId ?? ''])), timeoutMs + graceMs);
     });
     try {
-      const [outcome] = await Promise.race([pipeline.processPages([job], deadline.signal), engineHung, unavailable]);
-      return outcome;
+      return await Promise.race([pipeline.processPage(job, deadline.signal), engineHung, unavailable]);
     } catch (error) {
       if (error instanceof EngineHungError && hung === undefined) {
         hung = error;
@@ -161,6 +167,9 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   };
 
   const queue = pageQueue(pipeline.variant);
+  // A shortcut only: when storage cannot say, the page is read (and its own failure, if any, reported).
+  const storedOutcome = (job: PageJob) => pipeline.storedOutcome(job).catch(() => undefined);
+
   const worker = new Worker<PageJobData, DonePageOutcome>(
     queue.name,
     async (job: Job<PageJobData>, token?: string) => {
@@ -175,12 +184,12 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
         if (job.stalledCounter > 0) {
           const deaths = await claims.deaths(jobId);
           if (deaths > maxDeaths) {
-            const stored = await pipeline.storedOutcome(pageJob);
+            const stored = await storedOutcome(pageJob);
             if (stored) return stored;
             throw new UnrecoverableError(STALLED_PAGE_REASON);
           }
         }
-        const stored = triedBefore ? await pipeline.storedOutcome(pageJob) : undefined;
+        const stored = triedBefore ? await storedOutcome(pageJob) : undefined;
         if (stored) {
           logger.info({ docId: job.data.docId, jobId, attempt: pageJob.attempt }, 'page already in storage (an earlier reader stored it): not read again');
           return stored;
@@ -195,7 +204,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
         }
         if (outcome.status === 'done') return outcome;
         // Another reader of this page (one that lost its lock while alive) may have stored it meanwhile.
-        const storedMeanwhile = await pipeline.storedOutcome(pageJob).catch(() => undefined);
+        const storedMeanwhile = await storedOutcome(pageJob);
         if (storedMeanwhile) return storedMeanwhile;
         throw outcome.retryable ? new Error(outcome.reason) : new UnrecoverableError(outcome.reason);
       } finally {
@@ -206,7 +215,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
       connection,
       prefix: queue.prefix,
       concurrency: options.concurrency ?? 2 * DEFAULT_MAX_SEQUENCES,
-      lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
+      lockDuration: lockDurationMs,
       stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
       maxStalledCount: maxDeaths + LOST_LOCKS_ALLOWED,
       telemetry: options.telemetry,

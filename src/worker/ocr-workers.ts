@@ -1,6 +1,7 @@
-// One worker process's queue side, shared by `scriptorium work` and `scriptorium run`: the model
-// loaded once, a page worker that batches page jobs through it, a document worker that assembles
-// finished documents, and the heartbeat that lists the process among the live workers.
+// A worker process, shared by `scriptorium work` and `scriptorium run` (which only parse options
+// and print): the model loaded once, a page worker that reads page jobs through it, a document
+// worker that assembles finished documents, the heartbeat that lists the process among the live
+// workers, a clean close, and the exit status of a process whose engine hung.
 import os from 'node:os';
 
 import { Redis } from 'ioredis';
@@ -12,12 +13,10 @@ import { LiveWorkerHeartbeat } from '../queue/live-workers.js';
 import { redisOptions } from '../queue/redis.js';
 import { flushTraces, queueTelemetry } from '../queue/tracing.js';
 import type { Storage } from '../storage/storage.js';
-import { startDocumentWorker } from '../worker/document-worker.js';
-import { PagePipeline } from '../worker/page-pipeline.js';
-import { startPageWorker, type PageWorkerOptions } from '../worker/page-worker.js';
-import { WorkerActivity } from '../worker/worker-activity.js';
-import { checkpointIdentity } from '../model/checkpoint-identity.js';
-import type { ResolvedModel } from './default-model.js';
+import { startDocumentWorker } from './document-worker.js';
+import { PagePipeline } from './page-pipeline.js';
+import { startPageWorker, type PageWorkerOptions } from './page-worker.js';
+import { WorkerActivity } from './worker-activity.js';
 
 /** Exit status of a worker process whose engine hung: its supervisor should start a fresh one. */
 export const EXIT_ENGINE_HUNG = 70;
@@ -26,7 +25,10 @@ export const EXIT_ENGINE_HUNG = 70;
 export type PageFaultOptions = Pick<PageWorkerOptions, 'pageTimeoutMs' | 'hangGraceMs' | 'lockDurationMs' | 'stalledIntervalMs' | 'maxStalledCount'>;
 
 export interface OcrWorkersOptions extends PageFaultOptions {
-  model: ResolvedModel;
+  /** The checkpoint folder, and whether it has random weights (`scriptorium model synth`). */
+  model: { dir: string; synthetic: boolean };
+  /** The checkpoint's identity (sha256:…), written into every page result; may still be computing. */
+  checkpointId: string | Promise<string>;
   /** Overrides the variant detected from config.json (V1 and V3 checkpoints can look alike). */
   variant?: Variant;
   /** Engine threads. Default: one per CPU. */
@@ -55,7 +57,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
   const { model, storage, logger } = options;
   const [engine, checkpointId] = await Promise.all([
     OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, maxSequences: options.batch }),
-    checkpointIdentity(model.dir),
+    options.checkpointId,
   ]);
   const redis = new Redis(redisOptions(options.redisUrl, 'client'));
   // Reconnection is automatic; a failed heartbeat or counter is logged where it is used.
