@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { deviceLabel, resolveDevice, type DeviceSpec, type GpuBackendReport, type ResolvedDevice } from './compute-device.js';
 import { loadModelConfig, type ModelConfig, type Variant } from './model-config.js';
 import { parseVisionDims, type VisionDims } from './vision-config.js';
 
@@ -106,10 +107,20 @@ interface NativeModelHandle {
   readonly weightBytes: number;
 }
 
+/** The Vulkan decoder (native/vulkan/gpu_model.h): present only in builds with the GPU backend. */
+interface NativeGpuModelHandle {
+  createSequence(): NativeSequence;
+  forward(batch: ForwardInput[]): Promise<{ best: Int32Array; logits: Float32Array }>;
+  readonly deviceName: string;
+  readonly weightBytes: number;
+}
+
 interface NativeBinding {
   NativeModel: new (dir: string, dims: object, threads: number, visionDims?: VisionDims) => NativeModelHandle;
+  NativeGpuModel?: new (dir: string, dims: object, deviceIndex: number) => NativeGpuModelHandle;
   supportedKernelSets(): string[];
   measureCeilings(options?: CeilingOptions): Promise<MachineCeilings>;
+  gpuDevices(): Promise<GpuBackendReport>;
 }
 
 const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -131,6 +142,8 @@ export interface LoadOptions {
   variant?: Variant;
   /** Engine threads; defaults to the number of CPUs. */
   threads?: number;
+  /** Where the decoder runs (default cpu); see compute-device.ts. */
+  device?: DeviceSpec;
 }
 
 export class NativeModel {
@@ -140,15 +153,32 @@ export class NativeModel {
     readonly config: ModelConfig,
     /** Null for decoder-only checkpoints (config.json without vision_config). */
     readonly vision: VisionDims | null,
+    /** The CPU engine: vision encoders always, the decoder unless a GPU runs it. */
     private readonly handle: NativeModelHandle,
+    readonly device: ResolvedDevice,
+    private readonly gpu: NativeGpuModelHandle | null,
   ) {}
 
+  /**
+   * Maps the checkpoint; with a GPU device, also uploads the decoder's weights to it (the vision
+   * encoders stay on the CPU for now). Rejects when the device named cannot be used, saying why.
+   */
   static async load(modelDir: string, options: LoadOptions = {}): Promise<NativeModel> {
     const config = await loadModelConfig(modelDir, options.variant);
+    const device = await resolveDevice(options.device ?? { kind: 'cpu' });
     const vision = parseVisionDims(config);
     const threads = options.threads ?? os.availableParallelism();
-    const handle = new (nativeBinding().NativeModel)(modelDir, config.decoder, threads, vision ?? undefined);
-    return new NativeModel(config, vision, handle);
+    const binding = nativeBinding();
+    const handle = new binding.NativeModel(modelDir, config.decoder, threads, vision ?? undefined);
+    if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null);
+    if (!binding.NativeGpuModel) throw new Error('the GPU backend is not available: this build of the addon has no Vulkan backend');
+    const gpu = new binding.NativeGpuModel(modelDir, config.decoder, device.index);
+    return new NativeModel(config, vision, handle, device, gpu);
+  }
+
+  /** What results, status and metrics name the engine by: `cpu-<kernel set>` or `vulkan:<device name>`. */
+  get backend(): string {
+    return deviceLabel(this.device, this.handle.kernels);
   }
 
   get kernels(): string {
@@ -159,8 +189,9 @@ export class NativeModel {
     return this.handle.threads;
   }
 
+  /** Bytes of the mapped checkpoint (CPU), or of the decoder weights on the device (GPU). */
   get weightBytes(): number {
-    return this.handle.weightBytes;
+    return this.gpu ? this.gpu.weightBytes : this.handle.weightBytes;
   }
 
   get vocab(): number {
@@ -168,7 +199,7 @@ export class NativeModel {
   }
 
   createSequence(): NativeSequence {
-    return this.handle.createSequence();
+    return this.gpu ? this.gpu.createSequence() : this.handle.createSequence();
   }
 
   /**
@@ -178,7 +209,8 @@ export class NativeModel {
    * copied.
    */
   forward(batch: ForwardInput[]): Promise<ForwardOutput[]> {
-    const run = this.queue.then(() => this.handle.forward(batch));
+    const engine = this.gpu ?? this.handle;
+    const run = this.queue.then(() => engine.forward(batch));
     this.queue = run.catch(() => undefined);
     return run.then(({ best, logits }) => {
       let row = 0;

@@ -1,0 +1,12 @@
+// NativeGpuModel / NativeGpuSequence: the GPU backend's model for JavaScript, with the same methods
+// as the CPU NativeModel (createSequence, forward, weightBytes) so the TypeScript engine drives both
+// through one interface.
+#pragma once
+#include <napi.h>
+
+namespace scriptorium {
+
+// Adds NativeGpuModel(dir, dims, deviceIndex) and NativeGpuSequence to exports.
+void register_gpu_model(Napi::Env env, Napi::Object exports);
+
+}  // namespace scriptorium
