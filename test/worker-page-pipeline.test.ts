@@ -214,7 +214,7 @@ describe('render options from the job', () => {
 function engineRecording(images: RgbImage[]): OcrEngine {
   const engine = {
     variant: 'v1',
-    model: { kernels: 'test' },
+    model: { kernels: 'test', backend: 'cpu-test' },
     recognizePages: async (batch: readonly RgbImage[]): Promise<PageResult[]> => {
       images.push(...batch);
       return batch.map(instantPageResult);
@@ -227,7 +227,7 @@ function engineRecording(images: RgbImage[]): OcrEngine {
 function engineRejectingLandscape(batchSizes: number[]): OcrEngine {
   const engine = {
     variant: 'v1',
-    model: { kernels: 'test' },
+    model: { kernels: 'test', backend: 'cpu-test' },
     recognizePages: async (images: readonly RgbImage[]): Promise<PageResult[]> => {
       batchSizes.push(images.length);
       if (images.some((image) => image.width > image.height)) throw new Error('this engine rejects landscape pages');

@@ -7,16 +7,18 @@ import { OcrEngine, type PageResult, type StageTimings } from '../engine/ocr-eng
 import { promptText, type OcrTask } from '../engine/prompts.js';
 import { planPageGroups } from '../engine/v3-page-groups.js';
 import { resolveModelDir } from './default-model.js';
+import { deviceOption } from './device-option.js';
 import { parsePageRanges } from './page-ranges.js';
 import { choiceOption, integerOption, parseCommandArgs, UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium ocr FILE [--model DIR] [--mode tiny|small|base|large|gundam] [--task ocr|markdown|parse|parse-multi]
                       [--pages 1-5] [--format md|json] [--profile] [--max-tokens N] [--batch N]
-                      [--dpi N] [--password P] [--threads T]
+                      [--dpi N] [--password P] [--threads T] [--device cpu|gpu|gpu:N|auto]
 
 FILE is a PDF (pages rendered with PDFium) or an image (PNG, JPEG, WebP, GIF, BMP, multi-page TIFF).
 Default task: markdown (V1/V2), parse (V3); parse-multi reads many pages in one V3 pass.
-Pages are decoded --batch at a time (default 4). --profile prints per-stage timings to stderr.`;
+Pages are decoded --batch at a time (default 4). --profile prints per-stage timings to stderr.
+--device gpu runs the decoder on a Vulkan GPU (scriptorium devices lists them).`;
 
 const PAGE_SPLIT = '\n\n<--- Page Split --->\n\n';
 const MULTI_PAGE_OUTPUT_BUDGET = 2048;
@@ -46,6 +48,7 @@ export async function runOcrCommand(args: string[]): Promise<number> {
       dpi: { type: 'string' },
       password: { type: 'string' },
       threads: { type: 'string' },
+      device: { type: 'string' },
     },
     USAGE,
   );
@@ -64,7 +67,7 @@ export async function runOcrCommand(args: string[]): Promise<number> {
   const document = await openDocument(bytes, { password: values.password });
   const pages = parsePageRanges(values.pages, document.pageCount, USAGE);
   const model = await resolveModelDir(values.model);
-  const engine = await OcrEngine.load(model.dir, { threads });
+  const engine = await OcrEngine.load(model.dir, { threads, device: deviceOption(values.device, USAGE) });
   const task = values.task === undefined ? engine.defaultTask() : (values.task as OcrTask);
   promptText(engine.variant, task); // rejects a task the variant was not released with
   const mode = values.mode === undefined ? 'gundam' : choiceOption<VisionMode>(values.mode, 'mode', VISION_MODES[engine.variant], USAGE);
@@ -135,7 +138,7 @@ function profileTable(records: PageRecord[], engine: OcrEngine): string {
   const decodeMs = total('decode');
   const generated = records.reduce((s, r) => s + r.tokens.generated, 0);
   return [
-    `profile (ms; prefill and decode shared by pages decoded together): ${engine.variant}, kernels ${engine.model.kernels} × ${engine.model.threads} threads`,
+    `profile (ms; prefill and decode shared by pages decoded together): ${engine.variant}, ${engine.model.backend} × ${engine.model.threads} threads`,
     line(header),
     ...rows.map(line),
     `decode ${decodeMs > 0 ? ((generated / decodeMs) * 1000).toFixed(1) : '0'} tokens/s`,

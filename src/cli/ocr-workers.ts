@@ -1,6 +1,7 @@
 // One worker process's queue side, shared by `scriptorium work` and `scriptorium run`: the model
 // loaded once, a page worker that batches page jobs through it, a document worker that assembles
 // finished documents, and the heartbeat that lists the process among the live workers.
+import type { DeviceSpec } from '../engine/compute-device.js';
 import os from 'node:os';
 
 import { Redis } from 'ioredis';
@@ -30,6 +31,8 @@ export interface OcrWorkersOptions extends PageFaultOptions {
   variant?: Variant;
   /** Engine threads. Default: one per CPU. */
   threads?: number;
+  /** Where the decoder runs (default cpu). */
+  device?: DeviceSpec;
   storage: Storage;
   redisUrl: string;
   /** Most pages decoded together (the engine's continuous batch). Default DEFAULT_MAX_SEQUENCES. */
@@ -51,7 +54,7 @@ export interface OcrWorkers {
 export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWorkers> {
   const { model, storage, logger } = options;
   const [engine, checkpointId] = await Promise.all([
-    OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, maxSequences: options.batch }),
+    OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, device: options.device, maxSequences: options.batch }),
     checkpointIdentity(model.dir),
   ]);
   const redis = new Redis(redisOptions(options.redisUrl, 'client'));
@@ -99,7 +102,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     {
       host,
       pid: process.pid,
-      backend: `cpu-${engine.model.kernels}`,
+      backend: engine.model.backend,
       threads: engine.model.threads,
       variant: engine.variant,
       checkpoint: checkpointId,
@@ -109,7 +112,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     { intervalMs: options.heartbeatMs, onError: (error) => logger.warn({ err: error }, 'live-worker heartbeat failed; retrying at the next one') },
   );
   logger.info(
-    { variant: engine.variant, checkpoint: checkpointId, kernels: engine.model.kernels, threads: engine.model.threads, storage: storage.url, worker: heartbeat.key },
+    { variant: engine.variant, checkpoint: checkpointId, backend: engine.model.backend, kernels: engine.model.kernels, threads: engine.model.threads, storage: storage.url, worker: heartbeat.key },
     'worker ready',
   );
 

@@ -6,6 +6,7 @@ import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import { openStorage } from '../storage/storage.js';
 import { commandLogger } from './cli-logger.js';
 import { resolveModelDir } from './default-model.js';
+import { DEVICE_USAGE, deviceOption } from './device-option.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
 import { progressTerminal } from './enqueue-progress.js';
 import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
@@ -16,7 +17,7 @@ import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageErro
 
 const USAGE = `Usage: scriptorium run INPUT... --out DIR [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
                       [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
-                      [--batch N] [--threads T]
+                      [--batch N] [--threads T] [--device D]
 
 Reads every document of the inputs through the queue pipeline on this machine and waits for all
 of them: INPUT is a PDF or image file, a directory (recursively), a zip or tar(.gz) archive, or
@@ -33,6 +34,7 @@ $REDIS_URL names one; with a shared Redis, other workers may take part and this 
 ${OCR_JOB_ARGS_USAGE}
   --batch N         most pages decoded together (default 8, continuous batching)
   --threads T       engine threads (default: one per CPU)
+  ${DEVICE_USAGE}
 
 When stderr is a terminal, a progress line shows the documents found and queued, then the pages and
 documents finished; the lines on stdout stay the same.
@@ -49,6 +51,7 @@ export async function runRunCommand(args: string[]): Promise<number> {
       variant: { type: 'string' },
       batch: { type: 'string' },
       threads: { type: 'string' },
+      device: { type: 'string' },
       ...OCR_JOB_ARGS,
     },
     USAGE,
@@ -73,7 +76,7 @@ export async function runRunCommand(args: string[]): Promise<number> {
   const removeSignalHandlers = onShutdownSignal(() => interrupted.abort());
   let workers: OcrWorkers | undefined;
   try {
-    workers = await startOcrWorkers({ model, variant, threads, storage, redisUrl: redis.url, batch, logger });
+    workers = await startOcrWorkers({ model, variant, threads, device: deviceOption(values.device, USAGE), storage, redisUrl: redis.url, batch, logger });
     return await enqueueAndFollow({
       inputs: positionals,
       enqueue: { ocr, storage, pdfPassword },

@@ -1,6 +1,7 @@
 // Whole-page OCR on one model: page image -> preprocessing -> vision encoders -> assembled visual
 // embeddings -> prompt -> batched greedy decode -> markdown and blocks, with per-stage timings.
 // V3 can also read several pages in one pass (one prefill, one decode; spec MODELS.md §9).
+import type { DeviceSpec } from './compute-device.js';
 import type { RgbImage } from './pillow-resize.js';
 import { ContinuousBatch, type GenerationRequest, type GenerationResult } from './generate.js';
 import type { VisionMode } from './image-tokens.js';
@@ -62,6 +63,8 @@ export interface OcrEngineOptions {
   variant?: Variant;
   /** Engine threads. Default: one per CPU. */
   threads?: number;
+  /** Where the decoder runs (default cpu). */
+  device?: DeviceSpec;
   /** Most sequences in one decode step; more wait for a place. Default DEFAULT_MAX_SEQUENCES. */
   maxSequences?: number;
 }
