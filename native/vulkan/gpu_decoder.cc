@@ -183,6 +183,16 @@ void GpuDecoder::forward(std::vector<ForwardEntry>& entries, const std::vector<G
                          int32_t* best) {
   validate(entries, caches);
   if (entries.empty()) return;
+  try {
+    run_forward(entries, caches, logits, best);
+  } catch (...) {
+    batch_.discard();  // commands recorded before the failure must not run with the next call
+    throw;
+  }
+}
+
+void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits,
+                             int32_t* best) {
   const int64_t H = dims_.hidden, D = dims_.head_dim, QW = dims_.heads * D, KW = dims_.kv_heads * D;
   const int64_t B = static_cast<int64_t>(entries.size()), L = dims_.layers;
   int64_t rows = 0;

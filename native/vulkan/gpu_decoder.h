@@ -64,6 +64,7 @@ class GpuDecoder {
   };
 
   void validate(const std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches) const;
+  void run_forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits, int32_t* best);
   void mlp(const Mlp& m, Operand in, uint32_t rows);  // out_ = MLP(in rows); gate_/up_ as scratch
   void feed_forward(const Layer& layer, uint32_t rows);
   Buffer& scratch(std::unique_ptr<Buffer>& buffer, uint64_t bytes);

@@ -157,6 +157,14 @@ void CommandBatch::copy(const Buffer& src, uint64_t src_offset, const Buffer& ds
   device_.api().vkCmdCopyBuffer(commands_, src.handle(), dst.handle(), 1, &region);
 }
 
+void CommandBatch::discard() {
+  if (!recording_) return;
+  recording_ = false;
+  const Instance& vk = device_.api();
+  vk.vkEndCommandBuffer(commands_);
+  check(vk.vkResetCommandBuffer(commands_, 0), "vkResetCommandBuffer");
+}
+
 void CommandBatch::run() {
   if (!recording_) return;
   recording_ = false;

@@ -58,6 +58,8 @@ class CommandBatch {
   void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t bytes);
   // Submits what was recorded and waits for it; the batch is then empty and ready for more.
   void run();
+  // Drops what was recorded without running it (after an error part-way through recording).
+  void discard();
 
  private:
   void begin();
