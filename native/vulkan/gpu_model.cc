@@ -60,9 +60,10 @@ struct GpuEngine {
   }
 };
 
-// Per-environment classes: the sequence constructor the model needs to create sequences.
+// Per-environment classes: the model constructor loadGpuModel resolves with, the sequence one the
+// model creates sequences with.
 struct GpuClasses {
-  Napi::FunctionReference sequence;
+  Napi::FunctionReference model, sequence;
 };
 
 class GpuSequenceWrap : public Napi::ObjectWrap<GpuSequenceWrap> {
@@ -156,25 +157,12 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
                        classes);
   }
 
-  // new NativeGpuModel(dir: string, dims: DecoderDims, deviceIndex: number): uploads the decoder's
-  // weights to the device (this blocks the caller: NativeModel.load calls it once per process).
+  // Made only by loadGpuModel, which passes the loaded engine as an External.
   explicit GpuModelWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<GpuModelWrap>(info) {
-    Napi::Env env = info.Env();
     classes_ = static_cast<GpuClasses*>(info.Data());
-    if (info.Length() < 3 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber())
-      throw Napi::TypeError::New(env, "NativeGpuModel(dir: string, dims: object, deviceIndex: number)");
-    const std::string dir = info[0].As<Napi::String>();
-    const DecoderDims dims = read_decoder_dims(info[1].As<Napi::Object>());
-    const int index = info[2].As<Napi::Number>().Int32Value();
-    engine_ = std::make_shared<GpuEngine>();
-    try {
-      engine_->instance = std::make_shared<vk::Instance>();
-      engine_->device = std::make_unique<vk::Device>(engine_->instance, index);
-      engine_->checkpoint = std::make_unique<Checkpoint>(dir);
-      engine_->decoder = std::make_unique<vk::GpuDecoder>(*engine_->device, *engine_->checkpoint, dims);
-    } catch (const std::exception& e) {
-      throw Napi::Error::New(env, e.what());
-    }
+    if (info.Length() < 1 || !info[0].IsExternal())
+      throw Napi::TypeError::New(info.Env(), "NativeGpuModel is made by loadGpuModel(dir, dims, deviceIndex)");
+    engine_ = *info[0].As<Napi::External<std::shared_ptr<GpuEngine>>>().Data();
   }
 
  private:
@@ -222,6 +210,62 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
   std::shared_ptr<GpuEngine> engine_;
 };
 
+// Opens the device, maps the checkpoint and uploads the decoder's weights on a libuv worker thread.
+class LoadWorker : public Napi::AsyncWorker {
+ public:
+  LoadWorker(Napi::Env env, GpuClasses* classes, std::string dir, DecoderDims dims, int index)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        classes_(classes),
+        dir_(std::move(dir)),
+        dims_(dims),
+        index_(index) {}
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      auto engine = std::make_shared<GpuEngine>();
+      engine->instance = std::make_shared<vk::Instance>();
+      engine->device = std::make_unique<vk::Device>(engine->instance, index_);
+      engine->checkpoint = std::make_unique<Checkpoint>(dir_);
+      engine->decoder = std::make_unique<vk::GpuDecoder>(*engine->device, *engine->checkpoint, dims_);
+      engine_ = std::move(engine);
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    auto handle = Napi::External<std::shared_ptr<GpuEngine>>::New(env, &engine_);
+    deferred_.Resolve(classes_->model.New({handle}));
+  }
+
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  GpuClasses* classes_;
+  std::string dir_;
+  DecoderDims dims_;
+  int index_;
+  std::shared_ptr<GpuEngine> engine_;
+};
+
+// loadGpuModel(dir: string, dims: DecoderDims, deviceIndex: number) -> Promise<NativeGpuModel>
+Napi::Value load_gpu_model(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber())
+    throw Napi::TypeError::New(env, "loadGpuModel(dir: string, dims: object, deviceIndex: number)");
+  auto* classes = static_cast<GpuClasses*>(info.Data());
+  auto* worker = new LoadWorker(env, classes, info[0].As<Napi::String>(), read_decoder_dims(info[1].As<Napi::Object>()),
+                                info[2].As<Napi::Number>().Int32Value());
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+}
+
 }  // namespace
 
 void register_gpu_model(Napi::Env env, Napi::Object exports) {
@@ -229,8 +273,9 @@ void register_gpu_model(Napi::Env env, Napi::Object exports) {
   env.AddCleanupHook([classes] { delete classes; });
   Napi::Function sequence = GpuSequenceWrap::Init(env);
   classes->sequence = Napi::Persistent(sequence);
+  classes->model = Napi::Persistent(GpuModelWrap::Init(env, classes));
   exports.Set("NativeGpuSequence", sequence);
-  exports.Set("NativeGpuModel", GpuModelWrap::Init(env, classes));
+  exports.Set("loadGpuModel", Napi::Function::New(env, load_gpu_model, "loadGpuModel", classes));
 }
 
 }  // namespace scriptorium

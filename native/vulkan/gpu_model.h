@@ -6,7 +6,8 @@
 
 namespace scriptorium {
 
-// Adds NativeGpuModel(dir, dims, deviceIndex) and NativeGpuSequence to exports.
+// Adds loadGpuModel(dir, dims, deviceIndex): Promise<NativeGpuModel> (the weight upload runs off the
+// event loop) and NativeGpuSequence to exports.
 void register_gpu_model(Napi::Env env, Napi::Object exports);
 
 }  // namespace scriptorium

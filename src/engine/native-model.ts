@@ -117,7 +117,7 @@ interface NativeGpuModelHandle {
 
 interface NativeBinding {
   NativeModel: new (dir: string, dims: object, threads: number, visionDims?: VisionDims) => NativeModelHandle;
-  NativeGpuModel?: new (dir: string, dims: object, deviceIndex: number) => NativeGpuModelHandle;
+  loadGpuModel?: (dir: string, dims: object, deviceIndex: number) => Promise<NativeGpuModelHandle>;
   supportedKernelSets(): string[];
   measureCeilings(options?: CeilingOptions): Promise<MachineCeilings>;
   gpuDevices(): Promise<GpuBackendReport>;
@@ -171,8 +171,8 @@ export class NativeModel {
     const binding = nativeBinding();
     const handle = new binding.NativeModel(modelDir, config.decoder, threads, vision ?? undefined);
     if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null);
-    if (!binding.NativeGpuModel) throw new Error('the GPU backend is not available: this build of the addon has no Vulkan backend');
-    const gpu = new binding.NativeGpuModel(modelDir, config.decoder, device.index);
+    if (!binding.loadGpuModel) throw new Error('the GPU backend is not available: this build of the addon has no Vulkan backend');
+    const gpu = await binding.loadGpuModel(modelDir, config.decoder, device.index);
     return new NativeModel(config, vision, handle, device, gpu);
   }
 
