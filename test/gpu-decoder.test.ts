@@ -127,10 +127,10 @@ describe('decoder on the GPU backend', { skip }, () => {
     }
   });
 
-  test('banned ids are skipped by the argmax as on the CPU', async () => {
+  test('banned ids are skipped by the argmax on the device as on the CPU', async () => {
     const ids = Int32Array.from(PROMPTS[2]);
     const [first] = await v3.cpu.forward([{ sequence: v3.cpu.createSequence(), ids }]);
-    const banned = Int32Array.of(first.best);
+    const banned = Int32Array.of(129279, first.best, 7, first.best); // unsorted, with a repeat
     const [c] = await v3.cpu.forward([{ sequence: v3.cpu.createSequence(), ids, banned, logits: false }]);
     const [g] = await v3.gpu.forward([{ sequence: v3.gpu.createSequence(), ids, banned, logits: false }]);
     assert.notEqual(c.best, first.best);

@@ -249,6 +249,18 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
   upload(positions_, positions);
   upload(rowinfo_, rowinfo);
   upload(last_index_, last_index);
+  // Each sequence's banned ids (sorted) for the argmax on the device.
+  std::vector<int32_t> bans(static_cast<size_t>(B) * 2), banned = {0};
+  for (int64_t b = 0; b < B; ++b) {
+    std::vector<int32_t> list = entries[b].banned;
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+    bans[b * 2] = static_cast<int32_t>(banned.size());
+    bans[b * 2 + 1] = static_cast<int32_t>(list.size());
+    banned.insert(banned.end(), list.begin(), list.end());
+  }
+  upload(bans_, bans);
+  upload(banned_, banned);
   if (!embeds.empty()) upload(embeds_, embeds);
 
   const uint32_t R = u32(rows);
@@ -292,24 +304,12 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
   ops_.gather_rows(batch_, {x_.get(), 0}, u32(H), {last_index_.get(), 0}, {last_.get(), 0}, u32(B), u32(H));
   ops_.rmsnorm(batch_, {last_.get(), 0}, u32(H), final_norm_, {norm_.get(), 0}, u32(H), u32(B), u32(H), dims_.rms_eps);
   ops_.matmul_bf16(batch_, {norm_.get(), 0}, u32(H), lm_head_, {logits_.get(), 0}, V, u32(B), V, u32(H));
-  ops_.argmax(batch_, {logits_.get(), 0}, V, {best_.get(), 0}, u32(B), V);
+  ops_.argmax(batch_, {logits_.get(), 0}, V, {best_.get(), 0}, *bans_, *banned_, u32(B), V);
   batch_.run();
   transfer_.download(*best_, 0, best, B * 4);
-  std::vector<float> row;
-  for (int64_t b = 0, out_row = 0; b < B; ++b) {
-    ForwardEntry& entry = entries[b];
-    if (!entry.want_logits && entry.banned.empty()) continue;
-    float* dst = entry.want_logits ? logits + out_row++ * dims_.vocab : (row.resize(V), row.data());
-    transfer_.download(*logits_, static_cast<uint64_t>(b) * V * 4, dst, static_cast<uint64_t>(V) * 4);
-    if (entry.banned.empty()) continue;
-    // Bans are rare (no-repeat-n-gram hits): the argmax skipping them runs here on the row.
-    std::sort(entry.banned.begin(), entry.banned.end());
-    int64_t pick = -1;
-    for (int64_t j = 0; j < dims_.vocab; ++j)
-      if (!std::binary_search(entry.banned.begin(), entry.banned.end(), static_cast<int32_t>(j)) && (pick < 0 || dst[j] > dst[pick]))
-        pick = j;
-    best[b] = pick < 0 ? 0 : static_cast<int32_t>(pick);
-  }
+  for (int64_t b = 0, out_row = 0; b < B; ++b)
+    if (entries[b].want_logits)
+      transfer_.download(*logits_, static_cast<uint64_t>(b) * V * 4, logits + out_row++ * dims_.vocab, static_cast<uint64_t>(V) * 4);
 }
 
 }  // namespace scriptorium::vk

@@ -1,7 +1,7 @@
 // The DeepSeek3B-MoE decoder on a Vulkan device: the same passes as the CPU Decoder (decoder.h) over
 // a batch of sequences, with the weights, activations and KV caches in device memory. Per call only
-// token ids, positions and routing lists go up, and only the argmax ids (and logits rows when asked)
-// come back. MoE routing (softmax, top-k) runs on the device; the per-expert row lists are built on
+// token ids, positions, banned ids and routing lists go up, and only the argmax ids (and logits rows
+// when asked) come back. MoE routing (softmax, top-k) runs on the device; the per-expert row lists are built on
 // the host from the downloaded top-k ids, one small read per MoE layer.
 #pragma once
 #include <cstdint>
@@ -83,7 +83,7 @@ class GpuDecoder {
 
   std::unique_ptr<Buffer> x_, norm_, q_, k_, v_, attn_, proj_, gate_, up_, out_, expert_in_, router_logits_;
   std::unique_ptr<Buffer> topk_ids_, topk_weights_, ids_, positions_, rowinfo_, embeds_, expert_rows_, expert_weights_;
-  std::unique_ptr<Buffer> last_index_, last_, logits_, best_;
+  std::unique_ptr<Buffer> last_index_, last_, logits_, best_, bans_, banned_;
 };
 
 }  // namespace scriptorium::vk

@@ -57,8 +57,11 @@ class ShaderOps {
      `rows.offset`, rows distinct and checked by the caller; y stride ldy, x stride width */
   void scatter_add_rows(CommandBatch& batch, Operand y, uint32_t ldy, Operand x, Operand rows, const Buffer& weights,
                         uint32_t n, uint32_t width);
-  /* best[r] = first argmax of x[r, :n] (stride ldx), int32 */
-  void argmax(CommandBatch& batch, Operand x, uint32_t ldx, Operand best, uint32_t rows, uint32_t n);
+  /* best[r] = first argmax of x[r, :n] (stride ldx) over the ids row r does not ban, int32 (0 when all
+     are banned); bans int32 [rows, 2] = (offset, count) into banned, each row's ids sorted ascending
+     and checked by the caller */
+  void argmax(CommandBatch& batch, Operand x, uint32_t ldx, Operand best, const Buffer& bans, const Buffer& banned,
+              uint32_t rows, uint32_t n);
 
  private:
   Device& device_;

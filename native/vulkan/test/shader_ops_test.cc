@@ -245,7 +245,7 @@ void test_router(Gpu& gpu, uint32_t rows, uint32_t experts, uint32_t top_k, bool
 }
 
 void test_argmax(Gpu& gpu, uint32_t rows, uint32_t n) {
-  run("argmax rows=" + std::to_string(rows) + " n=" + std::to_string(n), [&]() -> std::string {
+  run("argmax (with bans) rows=" + std::to_string(rows) + " n=" + std::to_string(n), [&]() -> std::string {
     const uint32_t ld = n + 1;
     std::vector<float> x = random_f32(static_cast<size_t>(rows) * ld);
     // Row 0: a tie between two maxima (the first wins); row 1 (if any): every entry -inf.
@@ -253,11 +253,33 @@ void test_argmax(Gpu& gpu, uint32_t rows, uint32_t n) {
     x[(n - 1)] = 50.f;
     if (rows > 1)
       for (uint32_t i = 0; i < n; ++i) x[ld + i] = -INFINITY;
+    // The last row (when there are 3 or more) bans its two best ids and an id past them.
+    std::vector<int32_t> bans(rows * 2, 0), banned = {0};
     std::vector<int32_t> want(rows);
     for (uint32_t r = 0; r < rows; ++r) want[r] = static_cast<int32_t>(kernels_scalar().argmax(x.data() + r * ld, n));
+    if (rows >= 3 && n >= 3) {
+      const float* row = x.data() + (rows - 1) * ld;
+      const int32_t first = want[rows - 1];
+      int32_t second = first == 0 ? 1 : 0;
+      for (uint32_t i = 0; i < n; ++i)
+        if (static_cast<int32_t>(i) != first && row[i] > row[second]) second = static_cast<int32_t>(i);
+      std::vector<int32_t> list = {first, second, static_cast<int32_t>(n - 1)};
+      std::sort(list.begin(), list.end());
+      list.erase(std::unique(list.begin(), list.end()), list.end());
+      bans[(rows - 1) * 2] = 1;
+      bans[(rows - 1) * 2 + 1] = static_cast<int32_t>(list.size());
+      banned.insert(banned.end(), list.begin(), list.end());
+      int32_t pick = -1;
+      for (uint32_t i = 0; i < n; ++i)
+        if (!std::binary_search(list.begin(), list.end(), static_cast<int32_t>(i)) && (pick < 0 || row[i] > row[pick]))
+          pick = static_cast<int32_t>(i);
+      want[rows - 1] = pick;
+    }
     auto X = gpu.upload(x);
     auto B = gpu.upload(std::vector<int32_t>(rows, -7));
-    gpu.ops->argmax(*gpu.batch, {X.get(), 0}, ld, {B.get(), 0}, rows, n);
+    auto Bans = gpu.upload(bans);
+    auto Banned = gpu.upload(banned);
+    gpu.ops->argmax(*gpu.batch, {X.get(), 0}, ld, {B.get(), 0}, *Bans, *Banned, rows, n);
     gpu.batch->run();
     const std::vector<int32_t> got = gpu.download<int32_t>(*B, rows);
     for (uint32_t r = 0; r < rows; ++r)
