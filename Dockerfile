@@ -7,8 +7,9 @@
 FROM node:20-bookworm AS build
 # The addon's tool chain; node:20-bookworm ships it already, naming it keeps a base image change from
 # dropping it silently.
+# libvulkan-dev and glslc build the Vulkan GPU backend (native/vulkan); without them it is left out.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends g++ make python3 \
+ && apt-get install -y --no-install-recommends g++ make python3 libvulkan-dev glslc \
  && rm -rf /var/lib/apt/lists/*
 # node-gyp compiles against the headers this image ships instead of downloading them.
 ENV npm_config_nodedir=/usr/local
@@ -16,6 +17,7 @@ WORKDIR /src
 # Dependencies and the addon first, so that TypeScript edits do not rebuild them.
 COPY package.json package-lock.json binding.gyp ./
 COPY native/src native/src
+COPY native/vulkan native/vulkan
 RUN npm ci --no-audit --no-fund
 # Only src/ is copied, so tsconfig.json's test/ and bench/ globs match nothing here.
 COPY tsconfig.json ./
@@ -23,6 +25,11 @@ COPY src src
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim AS runtime
+# The Vulkan loader, and Mesa's drivers for AMD and Intel GPUs (NVIDIA's driver is mounted into the
+# container by the NVIDIA Container Toolkit; see the gpu-worker service in docker-compose.yml).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libvulkan1 mesa-vulkan-drivers \
+ && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 # Searchable PDFs embed DejaVu Sans for their Unicode text layer.
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends fonts-dejavu-core && rm -rf /var/lib/apt/lists/*

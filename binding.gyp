@@ -40,6 +40,7 @@
         "native/src/ops.cc",
         "native/src/attention.cc",
         "native/src/decoder.cc",
+        "native/src/addon_forward_input.cc",
         "native/src/vision_ops.cc",
         "native/src/sam_encoder.cc",
         "native/src/clip_encoder.cc",
@@ -56,6 +57,9 @@
             "native/vulkan/buffers.cc",
             "native/vulkan/pipelines.cc",
             "native/vulkan/shader_ops.cc",
+            "native/vulkan/weights.cc",
+            "native/vulkan/gpu_decoder.cc",
+            "native/vulkan/gpu_model.cc",
             "native/vulkan/vulkan_backend.cc"
           ],
           "include_dirs": ["native/vulkan", "<(SHARED_INTERMEDIATE_DIR)"],

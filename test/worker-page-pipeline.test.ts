@@ -204,7 +204,7 @@ describe('render options from the job', () => {
 function engineRecording(images: RgbImage[]): OcrEngine {
   const engine = {
     variant: 'v1',
-    model: { kernels: 'test' },
+    model: { kernels: 'test', backend: 'cpu-test' },
     recognizePages: async (batch: readonly RgbImage[]): Promise<PageResult[]> => {
       images.push(...batch);
       return batch.map(instantPageResult);

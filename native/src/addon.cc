@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "decoder.h"
+#include "addon_forward_input.h"
 #include "gpu_backend.h"
 #include "kernels.h"
 #include "safetensors.h"
@@ -490,34 +491,7 @@ Napi::Value ModelWrap::Forward(const Napi::CallbackInfo& info) {
     SequenceWrap* sequence = SequenceWrap::Unwrap(seq_value.As<Napi::Object>());
     if (!sequence->cache) throw Napi::Error::New(env, "forward: the sequence was released");
     if (sequence->engine != engine_) throw Napi::Error::New(env, "forward: the sequence belongs to another model");
-    Napi::Value ids = item.Get("ids");
-    if (!ids.IsTypedArray() || ids.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-      throw Napi::TypeError::New(env, "forward: entry.ids must be an Int32Array");
-    Napi::Int32Array id_array = ids.As<Napi::Int32Array>();
-    entries[i].ids.assign(id_array.Data(), id_array.Data() + id_array.ElementLength());
-    Napi::Value embeds = item.Get("embeds");
-    Napi::Value rows = item.Get("embedRows");
-    if (!embeds.IsUndefined() || !rows.IsUndefined()) {
-      if (!embeds.IsTypedArray() || embeds.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array ||
-          !rows.IsTypedArray() || rows.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-        throw Napi::TypeError::New(env, "forward: entry.embeds must be a Float32Array and entry.embedRows an Int32Array");
-      Napi::Float32Array e = embeds.As<Napi::Float32Array>();
-      Napi::Int32Array r = rows.As<Napi::Int32Array>();
-      entries[i].embeds.assign(e.Data(), e.Data() + e.ElementLength());
-      entries[i].embed_rows.assign(r.Data(), r.Data() + r.ElementLength());
-    }
-    Napi::Value want_logits = item.Get("logits");
-    if (!want_logits.IsUndefined()) {
-      if (!want_logits.IsBoolean()) throw Napi::TypeError::New(env, "forward: entry.logits must be a boolean");
-      entries[i].want_logits = want_logits.As<Napi::Boolean>().Value();
-    }
-    Napi::Value banned = item.Get("banned");
-    if (!banned.IsUndefined()) {
-      if (!banned.IsTypedArray() || banned.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-        throw Napi::TypeError::New(env, "forward: entry.banned must be an Int32Array");
-      Napi::Int32Array b = banned.As<Napi::Int32Array>();
-      entries[i].banned.assign(b.Data(), b.Data() + b.ElementLength());
-    }
+    read_forward_input(item, entries[i]);
     entries[i].cache = sequence->cache.get();
     caches.push_back(sequence->cache);
   }

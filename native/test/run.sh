@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds every native/src/*.cc except addon.cc into native/test/build/libnative.a (kernels_<isa>.cc
+# Builds every native/src/*.cc except addon*.cc into native/test/build/libnative.a (kernels_<isa>.cc
 # with their binding.gyp ISA flags; objects rebuilt only when a source or header changed), links
 # each native/test/*_test.cc against it as its own program, runs them all, fails if any fails.
 set -euo pipefail
@@ -46,7 +46,7 @@ objs=()
 changed=0
 for cc in "$src"/*.cc; do
   name="$(basename "$cc" .cc)"
-  [[ "$name" == addon ]] && continue
+  [[ "$name" == addon* ]] && continue  # N-API code, built only into the addon
   obj="$build/obj/$name.o"
   flags="$(isa_flags "$name")"
   if [[ ! -f "$obj" || "$cc" -nt "$obj" || "$newest_header" -nt "$obj" ]]; then

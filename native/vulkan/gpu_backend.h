@@ -6,7 +6,8 @@
 
 namespace scriptorium {
 
-// Adds gpuDevices(): Promise<{available: boolean, reason?: string, devices: GpuDeviceInfo[]}>.
+// Adds gpuDevices(): Promise<{available: boolean, reason?: string, devices: GpuDeviceInfo[]}>, and with
+// the Vulkan backend loadGpuModel and NativeGpuSequence (gpu_model.h).
 void register_gpu_backend(Napi::Env env, Napi::Object exports);
 
 }  // namespace scriptorium

@@ -1,5 +1,6 @@
 #include "pipelines.h"
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -127,17 +128,41 @@ void CommandBatch::dispatch(const Pipeline& pipeline, std::initializer_list<cons
     ++i;
   }
   vk.vkUpdateDescriptorSets(device_.handle(), i, writes, 0, nullptr);
-  // Every dispatch reads what the previous ones wrote: a full compute-to-compute barrier.
-  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-  vk.vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  barrier();
   vk.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline_);
   vk.vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout_, 0, 1, &set, 0, nullptr);
   if (pipeline.push_bytes_ > 0)
     vk.vkCmdPushConstants(commands_, pipeline.layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, pipeline.push_bytes_, push);
   vk.vkCmdDispatch(commands_, groups_x, groups_y, groups_z);
+}
+
+// Every command reads what the previous ones wrote: a full barrier between shaders and copies.
+void CommandBatch::barrier() {
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                          VK_ACCESS_TRANSFER_WRITE_BIT;
+  const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  device_.api().vkCmdPipelineBarrier(commands_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
+void CommandBatch::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t bytes) {
+  if (src_offset > src.bytes() || bytes > src.bytes() - src_offset || dst_offset > dst.bytes() ||
+      bytes > dst.bytes() - dst_offset)
+    throw std::out_of_range("copy: " + std::to_string(bytes) + " bytes leave a buffer");
+  if (bytes == 0) return;
+  if (!recording_) begin();
+  barrier();
+  VkBufferCopy region{src_offset, dst_offset, bytes};
+  device_.api().vkCmdCopyBuffer(commands_, src.handle(), dst.handle(), 1, &region);
+}
+
+void CommandBatch::discard() {
+  if (!recording_) return;
+  recording_ = false;
+  const Instance& vk = device_.api();
+  vk.vkEndCommandBuffer(commands_);
+  check(vk.vkResetCommandBuffer(commands_, 0), "vkResetCommandBuffer");
 }
 
 void CommandBatch::run() {

@@ -53,11 +53,17 @@ class CommandBatch {
   // a buffer larger than the device can bind, or more workgroups than it can launch.
   void dispatch(const Pipeline& pipeline, std::initializer_list<const Buffer*> buffers, const void* push,
                 uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
+  // Records a copy of `bytes` from src at src_offset to dst at dst_offset (byte offsets), ordered
+  // after the dispatches before it; throws std::out_of_range when a range leaves its buffer.
+  void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t bytes);
   // Submits what was recorded and waits for it; the batch is then empty and ready for more.
   void run();
+  // Drops what was recorded without running it (after an error part-way through recording).
+  void discard();
 
  private:
   void begin();
+  void barrier();
 
   static constexpr uint32_t kMaxSets = 512, kMaxBindings = 8;
   Device& device_;

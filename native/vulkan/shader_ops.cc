@@ -39,6 +39,7 @@ uint32_t u32(uint64_t v) { return static_cast<uint32_t>(v); }
 
 ShaderOps::ShaderOps(Device& device) : device_(device) {
   matmul_bf16_ = std::make_unique<Pipeline>(device, spirv::matmul_bf16, 3, 8 * 4);
+  matvec_bf16_ = std::make_unique<Pipeline>(device, spirv::matvec_bf16, 3, 8 * 4);
   rmsnorm_ = std::make_unique<Pipeline>(device, spirv::rmsnorm, 3, 7 * 4);
   rope_ = std::make_unique<Pipeline>(device, spirv::rope, 3, 6 * 4);
   attention_ = std::make_unique<Pipeline>(device, spirv::attention, 5, 9 * 4);
@@ -46,7 +47,9 @@ ShaderOps::ShaderOps(Device& device) : device_(device) {
   axpy_ = std::make_unique<Pipeline>(device, spirv::axpy, 2, 4 * 4);
   embed_ = std::make_unique<Pipeline>(device, spirv::embed, 3, 3 * 4);
   router_topk_ = std::make_unique<Pipeline>(device, spirv::router_topk, 3, 5 * 4);
-  argmax_ = std::make_unique<Pipeline>(device, spirv::argmax, 2, 4 * 4);
+  argmax_ = std::make_unique<Pipeline>(device, spirv::argmax, 4, 4 * 4);
+  gather_rows_ = std::make_unique<Pipeline>(device, spirv::gather_rows, 3, 5 * 4);
+  scatter_add_rows_ = std::make_unique<Pipeline>(device, spirv::scatter_add_rows, 4, 5 * 4);
 }
 
 ShaderOps::~ShaderOps() = default;
@@ -58,6 +61,11 @@ void ShaderOps::matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operan
   require_range("matmul_bf16", "W", W, static_cast<uint64_t>(N) * K, 2);
   require_range("matmul_bf16", "Y", Y, span(M, N, ldy), 4);
   const uint32_t push[8] = {M, N, K, u32(X.offset), ldx, u32(W.offset), u32(Y.offset), ldy};
+  if (M <= kMatvecRows) {
+    if ((N + 63) / 64 > device_.max_workgroups_x()) throw std::invalid_argument("matmul_bf16: too many columns for one dispatch");
+    batch.dispatch(*matvec_bf16_, {X.buffer, W.buffer, Y.buffer}, push, (N + 63) / 64, M);
+    return;
+  }
   const uint32_t gx = (N + 31) / 32, gy = (M + 31) / 32;
   if (gy > kMaxGroups) throw std::invalid_argument("matmul_bf16: too many rows for one dispatch");
   batch.dispatch(*matmul_bf16_, {X.buffer, W.buffer, Y.buffer}, push, gx, gy);
@@ -146,13 +154,36 @@ void ShaderOps::router_topk(CommandBatch& batch, const Buffer& logits, const Buf
   batch.dispatch(*router_topk_, {&logits, &ids, &weights}, &push, groups(rows, 64));
 }
 
-void ShaderOps::argmax(CommandBatch& batch, Operand x, uint32_t ldx, Operand best, uint32_t rows, uint32_t n) {
+void ShaderOps::argmax(CommandBatch& batch, Operand x, uint32_t ldx, Operand best, const Buffer& bans,
+                       const Buffer& banned, uint32_t rows, uint32_t n) {
   if (n == 0) throw std::invalid_argument("argmax: empty rows");
   if (rows > kMaxGroups) throw std::invalid_argument("argmax: too many rows for one dispatch");
   require_range("argmax", "x", x, span(rows, n, ldx), 4);
   require_range("argmax", "best", best, rows, 4);
+  require_range("argmax", "bans", Operand{&bans, 0}, static_cast<uint64_t>(rows) * 2, 4);
   const uint32_t push[4] = {n, u32(x.offset), ldx, u32(best.offset)};
-  batch.dispatch(*argmax_, {x.buffer, best.buffer}, push, rows);
+  batch.dispatch(*argmax_, {x.buffer, best.buffer, &bans, &banned}, push, rows);
+}
+
+void ShaderOps::gather_rows(CommandBatch& batch, Operand x, uint32_t ldx, Operand rows, Operand out, uint32_t n,
+                            uint32_t width) {
+  if (n > kMaxGroups) throw std::invalid_argument("gather_rows: too many rows for one dispatch");
+  require_range("gather_rows", "x", x, width, 4);
+  require_range("gather_rows", "rows", rows, n, 4);
+  require_range("gather_rows", "out", out, static_cast<uint64_t>(n) * width, 4);
+  const uint32_t push[5] = {width, u32(x.offset), ldx, u32(rows.offset), u32(out.offset)};
+  batch.dispatch(*gather_rows_, {x.buffer, rows.buffer, out.buffer}, push, groups(width, 256), n);
+}
+
+void ShaderOps::scatter_add_rows(CommandBatch& batch, Operand y, uint32_t ldy, Operand x, Operand rows,
+                                 const Buffer& weights, uint32_t n, uint32_t width) {
+  if (n > kMaxGroups) throw std::invalid_argument("scatter_add_rows: too many rows for one dispatch");
+  require_range("scatter_add_rows", "y", y, width, 4);
+  require_range("scatter_add_rows", "x", x, static_cast<uint64_t>(n) * width, 4);
+  require_range("scatter_add_rows", "rows", rows, n, 4);
+  require_range("scatter_add_rows", "weights", Operand{&weights, rows.offset}, n, 4);
+  const uint32_t push[5] = {width, u32(y.offset), ldy, u32(x.offset), u32(rows.offset)};
+  batch.dispatch(*scatter_add_rows_, {y.buffer, x.buffer, rows.buffer, &weights}, push, groups(width, 256), n);
 }
 
 std::vector<float> rope_table(int64_t positions, int64_t d, float theta) {

@@ -24,7 +24,10 @@ class ShaderOps {
   explicit ShaderOps(Device& device);
   ~ShaderOps();
 
-  /* Y[M,N] = X[M,K] @ W[N,K]^T; X f32 (row stride ldx), W bf16 (row stride K), Y f32 (row stride ldy) */
+  static constexpr uint32_t kMatvecRows = 8;  // up to here matmul_bf16 takes the matrix-vector shader
+
+  /* Y[M,N] = X[M,K] @ W[N,K]^T; X f32 (row stride ldx), W bf16 (row stride K), Y f32 (row stride ldy).
+     M <= kMatvecRows: matvec_bf16.comp (W streamed once); larger M: the tiled matmul_bf16.comp */
   void matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy, uint32_t M,
                    uint32_t N, uint32_t K);
   /* y[r,i] = x[r,i] * rsqrt(mean(x[r]^2) + eps) * w[i]; x, y f32 [rows, n] (strides ldx, ldy), w bf16 [n] */
@@ -48,12 +51,22 @@ class ShaderOps {
   /* logits f32 [rows, experts] -> softmax in place; ids int32 / weights f32 [rows, top_k] (see router_topk.comp) */
   void router_topk(CommandBatch& batch, const Buffer& logits, const Buffer& ids, const Buffer& weights, uint32_t rows,
                    uint32_t experts, uint32_t top_k, bool norm_topk, float scaling);
-  /* best[r] = first argmax of x[r, :n] (stride ldx), int32 */
-  void argmax(CommandBatch& batch, Operand x, uint32_t ldx, Operand best, uint32_t rows, uint32_t n);
+  /* out[i, :] = x[rows[i], :] for i < n; x stride ldx, out stride width; rows int32 checked by the caller */
+  void gather_rows(CommandBatch& batch, Operand x, uint32_t ldx, Operand rows, Operand out, uint32_t n, uint32_t width);
+  /* y[rows[i], :] += weights[i] * x[i, :]; rows (int32) and weights (f32) share the element offset
+     `rows.offset`, rows distinct and checked by the caller; y stride ldy, x stride width */
+  void scatter_add_rows(CommandBatch& batch, Operand y, uint32_t ldy, Operand x, Operand rows, const Buffer& weights,
+                        uint32_t n, uint32_t width);
+  /* best[r] = first argmax of x[r, :n] (stride ldx) over the ids row r does not ban, int32 (0 when all
+     are banned); bans int32 [rows, 2] = (offset, count) into banned, each row's ids sorted ascending
+     and checked by the caller */
+  void argmax(CommandBatch& batch, Operand x, uint32_t ldx, Operand best, const Buffer& bans, const Buffer& banned,
+              uint32_t rows, uint32_t n);
 
  private:
   Device& device_;
-  std::unique_ptr<Pipeline> matmul_bf16_, rmsnorm_, rope_, attention_, swiglu_, axpy_, embed_, router_topk_, argmax_;
+  std::unique_ptr<Pipeline> matmul_bf16_, matvec_bf16_, rmsnorm_, rope_, attention_, swiglu_, axpy_, embed_, router_topk_, argmax_, gather_rows_,
+      scatter_add_rows_;
 };
 
 // The (cos, sin) table rope() reads, f32 [positions, d/2, 2], computed exactly as the CPU's

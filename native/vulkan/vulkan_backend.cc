@@ -6,6 +6,7 @@
 
 #include "device.h"
 #include "gpu_backend.h"
+#include "gpu_model.h"
 
 namespace scriptorium {
 
@@ -73,6 +74,7 @@ Napi::Value gpu_devices(const Napi::CallbackInfo& info) {
 
 void register_gpu_backend(Napi::Env env, Napi::Object exports) {
   exports.Set("gpuDevices", Napi::Function::New(env, gpu_devices, "gpuDevices"));
+  register_gpu_model(env, exports);
 }
 
 }  // namespace scriptorium

@@ -6,12 +6,13 @@ import { debugDump, writeDump } from '../model/debug-dump.js';
 import type { VisionMode } from '../engine/image-tokens.js';
 import { VARIANTS, type Variant } from '../engine/model-config.js';
 import type { OcrTask } from '../engine/prompts.js';
+import { deviceOption } from './device-option.js';
 import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium debug dump --model DIR (--prompt TEXT | --image FILE [--image FILE ...])
                              [--task ocr|markdown|parse|parse-multi] [--mode tiny|small|base|large|gundam]
                              [--steps N] [--force-ids FILE.json] [--intermediates]
-                             [--variant v1|v2|v3] [--threads T] --out FILE.safetensors
+                             [--variant v1|v2|v3] [--threads T] [--device D] --out FILE.safetensors
 
 Writes input_ids, prefill_logits, generated_ids, step_topk_ids and step_topk_logits; with images also
 vision_embeds, and with --intermediates the pixel tensors and each encoder's output per view
@@ -55,6 +56,7 @@ export async function runDebugCommand(args: string[]): Promise<number> {
       intermediates: { type: 'boolean', default: false },
       variant: { type: 'string' },
       threads: { type: 'string' },
+      device: { type: 'string' },
       out: { type: 'string' },
     },
     USAGE,
@@ -78,6 +80,7 @@ export async function runDebugCommand(args: string[]): Promise<number> {
     intermediates: values.intermediates,
     variant: values.variant === undefined ? undefined : choiceOption<Variant>(values.variant, 'variant', VARIANTS, USAGE),
     threads: values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1),
+    device: deviceOption(values.device, USAGE),
   });
   await writeDump(out, dump);
   const shapes = Object.entries(dump.tensors)

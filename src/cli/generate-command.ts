@@ -4,10 +4,12 @@ import { textPromptIds } from '../model/debug-dump.js';
 import { NativeModel } from '../engine/native-model.js';
 import { Tokenizer } from '../engine/tokenizer.js';
 import { resolveModelDir } from './default-model.js';
+import { deviceOption } from './device-option.js';
 import { integerOption, parseCommandArgs, requireOption } from './usage.js';
 
 const USAGE = `Usage: scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]
                            [--no-repeat-ngram N [--ngram-window W]] [--repetition-penalty P] [--threads T]
+                           [--device cpu|gpu|gpu:N|auto]
 
 Without --model (or SCRIPTORIUM_MODEL) a tiny synthetic checkpoint with random weights is used.`;
 
@@ -22,6 +24,7 @@ export async function runGenerateCommand(args: string[]): Promise<number> {
       'ngram-window': { type: 'string' },
       'repetition-penalty': { type: 'string' },
       threads: { type: 'string' },
+      device: { type: 'string' },
     },
     USAGE,
   );
@@ -38,7 +41,7 @@ export async function runGenerateCommand(args: string[]): Promise<number> {
   if (!(penalty > 0)) throw new Error('--repetition-penalty must be a positive number');
 
   const model = await resolveModelDir(values.model);
-  const decoder = await NativeModel.load(model.dir, { threads });
+  const decoder = await NativeModel.load(model.dir, { threads, device: deviceOption(values.device, USAGE) });
   const tokenizer = await Tokenizer.fromDir(model.dir);
   const started = performance.now();
   const [result] = await generate(decoder, [
@@ -55,7 +58,7 @@ export async function runGenerateCommand(args: string[]): Promise<number> {
   process.stderr.write(
     `${decoder.config.variant} ${model.synthetic ? '(synthetic) ' : ''}| prompt ${result.promptTokens} tokens | ` +
       `generated ${result.ids.length} (${result.finish}) | ${(result.ids.length / seconds).toFixed(1)} tokens/s | ` +
-      `kernels ${decoder.kernels} × ${decoder.threads} threads\n`,
+      `${decoder.backend}${decoder.device.backend === 'cpu' ? ` × ${decoder.threads} threads` : ''}\n`,
   );
   return 0;
 }

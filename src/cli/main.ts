@@ -2,6 +2,7 @@
 // The `scriptorium` command: dispatches to one module per command group.
 import { runDashboardCommand } from './dashboard-command.js';
 import { runDebugCommand } from './debug-command.js';
+import { runDevicesCommand } from './devices-command.js';
 import { runEnqueueCommand } from './enqueue-command.js';
 import { runGenerateCommand } from './generate-command.js';
 import { runModelCommand } from './model-command.js';
@@ -37,6 +38,7 @@ Commands:
   scriptorium results DOCID [--storage URL] [--format md|json]        a finished document's results
   scriptorium samples --out DIR                                       a few mixed documents to try run on
   scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]   greedy text generation (streams)
+  scriptorium devices [--json]                                        CPU kernel sets and Vulkan GPUs for --device
   scriptorium model download v1|v2|v3 --dir DIR [--revision REV]   the real checkpoint from the Hugging Face hub
   scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
   scriptorium debug dump --model DIR (--prompt TEXT | --image FILE...) [--task T] [--mode M] [--steps N]
@@ -75,6 +77,8 @@ async function main(argv: string[]): Promise<number> {
       return runModelCommand(rest);
     case 'debug':
       return runDebugCommand(rest);
+    case 'devices':
+      return runDevicesCommand(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -13,6 +13,7 @@ import type { PageResultJson } from '../jobs/result-json.js';
 import { PAGE_SPLIT } from '../worker/document-assembler.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from './default-model.js';
+import { DEVICE_USAGE, deviceOption } from './device-option.js';
 import { EXIT_ALL_DONE, EXIT_SOME_FAILED } from './document-report.js';
 import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
 import { ocrDocument, type OcrDocument } from './ocr-document.js';
@@ -21,11 +22,12 @@ import { choiceOption, integerOption, parseCommandArgs, UsageError } from './usa
 
 const USAGE = `Usage: scriptorium ocr FILE [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
                       [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
-                      [--pages 1-5] [--format md|json] [--profile] [--batch N] [--threads T]
+                      [--pages 1-5] [--format md|json] [--profile] [--batch N] [--threads T] [--device D]
 
 Reads one PDF (pages rendered with PDFium) or image (PNG, JPEG, WebP, GIF, BMP, multi-page TIFF) with
 the workers' page pipeline, without a queue, and prints its markdown (pages joined by the page split
-marker) or, with --format json, the page-result JSON of every page as workers store it.
+marker) or, with --format json, the page-result JSON of every page as workers store it. --device gpu runs the
+decoder on a Vulkan GPU (scriptorium devices lists them).
 
   --model DIR       checkpoint (default $SCRIPTORIUM_MODEL, else the synthetic tiny V3 checkpoint)
   --variant V       overrides the variant detected from config.json
@@ -36,6 +38,7 @@ ${OCR_JOB_ARGS_USAGE}
   --profile         per-page stage times and token counts on stderr
   --batch N         most pages decoded together (default ${DEFAULT_MAX_SEQUENCES}, continuous batching)
   --threads T       engine threads (default: one per CPU)
+  ${DEVICE_USAGE}
 
 Exit status: 0 when every page was read; 3 when the file is no usable document or a page failed
 (each reason on stderr).`;
@@ -54,6 +57,7 @@ export async function runOcrCommand(args: string[]): Promise<number> {
       batch: { type: 'string' },
       threads: { type: 'string' },
       ...OCR_JOB_ARGS,
+      device: { type: 'string' },
     },
     USAGE,
   );
@@ -73,7 +77,7 @@ export async function runOcrCommand(args: string[]): Promise<number> {
   const ocr = ocrJobOptionsOf(values, variant, USAGE);
 
   const [engine, checkpointId] = await Promise.all([
-    OcrEngine.load(model.dir, { variant, threads, maxSequences: batch }),
+    OcrEngine.load(model.dir, { variant, threads, device: deviceOption(values.device, USAGE), maxSequences: batch }),
     checkpointIdentity(model.dir),
   ]);
   const read = await ocrDocument({
@@ -138,7 +142,7 @@ function profileTable({ pages }: OcrDocument, engine: OcrEngine): string {
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((row) => row[c].length)));
   const line = (cells: string[]) => cells.map((cell, c) => cell.padStart(widths[c])).join('  ');
   return [
-    `profile (ms; prefill and decode are shared by the pages decoded together, so totals count them once per page): ${engine.variant}, kernels ${engine.model.kernels} × ${engine.model.threads} threads`,
+    `profile (ms; prefill and decode shared by pages decoded together): ${engine.variant}, ${engine.model.backend} × ${engine.model.threads} threads`,
     line(header),
     ...rows.map(line),
     '',

@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { deviceLabel, resolveDevice, type DeviceSpec, type GpuBackendReport, type ResolvedDevice } from './compute-device.js';
 import { cpuLimit } from './cpu-limit.js';
 import { loadModelConfig, type ModelConfig, type Variant } from './model-config.js';
 import { parseVisionDims, type VisionDims } from './vision-config.js';
@@ -88,12 +89,22 @@ export interface SafetensorsHeaderEntry {
   end: number;
 }
 
+/** The Vulkan decoder (native/vulkan/gpu_model.h): present only in builds with the GPU backend. */
+interface NativeGpuModelHandle {
+  createSequence(): NativeSequence;
+  forward(batch: ForwardInput[]): Promise<{ best: Int32Array; logits: Float32Array }>;
+  readonly deviceName: string;
+  readonly weightBytes: number;
+}
+
 interface NativeBinding {
   /** Maps the checkpoint and builds the model on a native thread (F16 / F32 weights are converted there). */
   loadModel(dir: string, dims: object, threads: number, visionDims?: VisionDims): Promise<NativeModelHandle>;
+  loadGpuModel?: (dir: string, dims: object, deviceIndex: number) => Promise<NativeGpuModelHandle>;
   supportedKernelSets(): string[];
   /** Validates a header exactly as loading does (a file's data section holds dataBytes); throws naming `file`. */
   readSafetensorsHeader(json: Uint8Array, dataBytes: number, file: string): { tensors: SafetensorsHeaderEntry[]; metadata: Record<string, string> };
+  gpuDevices(): Promise<GpuBackendReport>;
 }
 
 const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -115,6 +126,8 @@ export interface LoadOptions {
   variant?: Variant;
   /** Engine threads; defaults to cpuLimit(): the CPUs this process may use, within its cgroup's quota. */
   threads?: number;
+  /** Where the decoder runs (default cpu); see compute-device.ts. */
+  device?: DeviceSpec;
 }
 
 export class NativeModel {
@@ -124,15 +137,32 @@ export class NativeModel {
     readonly config: ModelConfig,
     /** Null for decoder-only checkpoints (config.json without vision_config). */
     readonly vision: VisionDims | null,
+    /** The CPU engine: vision encoders always, the decoder unless a GPU runs it. */
     private readonly handle: NativeModelHandle,
+    readonly device: ResolvedDevice,
+    private readonly gpu: NativeGpuModelHandle | null,
   ) {}
 
+  /**
+   * Maps the checkpoint; with a GPU device, also uploads the decoder's weights to it (the vision
+   * encoders stay on the CPU for now). Rejects when the device named cannot be used, saying why.
+   */
   static async load(modelDir: string, options: LoadOptions = {}): Promise<NativeModel> {
     const config = await loadModelConfig(modelDir, options.variant);
+    const device = await resolveDevice(options.device ?? { kind: 'cpu' });
     const vision = parseVisionDims(config);
     const threads = options.threads ?? cpuLimit();
-    const handle = await nativeBinding().loadModel(modelDir, config.decoder, threads, vision ?? undefined);
-    return new NativeModel(config, vision, handle);
+    const binding = nativeBinding();
+    const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined);
+    if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null);
+    if (!binding.loadGpuModel) throw new Error('the GPU backend is not available: this build of the addon has no Vulkan backend');
+    const gpu = await binding.loadGpuModel(modelDir, config.decoder, device.index);
+    return new NativeModel(config, vision, handle, device, gpu);
+  }
+
+  /** What results, status and metrics name the engine by: `cpu-<kernel set>` or `vulkan:<device name>`. */
+  get backend(): string {
+    return deviceLabel(this.device, this.handle.kernels);
   }
 
   get kernels(): string {
@@ -143,9 +173,9 @@ export class NativeModel {
     return this.handle.threads;
   }
 
-  /** Tensor bytes in the checkpoint's files (memory-mapped). */
+  /** Bytes of the mapped checkpoint (CPU), or of the decoder weights on the device (GPU). */
   get weightBytes(): number {
-    return this.handle.weightBytes;
+    return this.gpu ? this.gpu.weightBytes : this.handle.weightBytes;
   }
 
   /** Bytes of the BF16 copies made of F16 / F32 weights at load: memory on top of the mapped files. */
@@ -163,7 +193,7 @@ export class NativeModel {
   }
 
   createSequence(): NativeSequence {
-    return this.handle.createSequence();
+    return this.gpu ? this.gpu.createSequence() : this.handle.createSequence();
   }
 
   /**
@@ -173,7 +203,8 @@ export class NativeModel {
    * copied.
    */
   forward(batch: ForwardInput[]): Promise<ForwardOutput[]> {
-    const run = this.queue.then(() => this.handle.forward(batch));
+    const engine = this.gpu ?? this.handle;
+    const run = this.queue.then(() => engine.forward(batch));
     this.queue = run.catch(() => undefined);
     return run.then(({ best, logits }) => {
       let row = 0;

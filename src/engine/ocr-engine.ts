@@ -2,6 +2,7 @@
 // embeddings -> prompt -> batched greedy decode -> markdown and blocks, with per-stage timings.
 // V3 can also read several pages in one pass (one prefill, one decode; spec MODELS.md §9).
 import type { RgbImage } from '../documents/rgb-image.js';
+import type { DeviceSpec } from './compute-device.js';
 import { ContinuousBatch, type GenerationRequest, type GenerationResult } from './generate.js';
 import type { VisionMode } from './image-tokens.js';
 import type { PreprocessedPage } from './image-preprocess.js';
@@ -63,6 +64,8 @@ export interface OcrEngineOptions {
   variant?: Variant;
   /** Engine threads. Default: one per CPU. */
   threads?: number;
+  /** Where the decoder runs (default cpu). */
+  device?: DeviceSpec;
   /** Most sequences in one decode step; more wait for a place. Default DEFAULT_MAX_SEQUENCES. */
   maxSequences?: number;
   /** Where preprocessing and post-processing run. Default: the process-wide sharedPageCpuThreads(). */

@@ -3,12 +3,13 @@
 // safetensors file (README "Debugging: the dump format").
 import { writeFile } from 'node:fs/promises';
 
+import type { RgbImage } from '../documents/rgb-image.js';
+import type { DeviceSpec } from '../engine/compute-device.js';
 import { generate } from '../engine/generate.js';
 import type { VisionMode } from '../engine/image-tokens.js';
 import type { Variant } from '../engine/model-config.js';
 import { NativeModel } from '../engine/native-model.js';
 import { OcrEngine, type PreparedPrompt } from '../engine/ocr-engine.js';
-import type { RgbImage } from '../documents/rgb-image.js';
 import type { OcrTask } from '../engine/prompts.js';
 import { encodeSafetensors, type DumpTensor } from './safetensors-encode.js';
 import { Tokenizer } from '../engine/tokenizer.js';
@@ -31,6 +32,8 @@ export interface DumpOptions {
   intermediates?: boolean;
   variant?: Variant;
   threads?: number;
+  /** Where the decoder runs (default cpu). */
+  device?: DeviceSpec;
 }
 
 export interface Dump {
@@ -51,7 +54,7 @@ interface Prompt {
 }
 
 async function buildPrompt(options: DumpOptions): Promise<Prompt> {
-  const load = { variant: options.variant, threads: options.threads };
+  const load = { variant: options.variant, threads: options.threads, device: options.device };
   if (!options.images?.length) {
     if (options.prompt === undefined) throw new Error('debug dump needs --prompt or --image');
     const [model, tokenizer] = await Promise.all([NativeModel.load(options.modelDir, load), Tokenizer.fromDir(options.modelDir)]);
@@ -143,6 +146,7 @@ export async function debugDump(options: DumpOptions): Promise<Dump> {
     activation_precision: 'f32',
     weight_precision: 'bf16',
     kernels: model.kernels,
+    backend: model.backend,
     threads: String(model.threads),
     decode: options.forceIds ? 'teacher-forced' : 'greedy',
     attention: model.config.decoder.slidingWindow > 0 ? `r-swa window ${model.config.decoder.slidingWindow}` : 'full causal',

@@ -2,6 +2,7 @@
 // and print): the model loaded once, a page worker that reads page jobs through it, a document
 // worker that assembles finished documents, the heartbeat that lists the process among the live
 // workers, a clean close, and the exit status of a process whose engine hung.
+import type { DeviceSpec } from '../engine/compute-device.js';
 import os from 'node:os';
 
 import { Redis } from 'ioredis';
@@ -33,6 +34,8 @@ export interface OcrWorkersOptions extends PageFaultOptions {
   variant?: Variant;
   /** Engine threads. Default: one per CPU. */
   threads?: number;
+  /** Where the decoder runs (default cpu). */
+  device?: DeviceSpec;
   storage: Storage;
   redisUrl: string;
   /** Most pages decoded together (the engine's continuous batch). Default DEFAULT_MAX_SEQUENCES. */
@@ -56,7 +59,7 @@ export interface OcrWorkers {
 export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWorkers> {
   const { model, storage, logger } = options;
   const [engine, checkpointId] = await Promise.all([
-    OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, maxSequences: options.batch }),
+    OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, device: options.device, maxSequences: options.batch }),
     options.checkpointId,
   ]);
   const redis = new Redis(redisOptions(options.redisUrl, 'client'));
@@ -79,7 +82,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     {
       host,
       pid: process.pid,
-      backend: `cpu-${engine.model.kernels}`,
+      backend: engine.model.backend,
       threads: engine.model.threads,
       variant: engine.variant,
       checkpoint: checkpointId,
@@ -124,6 +127,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
       checkpoint: checkpointId,
       synthetic: model.synthetic,
       convertedBytes: engine.model.convertedBytes,
+      backend: engine.model.backend,
       kernels: engine.model.kernels,
       threads: engine.model.threads,
       storage: storage.url,

@@ -71,7 +71,7 @@ export class PagePipeline {
     this.#options = options;
     this.#reader = {
       host: options.host,
-      backend: `cpu-${options.engine.model.kernels}`,
+      backend: options.engine.model.backend,
       checkpoint: options.checkpointId,
       synthetic: options.synthetic,
     };

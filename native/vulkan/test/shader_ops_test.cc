@@ -245,7 +245,7 @@ void test_router(Gpu& gpu, uint32_t rows, uint32_t experts, uint32_t top_k, bool
 }
 
 void test_argmax(Gpu& gpu, uint32_t rows, uint32_t n) {
-  run("argmax rows=" + std::to_string(rows) + " n=" + std::to_string(n), [&]() -> std::string {
+  run("argmax (with bans) rows=" + std::to_string(rows) + " n=" + std::to_string(n), [&]() -> std::string {
     const uint32_t ld = n + 1;
     std::vector<float> x = random_f32(static_cast<size_t>(rows) * ld);
     // Row 0: a tie between two maxima (the first wins); row 1 (if any): every entry -inf.
@@ -253,16 +253,62 @@ void test_argmax(Gpu& gpu, uint32_t rows, uint32_t n) {
     x[(n - 1)] = 50.f;
     if (rows > 1)
       for (uint32_t i = 0; i < n; ++i) x[ld + i] = -INFINITY;
+    // The last row (when there are 3 or more) bans its two best ids and an id past them.
+    std::vector<int32_t> bans(rows * 2, 0), banned = {0};
     std::vector<int32_t> want(rows);
     for (uint32_t r = 0; r < rows; ++r) want[r] = static_cast<int32_t>(kernels_scalar().argmax(x.data() + r * ld, n));
+    if (rows >= 3 && n >= 3) {
+      const float* row = x.data() + (rows - 1) * ld;
+      const int32_t first = want[rows - 1];
+      int32_t second = first == 0 ? 1 : 0;
+      for (uint32_t i = 0; i < n; ++i)
+        if (static_cast<int32_t>(i) != first && row[i] > row[second]) second = static_cast<int32_t>(i);
+      std::vector<int32_t> list = {first, second, static_cast<int32_t>(n - 1)};
+      std::sort(list.begin(), list.end());
+      list.erase(std::unique(list.begin(), list.end()), list.end());
+      bans[(rows - 1) * 2] = 1;
+      bans[(rows - 1) * 2 + 1] = static_cast<int32_t>(list.size());
+      banned.insert(banned.end(), list.begin(), list.end());
+      int32_t pick = -1;
+      for (uint32_t i = 0; i < n; ++i)
+        if (!std::binary_search(list.begin(), list.end(), static_cast<int32_t>(i)) && (pick < 0 || row[i] > row[pick]))
+          pick = static_cast<int32_t>(i);
+      want[rows - 1] = pick;
+    }
     auto X = gpu.upload(x);
     auto B = gpu.upload(std::vector<int32_t>(rows, -7));
-    gpu.ops->argmax(*gpu.batch, {X.get(), 0}, ld, {B.get(), 0}, rows, n);
+    auto Bans = gpu.upload(bans);
+    auto Banned = gpu.upload(banned);
+    gpu.ops->argmax(*gpu.batch, {X.get(), 0}, ld, {B.get(), 0}, *Bans, *Banned, rows, n);
     gpu.batch->run();
     const std::vector<int32_t> got = gpu.download<int32_t>(*B, rows);
     for (uint32_t r = 0; r < rows; ++r)
       if (got[r] != want[r]) return "row " + std::to_string(r) + ": got " + std::to_string(got[r]) + ", want " + std::to_string(want[r]);
     return "";
+  });
+}
+
+void test_gather_scatter(Gpu& gpu, uint32_t rows, uint32_t width) {
+  run("gather_rows and scatter_add_rows rows=" + std::to_string(rows) + " width=" + std::to_string(width), [&] {
+    const std::vector<float> x = random_f32(static_cast<size_t>(rows) * width), y0 = random_f32(x.size());
+    // An expert's rows (distinct, unordered) at an odd offset of the row list.
+    const std::vector<int32_t> list = {-1, static_cast<int32_t>(rows - 1), 0, static_cast<int32_t>(rows / 2)};
+    const std::vector<float> weights = {0.f, 0.25f, -1.5f, 2.f};
+    const uint32_t n = 3;
+    std::vector<float> gathered(static_cast<size_t>(n) * width), want_y = y0;
+    for (uint32_t i = 0; i < n; ++i)
+      for (uint32_t j = 0; j < width; ++j) gathered[i * width + j] = x[list[i + 1] * width + j];
+    for (uint32_t i = 0; i < n; ++i) kernels_scalar().axpy(want_y.data() + list[i + 1] * width, weights[i + 1], gathered.data() + i * width, width);
+    auto X = gpu.upload(x);
+    auto L = gpu.upload(list);
+    auto Wt = gpu.upload(weights);
+    auto G = gpu.upload(std::vector<float>(gathered.size()));
+    auto Y = gpu.upload(y0);
+    gpu.ops->gather_rows(*gpu.batch, {X.get(), 0}, width, {L.get(), 1}, {G.get(), 0}, n, width);
+    gpu.ops->scatter_add_rows(*gpu.batch, {Y.get(), 0}, width, {G.get(), 0}, {L.get(), 1}, *Wt, n, width);
+    gpu.batch->run();
+    const std::string e = compare(gpu.download<float>(*G, gathered.size()), gathered);
+    return e.empty() ? compare(gpu.download<float>(*Y, want_y.size()), want_y) : e;
   });
 }
 
@@ -299,6 +345,8 @@ int main() {
   test_matmul(gpu, 1, 1, 1);
   test_matmul(gpu, 1, 77, 129);
   test_matmul(gpu, 5, 33, 65);
+  test_matmul(gpu, 8, 100, 300);
+  test_matmul(gpu, 9, 100, 300);
   test_matmul(gpu, 37, 70, 1001);
   test_matmul(gpu, 70, 45, 17);
   test_rmsnorm(gpu, 1, 1);
@@ -315,6 +363,8 @@ int main() {
   test_router(gpu, 5, 7, 3, true);
   test_argmax(gpu, 3, 1);
   test_argmax(gpu, 4, 5001);
+  test_gather_scatter(gpu, 5, 1);
+  test_gather_scatter(gpu, 9, 300);
   test_bounds(gpu);
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;

@@ -1,0 +1,89 @@
+// The DeepSeek3B-MoE decoder on a Vulkan device: the same passes as the CPU Decoder (decoder.h) over
+// a batch of sequences, with the weights, activations and KV caches in device memory. Per call only
+// token ids, positions, banned ids and routing lists go up, and only the argmax ids (and logits rows
+// when asked) come back. MoE routing (softmax, top-k) runs on the device; the per-expert row lists are built on
+// the host from the downloaded top-k ids, one small read per MoE layer.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "../src/decoder.h"
+#include "buffers.h"
+#include "pipelines.h"
+#include "shader_ops.h"
+#include "weights.h"
+
+namespace scriptorium::vk {
+
+// One sequence's keys and values on the device, per layer rows of kv_heads * head_dim floats with
+// RoPE applied; slots follow KvCache's rules (the prefill, then V3's ring of sliding_window slots).
+class GpuKvCache {
+ public:
+  GpuKvCache(Device& device, const DecoderDims& dims) : device_(device), dims_(dims) {}
+
+  int64_t length() const { return length_; }
+  int64_t prefix_length() const { return prefix_; }
+  size_t bytes() const { return k_ ? k_->bytes() + v_->bytes() : 0; }
+
+ private:
+  friend class GpuDecoder;
+  int64_t slot_of(int64_t pos) const;
+  int64_t visible_slots(int64_t pos) const;
+  // Grows to at least `rows` slots per layer, copying what is stored (recorded into batch).
+  void reserve_rows(CommandBatch& batch, int64_t rows);
+
+  Device& device_;
+  DecoderDims dims_;
+  int64_t length_ = 0, prefix_ = -1, capacity_ = 0;
+  std::unique_ptr<Buffer> k_, v_;  // [layers][capacity_][kv_heads * head_dim]
+};
+
+class GpuDecoder {
+ public:
+  GpuDecoder(Device& device, const Checkpoint& checkpoint, const DecoderDims& dims);
+
+  const DecoderDims& dims() const { return dims_; }
+  uint64_t weight_bytes() const { return weights_.bytes(); }
+
+  // Decoder::forward on the device: entries[b].cache is unused, caches[b] is the sequence's cache.
+  // Same results contract (best ids, logits rows of the entries that want them), same errors, and
+  // the caches are left untouched when the input is rejected.
+  void forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits, int32_t* best);
+
+ private:
+  struct Mlp {
+    Operand gate, up, down;
+    int64_t width = 0;
+  };
+  struct Layer {
+    Operand input_norm, post_norm, wq, wk, wv, wo, router;
+    Mlp dense, shared;
+    std::vector<Mlp> experts;
+    bool moe = false;
+  };
+
+  void validate(const std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches) const;
+  void run_forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits, int32_t* best);
+  void mlp(const Mlp& m, Operand in, uint32_t rows);  // out_ = MLP(in rows); gate_/up_ as scratch
+  void feed_forward(const Layer& layer, uint32_t rows);
+  Buffer& scratch(std::unique_ptr<Buffer>& buffer, uint64_t bytes);
+  template <typename T>
+  Buffer& upload(std::unique_ptr<Buffer>& buffer, const std::vector<T>& host);
+
+  Device& device_;
+  DecoderDims dims_;
+  Transfer transfer_;
+  WeightArena weights_;
+  ShaderOps ops_;
+  CommandBatch batch_;
+  Operand embed_, final_norm_, lm_head_;
+  std::vector<Layer> layers_;
+  std::unique_ptr<Buffer> rope_table_;
+
+  std::unique_ptr<Buffer> x_, norm_, q_, k_, v_, attn_, proj_, gate_, up_, out_, expert_in_, router_logits_;
+  std::unique_ptr<Buffer> topk_ids_, topk_weights_, ids_, positions_, rowinfo_, embeds_, expert_rows_, expert_weights_;
+  std::unique_ptr<Buffer> last_index_, last_, logits_, best_, bans_, banned_;
+};
+
+}  // namespace scriptorium::vk

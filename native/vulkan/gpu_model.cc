@@ -1,0 +1,281 @@
+#include "gpu_model.h"
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../src/addon_forward_input.h"
+#include "gpu_decoder.h"
+
+namespace scriptorium {
+
+namespace {
+
+// Reads the DecoderDims object of src/engine/model-config.ts (the CPU model reads the same one).
+DecoderDims read_decoder_dims(const Napi::Object& o) {
+  auto integer = [&](const char* key) {
+    Napi::Value v = o.Get(key);
+    if (!v.IsNumber()) throw Napi::TypeError::New(o.Env(), std::string("dims.") + key + " must be a number");
+    return v.As<Napi::Number>().Int64Value();
+  };
+  auto real = [&](const char* key) {
+    Napi::Value v = o.Get(key);
+    if (!v.IsNumber()) throw Napi::TypeError::New(o.Env(), std::string("dims.") + key + " must be a number");
+    return v.As<Napi::Number>().FloatValue();
+  };
+  DecoderDims d;
+  d.hidden = integer("hidden");
+  d.layers = integer("layers");
+  d.heads = integer("heads");
+  d.kv_heads = integer("kvHeads");
+  d.head_dim = integer("headDim");
+  d.intermediate = integer("intermediate");
+  d.moe_intermediate = integer("moeIntermediate");
+  d.n_routed = integer("routedExperts");
+  d.top_k = integer("expertsPerToken");
+  d.n_shared = integer("sharedExperts");
+  d.first_k_dense = integer("firstDenseLayers");
+  d.moe_layer_freq = integer("moeLayerFreq");
+  d.vocab = integer("vocab");
+  d.max_positions = integer("maxPositions");
+  d.rms_eps = real("rmsEps");
+  d.rope_theta = real("ropeTheta");
+  d.routed_scaling = real("routedScaling");
+  d.norm_topk = o.Get("normTopk").ToBoolean().Value();
+  d.sliding_window = integer("slidingWindow");
+  return d;
+}
+
+struct GpuEngine {
+  std::shared_ptr<vk::Instance> instance;
+  std::unique_ptr<vk::Device> device;
+  std::unique_ptr<Checkpoint> checkpoint;
+  std::unique_ptr<vk::GpuDecoder> decoder;
+  std::mutex mutex;
+
+  ~GpuEngine() {
+    decoder.reset();  // device objects go before the device
+  }
+};
+
+// Per-environment classes: the model constructor loadGpuModel resolves with, the sequence one the
+// model creates sequences with.
+struct GpuClasses {
+  Napi::FunctionReference model, sequence;
+};
+
+class GpuSequenceWrap : public Napi::ObjectWrap<GpuSequenceWrap> {
+ public:
+  static Napi::Function Init(Napi::Env env) {
+    return DefineClass(env, "NativeGpuSequence",
+                       {InstanceAccessor<&GpuSequenceWrap::Length>("length"),
+                        InstanceAccessor<&GpuSequenceWrap::PrefixLength>("prefixLength"),
+                        InstanceAccessor<&GpuSequenceWrap::CacheBytes>("cacheBytes"),
+                        InstanceMethod<&GpuSequenceWrap::Release>("release")});
+  }
+  explicit GpuSequenceWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<GpuSequenceWrap>(info) {}
+
+  std::shared_ptr<GpuEngine> engine;
+  std::shared_ptr<vk::GpuKvCache> cache;
+
+ private:
+  Napi::Value Length(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->length()) : 0);
+  }
+  Napi::Value PrefixLength(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->prefix_length()) : -1);
+  }
+  Napi::Value CacheBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->bytes()) : 0);
+  }
+  // Frees the device cache once no forward call holds it; the sequence is unusable afterwards.
+  Napi::Value Release(const Napi::CallbackInfo& info) {
+    cache.reset();
+    return info.Env().Undefined();
+  }
+};
+
+class GpuForwardWorker : public Napi::AsyncWorker {
+ public:
+  GpuForwardWorker(Napi::Env env, std::shared_ptr<GpuEngine> engine, std::vector<ForwardEntry> entries,
+                   std::vector<std::shared_ptr<vk::GpuKvCache>> caches)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        engine_(std::move(engine)),
+        entries_(std::move(entries)),
+        caches_(std::move(caches)) {}
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+  void Execute() override {
+    std::lock_guard<std::mutex> lock(engine_->mutex);
+    try {
+      size_t rows = 0;
+      for (const ForwardEntry& entry : entries_) rows += entry.want_logits ? 1 : 0;
+      logits_.resize(rows * engine_->decoder->dims().vocab);
+      best_.resize(entries_.size());
+      std::vector<vk::GpuKvCache*> caches;
+      for (const auto& cache : caches_) caches.push_back(cache.get());
+      engine_->decoder->forward(entries_, caches, logits_.data(), best_.data());
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+
+  void OnOK() override {
+    Napi::Float32Array logits = Napi::Float32Array::New(Env(), logits_.size());
+    std::memcpy(logits.Data(), logits_.data(), logits_.size() * sizeof(float));
+    Napi::Int32Array best = Napi::Int32Array::New(Env(), best_.size());
+    std::memcpy(best.Data(), best_.data(), best_.size() * sizeof(int32_t));
+    Napi::Object out = Napi::Object::New(Env());
+    out.Set("logits", logits);
+    out.Set("best", best);
+    deferred_.Resolve(out);
+  }
+
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<GpuEngine> engine_;
+  std::vector<ForwardEntry> entries_;
+  std::vector<std::shared_ptr<vk::GpuKvCache>> caches_;
+  std::vector<float> logits_;
+  std::vector<int32_t> best_;
+};
+
+class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
+ public:
+  static Napi::Function Init(Napi::Env env, GpuClasses* classes) {
+    return DefineClass(env, "NativeGpuModel",
+                       {InstanceMethod<&GpuModelWrap::CreateSequence>("createSequence"),
+                        InstanceMethod<&GpuModelWrap::Forward>("forward"),
+                        InstanceAccessor<&GpuModelWrap::DeviceName>("deviceName"),
+                        InstanceAccessor<&GpuModelWrap::WeightBytes>("weightBytes")},
+                       classes);
+  }
+
+  // Made only by loadGpuModel, which passes the loaded engine as an External.
+  explicit GpuModelWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<GpuModelWrap>(info) {
+    classes_ = static_cast<GpuClasses*>(info.Data());
+    if (info.Length() < 1 || !info[0].IsExternal())
+      throw Napi::TypeError::New(info.Env(), "NativeGpuModel is made by loadGpuModel(dir, dims, deviceIndex)");
+    engine_ = *info[0].As<Napi::External<std::shared_ptr<GpuEngine>>>().Data();
+  }
+
+ private:
+  Napi::Value CreateSequence(const Napi::CallbackInfo& info) {
+    Napi::Object object = classes_->sequence.New({});
+    GpuSequenceWrap* sequence = GpuSequenceWrap::Unwrap(object);
+    sequence->engine = engine_;
+    sequence->cache = std::make_shared<vk::GpuKvCache>(*engine_->device, engine_->decoder->dims());
+    (void)info;
+    return object;
+  }
+
+  // forward(batch) exactly as NativeModel.forward (see addon.cc), on the device.
+  Napi::Value Forward(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 1 || !info[0].IsArray()) throw Napi::TypeError::New(env, "forward(batch: array)");
+    Napi::Array batch = info[0].As<Napi::Array>();
+    std::vector<ForwardEntry> entries(batch.Length());
+    std::vector<std::shared_ptr<vk::GpuKvCache>> caches;
+    for (uint32_t i = 0; i < batch.Length(); ++i) {
+      Napi::Value item_value = batch.Get(i);
+      if (!item_value.IsObject()) throw Napi::TypeError::New(env, "forward: batch entries must be objects");
+      Napi::Object item = item_value.As<Napi::Object>();
+      Napi::Value seq_value = item.Get("sequence");
+      if (!seq_value.IsObject() || !seq_value.As<Napi::Object>().InstanceOf(classes_->sequence.Value()))
+        throw Napi::TypeError::New(env, "forward: entry.sequence must come from createSequence()");
+      GpuSequenceWrap* sequence = GpuSequenceWrap::Unwrap(seq_value.As<Napi::Object>());
+      if (!sequence->cache) throw Napi::Error::New(env, "forward: the sequence was released");
+      if (sequence->engine != engine_) throw Napi::Error::New(env, "forward: the sequence belongs to another model");
+      read_forward_input(item, entries[i]);
+      caches.push_back(sequence->cache);
+    }
+    auto* worker = new GpuForwardWorker(env, engine_, std::move(entries), std::move(caches));
+    Napi::Promise promise = worker->promise();
+    worker->Queue();
+    return promise;
+  }
+
+  Napi::Value DeviceName(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), engine_->device->info().name); }
+  Napi::Value WeightBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(engine_->decoder->weight_bytes()));
+  }
+
+  GpuClasses* classes_ = nullptr;
+  std::shared_ptr<GpuEngine> engine_;
+};
+
+// Opens the device, maps the checkpoint and uploads the decoder's weights on a libuv worker thread.
+class LoadWorker : public Napi::AsyncWorker {
+ public:
+  LoadWorker(Napi::Env env, GpuClasses* classes, std::string dir, DecoderDims dims, int index)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        classes_(classes),
+        dir_(std::move(dir)),
+        dims_(dims),
+        index_(index) {}
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      auto engine = std::make_shared<GpuEngine>();
+      engine->instance = std::make_shared<vk::Instance>();
+      engine->device = std::make_unique<vk::Device>(engine->instance, index_);
+      engine->checkpoint = std::make_unique<Checkpoint>(dir_);
+      engine->decoder = std::make_unique<vk::GpuDecoder>(*engine->device, *engine->checkpoint, dims_);
+      engine_ = std::move(engine);
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    auto handle = Napi::External<std::shared_ptr<GpuEngine>>::New(env, &engine_);
+    deferred_.Resolve(classes_->model.New({handle}));
+  }
+
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  GpuClasses* classes_;
+  std::string dir_;
+  DecoderDims dims_;
+  int index_;
+  std::shared_ptr<GpuEngine> engine_;
+};
+
+// loadGpuModel(dir: string, dims: DecoderDims, deviceIndex: number) -> Promise<NativeGpuModel>
+Napi::Value load_gpu_model(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber())
+    throw Napi::TypeError::New(env, "loadGpuModel(dir: string, dims: object, deviceIndex: number)");
+  auto* classes = static_cast<GpuClasses*>(info.Data());
+  auto* worker = new LoadWorker(env, classes, info[0].As<Napi::String>(), read_decoder_dims(info[1].As<Napi::Object>()),
+                                info[2].As<Napi::Number>().Int32Value());
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+}
+
+}  // namespace
+
+void register_gpu_model(Napi::Env env, Napi::Object exports) {
+  auto* classes = new GpuClasses();
+  env.AddCleanupHook([classes] { delete classes; });
+  Napi::Function sequence = GpuSequenceWrap::Init(env);
+  classes->sequence = Napi::Persistent(sequence);
+  classes->model = Napi::Persistent(GpuModelWrap::Init(env, classes));
+  exports.Set("NativeGpuSequence", sequence);
+  exports.Set("loadGpuModel", Napi::Function::New(env, load_gpu_model, "loadGpuModel", classes));
+}
+
+}  // namespace scriptorium

@@ -1,0 +1,31 @@
+// Checkpoint weights on the device: BF16 tensors packed into a few large buffers, each read once
+// from the checkpoint's memory map through the staging buffer (no host copy of the weights).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "../src/safetensors.h"
+#include "buffers.h"
+#include "shader_ops.h"
+
+namespace scriptorium::vk {
+
+class WeightArena {
+ public:
+  WeightArena(Device& device, Transfer& transfer);
+
+  // Uploads a BF16 tensor; the operand's offset counts BF16 elements.
+  Operand upload_bf16(const TensorView& tensor);
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  static constexpr uint64_t kChunkBytes = uint64_t{256} << 20;
+  Device& device_;
+  Transfer& transfer_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+  uint64_t used_ = 0;  // bytes used in buffers_.back()
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace scriptorium::vk

@@ -1,0 +1,39 @@
+// `scriptorium devices`: the compute devices this machine offers the engine.
+import { gpuBackendReport, type GpuDeviceInfo } from '../engine/compute-device.js';
+import { nativeBinding } from '../engine/native-model.js';
+import { parseCommandArgs } from './usage.js';
+
+const USAGE = `Usage: scriptorium devices [--json]
+
+Lists the CPU kernel sets and the Vulkan devices (memory, shader paths) that --device can name.`;
+
+function gib(bytes: number): string {
+  return `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+}
+
+function describe(d: GpuDeviceInfo): string {
+  const coop = d.cooperativeMatrixExtensions.length > 0 ? d.cooperativeMatrixExtensions.join(', ') : 'none';
+  return (
+    `gpu:${d.index}  ${d.name}  (${d.type}, Vulkan ${d.apiVersion}, ${gib(d.memoryBytes)}, subgroup ${d.subgroupSize})\n` +
+    `        shader paths: ${d.shaderPaths.join(', ') || 'none (no compute queue)'}; cooperative matrix: ${coop}`
+  );
+}
+
+export async function runDevicesCommand(args: string[]): Promise<number> {
+  const { values } = parseCommandArgs(args, { json: { type: 'boolean' } }, USAGE);
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const cpuKernels = nativeBinding().supportedKernelSets();
+  const gpu = await gpuBackendReport();
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ cpu: { kernels: cpuKernels }, gpu }, null, 2)}\n`);
+    return 0;
+  }
+  const lines = [`cpu     kernel sets: ${cpuKernels.join(', ')}`];
+  for (const d of gpu.devices) lines.push(describe(d));
+  if (!gpu.available) lines.push(`GPU backend not available: ${gpu.reason ?? 'no reason given'}`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+  return 0;
+}
