@@ -1,6 +1,6 @@
 // Whole-page OCR on one model: page image -> preprocessing -> vision encoders -> assembled visual
 // embeddings -> prompt -> batched greedy decode -> markdown and blocks, with per-stage timings.
-// V3 can also read several pages in one pass (one prefill, one decode; spec MODELS.md §9).
+// V3 can also read several pages in one pass (one prefill, one decode; docs/model.md §9).
 import type { RgbImage } from '../documents/rgb-image.js';
 import type { DeviceSpec } from './compute-device.js';
 import { ContinuousBatch, type GenerationRequest, type GenerationResult } from './generate.js';

@@ -1,4 +1,4 @@
-// The shapes that cross the queue (DESIGN.md "Data flow"): BullMQ job data (keys and options, never
+// The shapes that cross the queue (docs/design.md "Data flow"): BullMQ job data (keys and options, never
 // bytes) and job return values. Declared once as schemas, imported by the producer, the worker, the
 // CLI and the tests; parse* checks what is read back from Redis.
 import { z } from 'zod';

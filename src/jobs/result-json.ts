@@ -1,4 +1,4 @@
-// The result JSON the pipeline writes to storage (DESIGN.md "Results"): one file per page and one per
+// The result JSON the pipeline writes to storage (docs/design.md "Results"): one file per page and one per
 // document. Declared once as schemas; parse* checks what is read back from storage.
 import { z } from 'zod';
 

@@ -1,4 +1,4 @@
-// Document ids (DESIGN.md "Data flow"): the same bytes with the same output-changing options always
+// Document ids (docs/design.md "Data flow"): the same bytes with the same output-changing options always
 // get the same docId, so enqueueing twice is a no-op and a crashed run resumes where its results stop.
 import { createHash } from 'node:crypto';
 

@@ -1,4 +1,4 @@
-// The BullMQ queues of DESIGN.md's data flow: one documents queue and one page queue per model
+// The BullMQ queues of docs/design.md's data flow: one documents queue and one page queue per model
 // variant, so that a worker only ever claims pages its model can read and workers of several variants
 // can serve one deployment. BullMQ refuses ':' in a queue name, so 'scriptorium:documents' becomes the
 // queue 'documents' under the key prefix 'scriptorium': its Redis keys are then exactly

@@ -161,7 +161,7 @@ function clipTensors(clip: ClipWidthConfig): TensorSpec[] {
   const p = 'model.vision_model';
   const tensors: TensorSpec[] = [
     learned(`${p}.embeddings.class_embedding`, [width]),
-    // SAM's features replace CLIP's patch embeddings (MODELS.md §3.3): the weight is saved, never used.
+    // SAM's features replace CLIP's patch embeddings (docs/model.md §3.3): the weight is saved, never used.
     { ...weight(`${p}.embeddings.patch_embedding.weight`, [width, 3, clip.patch_size, clip.patch_size]), unread: true },
     learned(`${p}.embeddings.position_embedding.weight`, [positions, width]),
     ...layerNorm(`${p}.pre_layrnorm`, width),
