@@ -62,7 +62,7 @@ describe('resolving --model', () => {
     await writeFile(png, await makePng());
     const model = await tinyCheckpoint('v1');
     const { stdout, stderr } = await run(process.execPath, [cli, 'ocr', png, '--model', model, '--max-tokens', '2', '--mode', 'tiny', '--format', 'json']);
-    assert.equal(JSON.parse(stdout).model.synthetic, true);
+    assert.equal(JSON.parse(stdout).pages[0].model.synthetic, true);
     assert.match(stderr, /is a SYNTHETIC checkpoint written by `model synth`/);
   });
 

@@ -135,7 +135,8 @@ describe('live workers and throughput in Redis', { skip: REDIS_SERVER_MISSING },
   });
 
   test('the status counts the pages left per kind of page, a page group as its pages', async () => {
-    const pages = new Queue(PAGES.name, { connection: { host: new URL(redis.url).hostname, port: Number(new URL(redis.url).port) }, prefix: PAGES.prefix });
+    const v3Pages = pageQueue('v3');
+    const pages = new Queue(v3Pages.name, { connection: { host: new URL(redis.url).hostname, port: Number(new URL(redis.url).port) }, prefix: v3Pages.prefix });
     try {
       const job = (docId: string, firstPage: number, lastPage: number, mode: 'tiny' | 'gundam', task: 'parse' | 'parse-multi'): PageJobData => ({
         docId,
@@ -153,7 +154,7 @@ describe('live workers and throughput in Redis', { skip: REDIS_SERVER_MISSING },
       await pages.add('page', job(a, 1, 1, 'tiny', 'parse'), { jobId: pageJobId(a, 1, 1) });
       await pages.add('page', job(a, 2, 2, 'tiny', 'parse'), { jobId: pageJobId(a, 2, 2) });
       await pages.add('pages', job(b, 1, 3, 'gundam', 'parse-multi'), { jobId: pageJobId(b, 1, 3) });
-      await countCompleted(client, { queue: PAGES, kind: 'v3-parse-tiny' }, 4, Date.now());
+      await countCompleted(client, { queue: v3Pages, kind: 'v3-parse-tiny' }, 4, Date.now());
       const status = await readQueueStatus(redis.url, { windowMinutes: 10, failedShown: 0 });
       assert.deepEqual(
         status.pages.map(({ kind, completed, left }) => ({ kind, completed, left })),
@@ -163,7 +164,7 @@ describe('live workers and throughput in Redis', { skip: REDIS_SERVER_MISSING },
         ],
       );
       assert.deepEqual(status.liveWorkers, []);
-      assert.equal(status.queues.find(({ queue }) => queue === PAGES)?.counts.waiting, 3);
+      assert.equal(status.queues.find(({ queue }) => queue.name === v3Pages.name)?.counts.waiting, 3);
     } finally {
       await pages.close();
     }

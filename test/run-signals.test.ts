@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { Redis } from 'ioredis';
 
+import { fullQueueName, pageQueue } from '../src/queue/queue-names.js';
 import { LETTER, makePdf } from './support/make-documents.js';
 import { REDIS_SERVER_MISSING } from './support/redis-server.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
@@ -78,7 +79,7 @@ describe('scriptorium run stopped by signals', { skip: REDIS_SERVER_MISSING, tim
   async function untilPagesClaimed(url: string): Promise<void> {
     const client = new Redis(url);
     try {
-      await waitUntil(async () => (await client.llen('scriptorium:pages:active')) > 0, 60_000, 'a claimed page');
+      await waitUntil(async () => (await client.llen(`${fullQueueName(pageQueue('v1'))}:active`)) > 0, 60_000, 'a claimed page');
     } finally {
       client.disconnect();
     }
