@@ -132,7 +132,7 @@ describe('a running worker seen from outside', { skip: REDIS_SERVER_MISSING }, (
     const out = await status();
     assert.match(out, new RegExp(`^${os.hostname()} pid ${process.pid} +cpu-\\S+ ×1 +v3 +idle +2 +0 +\\d+ s ago$`, 'm'));
     // The rate depends on where the minute boundaries fell; the counts and what is left do not.
-    assert.match(out, /^scriptorium:pages-v3 +2 pages +[12]\.\d +0 pages +nothing left$/m);
+    assert.match(out, /^pages \(all variants\) +2 pages +[12]\.\d +0 pages +nothing left$/m);
     assert.match(out, /^scriptorium:documents +1 documents +[01]\.\d +0 documents +nothing left$/m);
   });
 

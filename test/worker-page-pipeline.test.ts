@@ -186,7 +186,7 @@ describe('render options from the job', () => {
     await storage.put(`staging/${idOf('locked-bare')}/source.pdf`, makeEncryptedPdf('s3cret'));
     const outcome = await pipeline.processPage(pageJob('locked-bare', 1, 1, V1_OPTIONS));
     assert.deepEqual(outcome.status === 'failed' && { reason: outcome.reason, retryable: outcome.retryable }, {
-      reason: 'encrypted PDF: a password is required',
+      reason: 'encrypted PDF: a password is required (give it with --password-env NAME or --password P)',
       retryable: false,
     });
   });
