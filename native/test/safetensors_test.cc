@@ -15,30 +15,14 @@
 #include <vector>
 
 #include "../src/safetensors.h"
+#include "test_harness.h"
 
 using namespace scriptorium;
 
 namespace {
 
-int g_passed = 0;
-int g_failed = 0;
-
-void run(const std::string& name, const std::function<std::string()>& fn) {
-  std::string err;
-  try {
-    err = fn();
-  } catch (const std::exception& e) {
-    err = std::string("threw: ") + e.what();
-  }
-  if (err.empty()) {
-    ++g_passed;
-    std::printf("ok    %s\n", name.c_str());
-  } else {
-    ++g_failed;
-    std::printf("FAIL  %s: %s\n", name.c_str(), err.c_str());
-  }
-  std::fflush(stdout);
-}
+using scriptorium_test::finish;
+using scriptorium_test::run;
 
 std::string hex(uint32_t v) {
   char buf[16];
@@ -208,6 +192,5 @@ int main() {
     return err.find("too many values") == std::string::npos ? "got: " + err : std::string();
   });
 
-  std::printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return finish();
 }

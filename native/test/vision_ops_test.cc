@@ -13,26 +13,14 @@
 #include "../src/kernels.h"
 #include "../src/thread_pool.h"
 #include "../src/vision_ops.h"
+#include "test_harness.h"
 
 using namespace scriptorium;
 
 namespace {
 
-int g_passed = 0;
-int g_failed = 0;
-
-// Runs one test: fn returns "" on success or a failure description.
-void run(const std::string& name, const std::function<std::string()>& fn) {
-  const std::string err = fn();
-  if (err.empty()) {
-    ++g_passed;
-    std::printf("ok    %s\n", name.c_str());
-  } else {
-    ++g_failed;
-    std::printf("FAIL  %s: %s\n", name.c_str(), err.c_str());
-  }
-  std::fflush(stdout);
-}
+using scriptorium_test::finish;
+using scriptorium_test::run;
 
 std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0) {
   char buf[256];
@@ -306,6 +294,5 @@ int main() {
   test_bicubic();
   test_linear_resize();
   test_attention();
-  std::printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return finish();
 }

@@ -14,14 +14,17 @@
 
 #include "../../src/kernels.h"
 #include "shader_ops.h"
+#include "../../test/test_harness.h"
 
 using namespace scriptorium;
 
 namespace {
 
+using scriptorium_test::finish;
+using scriptorium_test::run;
+
 constexpr double kTol = 2e-5;  // |gpu - cpu| <= kTol * max |cpu|
 
-int g_passed = 0, g_failed = 0;
 std::mt19937 g_rng(2024);
 
 std::vector<float> random_f32(size_t n, float scale = 1.f) {
@@ -50,23 +53,6 @@ std::string compare(const std::vector<float>& got, const std::vector<float>& wan
   char buf[200];
   std::snprintf(buf, sizeof buf, "element %zu: got %g, want %g (largest %g)", at, got[at], want[at], largest);
   return buf;
-}
-
-void run(const std::string& name, const std::function<std::string()>& fn) {
-  std::string error;
-  try {
-    error = fn();
-  } catch (const std::exception& e) {
-    error = std::string("threw: ") + e.what();
-  }
-  if (error.empty()) {
-    ++g_passed;
-    std::printf("ok    %s\n", name.c_str());
-  } else {
-    ++g_failed;
-    std::printf("FAIL  %s: %s\n", name.c_str(), error.c_str());
-  }
-  std::fflush(stdout);
 }
 
 struct Gpu {
@@ -366,6 +352,5 @@ int main() {
   test_gather_scatter(gpu, 5, 1);
   test_gather_scatter(gpu, 9, 300);
   test_bounds(gpu);
-  std::printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return finish();
 }
