@@ -12,7 +12,8 @@ import { RedisHealthProbe } from '../queue/redis-health.js';
 import { closeServer, listen, serverUrl } from '../server/listen.js';
 import { queueDashboard, type QueueDashboard } from '../server/queue-dashboard.js';
 import { commandLogger } from './cli-logger.js';
-import { integerOption, parseCommandArgs, UsageError } from './usage.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { port, text } from './options.js';
 
 const USAGE = `Usage: scriptorium dashboard [--host H] [--port P]
 
@@ -29,7 +30,6 @@ Redis is $REDIS_URL (default redis://127.0.0.1:6379).`;
 
 const DEFAULT_HOST = '127.0.0.1';
 const DEFAULT_PORT = 3000;
-const MAX_PORT = 65_535;
 
 export interface DashboardOptions {
   /** Default: REDIS_URL, else redis://127.0.0.1:6379. */
@@ -48,19 +48,16 @@ export interface Dashboard {
   close(): Promise<void>;
 }
 
-export async function runDashboardCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(args, { host: { type: 'string' }, port: { type: 'string' } }, USAGE);
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
-  const host = values.host ?? DEFAULT_HOST;
-  if (host === '') throw new UsageError('--host must not be empty', USAGE);
-  const port = portOption(values.port, process.env.DASHBOARD_PORT);
+const OPTIONS = {
+  host: text().default(DEFAULT_HOST),
+  port: port({ anyFreePort: true }).orEnv('DASHBOARD_PORT').default(DEFAULT_PORT),
+};
 
+export const dashboardCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: runDashboard });
+
+async function runDashboard({ options }: CommandLine<typeof OPTIONS>): Promise<number> {
   const logger = commandLogger('info');
-  const dashboard = await startDashboard({ host, port, logger });
+  const dashboard = await startDashboard({ ...options, logger });
   const signal = await stopSignal();
   logger.info({ signal }, 'stopping the dashboard');
   await dashboard.close();
@@ -112,20 +109,6 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       return closing;
     },
   };
-}
-
-/** --port, else DASHBOARD_PORT, else 3000; each checked to be a port number. */
-function portOption(flag: string | undefined, env: string | undefined): number {
-  if (flag !== undefined) return checkedPort(integerOption(flag, 'port', DEFAULT_PORT, USAGE), `--port ${flag}`);
-  if (env === undefined || env.trim() === '') return DEFAULT_PORT;
-  const port = Number(env);
-  if (!Number.isInteger(port) || port < 0) throw new UsageError(`DASHBOARD_PORT must be an integer port number (got "${env}")`, USAGE);
-  return checkedPort(port, `DASHBOARD_PORT=${env}`);
-}
-
-function checkedPort(port: number, source: string): number {
-  if (port > MAX_PORT) throw new UsageError(`${source}: a port is at most ${MAX_PORT}`, USAGE);
-  return port;
 }
 
 async function closeConnections(board: QueueDashboard, health: RedisHealthProbe): Promise<void> {
