@@ -1,16 +1,14 @@
 // `scriptorium dashboard`: bull-board over the documents queue and every variant's page queue (read-write, so failed
 // jobs can be retried from the browser), GET /healthz, which says whether Redis answers PING, and
 // GET /queue-depth, the page work waiting per variant for an autoscaler (KEDA's metrics-api scaler).
-import type { Server } from 'node:http';
-
 import express from 'express';
 import type { Logger } from 'pino';
 
 import { pageQueueDepths } from '../queue/queue-depth.js';
 import { checkRedisReachable, redactedRedisUrl, redisUrlFromEnv } from '../queue/redis.js';
 import { RedisHealthProbe } from '../queue/redis-health.js';
-import { closeServer, listen, serverUrl } from '../server/listen.js';
-import { queueDashboard, type QueueDashboard } from '../server/queue-dashboard.js';
+import { serveApp, type ServedApp } from '../server/listen.js';
+import { queueDashboard } from '../server/queue-dashboard.js';
 import { commandLogger } from './cli-logger.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { port, text } from './options.js';
@@ -41,12 +39,8 @@ export interface DashboardOptions {
   logger?: Logger;
 }
 
-export interface Dashboard {
-  /** http://host:port/ as bound. */
-  url: string;
-  /** Stops accepting requests, ends open ones and closes the Redis connections. */
-  close(): Promise<void>;
-}
+/** close() stops accepting requests, ends open ones and closes the Redis connections. */
+export type Dashboard = ServedApp;
 
 const OPTIONS = {
   host: text().default(DEFAULT_HOST),
@@ -88,32 +82,12 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   });
   app.use('/', board.router);
 
-  let server: Server;
-  try {
-    server = await listen(app, options.host, options.port);
-  } catch (error) {
-    await closeConnections(board, health);
-    throw error;
-  }
-  const url = serverUrl(server);
-  logger.info({ url, redis: redactedRedisUrl(redisUrl) }, `dashboard at ${url}`);
-
-  let closing: Promise<void> | undefined;
-  return {
-    url,
-    close() {
-      closing ??= (async () => {
-        await closeServer(server);
-        await closeConnections(board, health);
-      })();
-      return closing;
-    },
-  };
-}
-
-async function closeConnections(board: QueueDashboard, health: RedisHealthProbe): Promise<void> {
-  health.close();
-  await board.close();
+  const served = await serveApp(app, options.host, options.port, async () => {
+    health.close();
+    await board.close();
+  });
+  logger.info({ url: served.url, redis: redactedRedisUrl(redisUrl) }, `dashboard at ${served.url}`);
+  return served;
 }
 
 function stopSignal(): Promise<NodeJS.Signals> {
