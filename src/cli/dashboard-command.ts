@@ -12,6 +12,7 @@ import { queueDashboard } from '../server/queue-dashboard.js';
 import { commandLogger } from './cli-logger.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { port, text } from './options.js';
+import { serverStopMessages, shutdownSignal } from './shutdown-signals.js';
 
 const USAGE = `Usage: scriptorium dashboard [--host H] [--port P]
 
@@ -52,7 +53,7 @@ export const dashboardCommand = defineCommand({ usage: USAGE, options: OPTIONS, 
 async function runDashboard({ options }: CommandLine<typeof OPTIONS>): Promise<number> {
   const logger = commandLogger('info');
   const dashboard = await startDashboard({ ...options, logger });
-  const signal = await stopSignal();
+  const signal = await shutdownSignal(serverStopMessages('the dashboard'));
   logger.info({ signal }, 'stopping the dashboard');
   await dashboard.close();
   return 0;
@@ -88,16 +89,4 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   });
   logger.info({ url: served.url, redis: redactedRedisUrl(redisUrl) }, `dashboard at ${served.url}`);
   return served;
-}
-
-function stopSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const stop = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve(signal);
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
 }

@@ -12,14 +12,15 @@ import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
 /** Tries per page before it is recorded as failed: enqueue, watch, serve and retry. */
 export const ATTEMPTS_OPTION = integer({ min: 1 }).default(3);
 
-export const ENQUEUE_OPTIONS = {
+/** Where jobs are queued and for which variant (variantOf), and their tries: enqueue, watch and serve. */
+export const QUEUE_TARGET_OPTIONS = {
   to: text(),
   model: text(),
   variant: choice(VARIANTS),
   attempts: ATTEMPTS_OPTION,
-  priority: PRIORITY_OPTION,
-  ...OCR_JOB_OPTIONS,
 };
+
+export const ENQUEUE_OPTIONS = { ...QUEUE_TARGET_OPTIONS, priority: PRIORITY_OPTION, ...OCR_JOB_OPTIONS };
 
 export const ENQUEUE_ARGS_USAGE = `  --to URL          storage for sources and results: ${STORAGE_URL_USAGE};
                     workers must use the same one

@@ -1,16 +1,15 @@
 // `scriptorium serve`: the HTTP API (submit, follow, fetch results, cancel), its OpenAPI document
 // and the queue dashboard, behind API keys, until SIGTERM or SIGINT.
-import { VARIANTS } from '../engine/model-config.js';
 import { parseApiKeys, API_KEYS_FORMAT } from '../server/api-keys.js';
 import { DEFAULT_MAX_DOCUMENT_BYTES, startApiServer } from '../server/api-server.js';
 import { DEFAULT_RATE_LIMIT } from '../server/rate-limit.js';
 import { commandLogger } from './cli-logger.js';
 import { defineCommand, type CommandLine } from './command-line.js';
-import { ATTEMPTS_OPTION, variantOf } from './enqueue-args.js';
+import { QUEUE_TARGET_OPTIONS, variantOf } from './enqueue-args.js';
 import { openQueueRedis } from './queue-redis.js';
-import { onShutdownSignal } from './shutdown-signals.js';
+import { serverStopMessages, shutdownSignal } from './shutdown-signals.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
-import { choice, integer, port, text } from './options.js';
+import { integer, port, text } from './options.js';
 import { UsageError } from './usage.js';
 
 const MIB = 1024 * 1024;
@@ -43,10 +42,7 @@ X-Scriptorium-Signature: sha256=<hex HMAC-SHA256 of the body>, retried with back
 const OPTIONS = {
   host: text().default('127.0.0.1'),
   port: port({ anyFreePort: true }).default(DEFAULT_PORT),
-  to: text(),
-  model: text(),
-  variant: choice(VARIANTS),
-  attempts: ATTEMPTS_OPTION,
+  ...QUEUE_TARGET_OPTIONS,
   'max-document-mb': integer({ min: 1 }).default(DEFAULT_MAX_DOCUMENT_BYTES / MIB),
   'rate-limit': integer({ min: 1 }).default(DEFAULT_RATE_LIMIT.requests),
 };
@@ -82,7 +78,7 @@ async function runServe({ options: values }: CommandLine<typeof OPTIONS>): Promi
       callbacks,
       logger,
     });
-    const signal = await new Promise<NodeJS.Signals>((resolve) => onShutdownSignal(resolve));
+    const signal = await shutdownSignal(serverStopMessages('the API server'));
     logger.info({ signal }, 'stopping the API server');
     await server.close();
     return 0;

@@ -10,7 +10,7 @@ import { commandLogger } from './cli-logger.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { ENQUEUE_ARGS_USAGE, ENQUEUE_OPTIONS, enqueueSettingsOf } from './enqueue-args.js';
 import { openQueueRedis } from './queue-redis.js';
-import { onShutdownSignal } from './shutdown-signals.js';
+import { shutdownSignal } from './shutdown-signals.js';
 import { httpUrl, port, text } from './options.js';
 import { UsageError } from './usage.js';
 
@@ -91,7 +91,7 @@ async function runWatch({ options: values }: CommandLine<typeof OPTIONS>): Promi
       watching = startSqsSource({ queueUrl: sqsQueue!, endpoint: sqsEndpoint, region: values['sqs-region'], enqueuer, logger });
     }
     logger.info({ redis: redis.description, storage: enqueue.storage.url, ocr: enqueue.ocr }, 'watching for new objects');
-    const signal = await new Promise<NodeJS.Signals>((resolve) => onShutdownSignal(resolve));
+    const signal = await shutdownSignal();
     logger.info({ signal }, 'stopping: finishing the event in hand');
     await watching.close();
     logger.info('stopped');
