@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { parseCommandLine } from '../src/cli/command-line.js';
 import { OCR_JOB_OPTIONS, ocrJobOptionsOf, pdfPasswordOf } from '../src/cli/ocr-job-args.js';
 import { UsageError } from '../src/cli/usage.js';
+import { checkSubmitOptions } from '../src/server/submit-options.js';
 
 function usageError(message: RegExp) {
   return (error: unknown) => error instanceof UsageError && message.test(error.message);
@@ -69,4 +70,11 @@ test('--password and --password-env together, or an empty --password, are refuse
     (error: unknown) => usageError(/^give --password or --password-env, not both$/)(error) && !(error as Error).message.includes('s3cret'),
   );
   assert.throws(() => parseCommandLine(['--password', ''], OCR_JOB_OPTIONS), usageError(/^--password must not be empty$/));
+});
+
+test('a submission to the HTTP API gets the same defaults as the command line', () => {
+  for (const variant of ['v1', 'v3'] as const) {
+    assert.deepEqual(checkSubmitOptions({}, variant).ocr, jobOptionsOf([], variant));
+    assert.deepEqual(checkSubmitOptions({ longestSide: '900', maxTokens: 20 }, variant).ocr, jobOptionsOf(['--longest-side', '900', '--max-tokens', '20'], variant));
+  }
 });

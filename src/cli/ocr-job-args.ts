@@ -4,6 +4,7 @@ import { VISION_MODES, type VisionMode } from '../engine/image-tokens.js';
 import type { Variant } from '../engine/model-config.js';
 import { tasksOf, type OcrTask } from '../engine/prompts.js';
 import type { OcrJobOptions } from '../jobs/job-types.js';
+import { ocrJobOptions } from '../producer/ocr-job-options.js';
 import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../queue/job-options.js';
 import type { OptionValues } from './command-line.js';
 import { checkedChoice, integer, notBoth, text } from './options.js';
@@ -35,21 +36,19 @@ export const OCR_JOB_ARGS_USAGE = `  --task T          ocr|markdown (V1/V2, defa
 
 export const PRIORITY_USAGE = `  --priority N      ${MIN_PRIORITY} (served first) … ${MAX_PRIORITY} (last), default ${DEFAULT_PRIORITY}`;
 
-const DEFAULT_DPI = 144;
-
 export type OcrJobOptionValues = Partial<OptionValues<typeof OCR_JOB_OPTIONS>>;
 
 export const PRIORITY_OPTION = integer({ min: MIN_PRIORITY, max: MAX_PRIORITY }).default(DEFAULT_PRIORITY);
 
 export function ocrJobOptionsOf(values: OcrJobOptionValues, variant: Variant): OcrJobOptions {
-  // The same defaults as OcrEngine.defaultTask() and `scriptorium ocr`.
-  const task = values.task === undefined ? (variant === 'v3' ? 'parse' : 'markdown') : checkedChoice<OcrTask>(values.task, '--task', tasksOf(variant));
-  const mode = values.mode === undefined ? 'gundam' : checkedChoice<VisionMode>(values.mode, '--mode', VISION_MODES[variant]);
   notBoth(values, 'dpi', 'longest-side');
-  const options: OcrJobOptions =
-    values['longest-side'] === undefined ? { variant, task, mode, dpi: values.dpi ?? DEFAULT_DPI } : { variant, task, mode, longestSide: values['longest-side'] };
-  if (values['max-tokens'] !== undefined) options.maxNewTokens = values['max-tokens'];
-  return options;
+  return ocrJobOptions(variant, {
+    task: values.task === undefined ? undefined : checkedChoice<OcrTask>(values.task, '--task', tasksOf(variant)),
+    mode: values.mode === undefined ? undefined : checkedChoice<VisionMode>(values.mode, '--mode', VISION_MODES[variant]),
+    dpi: values.dpi,
+    longestSide: values['longest-side'],
+    maxNewTokens: values['max-tokens'],
+  });
 }
 
 /** The password for encrypted PDFs from --password or --password-env, if either is given. */
