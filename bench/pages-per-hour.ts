@@ -5,7 +5,7 @@
 //   node dist/bench/pages-per-hour.js --model DIR [--pages 20] [--batch 1,8] [--tokens 400]
 import { defineCommand, type CommandLine } from '../src/cli/command-line.js';
 import { integer, integers, text } from '../src/cli/options.js';
-import { runCommandLine } from '../src/cli/usage.js';
+import { exitWith, runCommandLine } from '../src/cli/usage.js';
 import { ContinuousBatch } from '../src/engine/generate.js';
 import { OcrEngine } from '../src/engine/ocr-engine.js';
 import { generationDefaults } from '../src/engine/prompts.js';
@@ -57,10 +57,4 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
   return 0;
 }
 
-runCommandLine(defineCommand({ usage: USAGE, options: OPTIONS, run: main }), process.argv.slice(2), 'pages-per-hour').then(
-  (code) => (process.exitCode = code),
-  (error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
-  },
-);
+exitWith('pages-per-hour', runCommandLine(defineCommand({ usage: USAGE, options: OPTIONS, run: main }), process.argv.slice(2), 'pages-per-hour'));

@@ -14,7 +14,7 @@ import { Redis } from 'ioredis';
 
 import { defineCommand, type CommandLine } from '../src/cli/command-line.js';
 import { integer, integers } from '../src/cli/options.js';
-import { runCommandLine } from '../src/cli/usage.js';
+import { exitWith, runCommandLine } from '../src/cli/usage.js';
 import type { DocumentJobData, OcrJobOptions, PageJobData } from '../src/jobs/job-types.js';
 import { documentFlow } from '../src/producer/enqueue.js';
 import type { PlannedDocument } from '../src/producer/plan-document.js';
@@ -248,10 +248,4 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-runCommandLine(defineCommand({ usage: USAGE, options: OPTIONS, run: main }), process.argv.slice(2), 'queue-load').then(
-  (code) => (process.exitCode = code),
-  (error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
-  },
-);
+exitWith('queue-load', runCommandLine(defineCommand({ usage: USAGE, options: OPTIONS, run: main }), process.argv.slice(2), 'queue-load'));

@@ -13,7 +13,7 @@ import { runCommand } from './run-command.js';
 import { samplesCommand } from './samples-command.js';
 import { serveCommand } from './serve-command.js';
 import { statusCommand } from './status-command.js';
-import { commandGroup, runCommandLine, type CommandGroup } from './usage.js';
+import { commandGroup, exitWith, runCommandLine, type CommandGroup } from './usage.js';
 import { watchCommand } from './watch-command.js';
 import { workCommand } from './work-command.js';
 
@@ -74,12 +74,4 @@ async function main(argv: string[]): Promise<number> {
   return 1;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    process.stderr.write(`scriptorium: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
-  },
-);
+exitWith('scriptorium', main(process.argv.slice(2)));

@@ -18,6 +18,19 @@ export const EXIT_USAGE = 2;
 
 const HELP_WORDS: readonly string[] = ['help', '--help', '-h'];
 
+/** Sets the exit status from `run`; an error that escapes it prints `program: message` and exits 1. */
+export function exitWith(program: string, run: Promise<number>): void {
+  run.then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      process.stderr.write(`${program}: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
+
 /** A command: its usage text, and how it runs on its arguments (those after its name). */
 export interface CliCommand {
   readonly usage: string;

@@ -1,20 +1,12 @@
 // The options a queued document is read with, from what its submitter chose: the CLI (enqueue, run,
 // ocr, watch) and the HTTP API check the choices their own way and share these defaults.
-import type { VisionMode } from '../engine/image-tokens.js';
 import type { Variant } from '../engine/model-config.js';
-import type { OcrTask } from '../engine/prompts.js';
 import type { OcrJobOptions } from '../jobs/job-types.js';
 
 export const DEFAULT_DPI = 144;
 
 /** A submitter's choices, already checked against the variant; dpi and longestSide exclude each other. */
-export interface OcrJobChoices {
-  task?: OcrTask;
-  mode?: VisionMode;
-  dpi?: number;
-  longestSide?: number;
-  maxNewTokens?: number;
-}
+export type OcrJobChoices = Partial<Omit<OcrJobOptions, 'variant'>>;
 
 export function ocrJobOptions(variant: Variant, choices: OcrJobChoices): OcrJobOptions {
   // The task of one page as OcrEngine.defaultTask() gives it.
