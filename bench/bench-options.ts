@@ -2,7 +2,9 @@
 import os from 'node:os';
 import path from 'node:path';
 
-import { choiceOption, integerOption, parseCommandArgs, UsageError } from '../src/cli/usage.js';
+import { parseCommandLine } from '../src/cli/command-line.js';
+import { choice, choices, flag, integer, text } from '../src/cli/options.js';
+import { HelpRequested } from '../src/cli/usage.js';
 import type { ModelSize } from '../src/model/synth/model-configs.js';
 import { PAGE_CASES, type PageCase } from './page-cases.js';
 
@@ -44,55 +46,47 @@ export interface BenchOptions {
   ceilings: { bufferBytes: number; passes: number; seconds: number };
 }
 
-/** The comma-separated `value` as a list of `choices`, each at most once. */
-function listOption<C extends string>(value: string, name: string, choices: readonly C[]): C[] {
-  const items = value.split(',').map((item) => item.trim());
-  for (const item of items) {
-    if (!choices.includes(item as C)) throw new UsageError(`--${name}: "${item}" is not one of ${choices.join(', ')}`, USAGE);
-  }
-  return [...new Set(items)] as C[];
-}
-
 function defaultModelsDir(env: NodeJS.ProcessEnv): string {
   if (env.SCRIPTORIUM_BENCH_MODELS) return env.SCRIPTORIUM_BENCH_MODELS;
   return path.join(env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'scriptorium', 'bench-models');
 }
 
+const OPTIONS = {
+  models: text(),
+  size: choice(['full', 'tiny'] as const).default('full'),
+  out: text().default('bench-results'),
+  runs: integer({ min: 1 }),
+  only: choices(PARTS).default([...PARTS]),
+  cases: choices(PAGE_CASES.map((c) => c.id)),
+  'max-len': integer({ min: 1 }),
+  // The first token comes from the prefill, so a decode speed needs at least two.
+  'decode-tokens': integer({ min: 2 }),
+  'batch-steps': integer({ min: 1 }),
+  threads: integer({ min: 1 }).default(os.availableParallelism()),
+  quick: flag(),
+};
+
 /** Parsed and validated options; `help` when --help was given. */
 export function parseBenchArgs(args: string[], env: NodeJS.ProcessEnv): BenchOptions | 'help' {
-  const { values, positionals } = parseCommandArgs(
-    args,
-    {
-      models: { type: 'string' },
-      size: { type: 'string' },
-      out: { type: 'string' },
-      runs: { type: 'string' },
-      only: { type: 'string' },
-      cases: { type: 'string' },
-      'max-len': { type: 'string' },
-      'decode-tokens': { type: 'string' },
-      'batch-steps': { type: 'string' },
-      threads: { type: 'string' },
-      quick: { type: 'boolean' },
-    },
-    USAGE,
-  );
-  if (values.help) return 'help';
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
-  const quick = values.quick === true;
-  const caseIds = values.cases === undefined ? PAGE_CASES.map((c) => c.id) : listOption(values.cases, 'cases', PAGE_CASES.map((c) => c.id));
+  let values;
+  try {
+    values = parseCommandLine(args, OPTIONS, undefined, env).options;
+  } catch (error) {
+    if (error instanceof HelpRequested) return 'help';
+    throw error;
+  }
+  const { quick } = values;
   return {
     modelsDir: path.resolve(values.models ?? defaultModelsDir(env)),
-    size: values.size === undefined ? 'full' : choiceOption(values.size, 'size', ['full', 'tiny'] as const, USAGE),
-    outDir: path.resolve(values.out ?? 'bench-results'),
-    runs: integerOption(values.runs, 'runs', quick ? 1 : 3, USAGE, 1),
-    parts: new Set(values.only === undefined ? PARTS : listOption(values.only, 'only', PARTS)),
-    cases: PAGE_CASES.filter((c) => caseIds.includes(c.id)),
-    maxLen: integerOption(values['max-len'], 'max-len', quick ? 256 : 4096, USAGE, 1),
-    // The first token comes from the prefill, so a decode speed needs at least two.
-    decodeTokens: integerOption(values['decode-tokens'], 'decode-tokens', quick ? 16 : 128, USAGE, 2),
-    batchSteps: integerOption(values['batch-steps'], 'batch-steps', quick ? 8 : 32, USAGE, 1),
-    threads: integerOption(values.threads, 'threads', os.availableParallelism(), USAGE, 1),
+    size: values.size,
+    outDir: path.resolve(values.out),
+    runs: values.runs ?? (quick ? 1 : 3),
+    parts: new Set(values.only),
+    cases: values.cases === undefined ? PAGE_CASES : PAGE_CASES.filter((c) => values.cases!.includes(c.id)),
+    maxLen: values['max-len'] ?? (quick ? 256 : 4096),
+    decodeTokens: values['decode-tokens'] ?? (quick ? 16 : 128),
+    batchSteps: values['batch-steps'] ?? (quick ? 8 : 32),
+    threads: values.threads,
     ceilings: quick ? { bufferBytes: 256 * 2 ** 20, passes: 3, seconds: 0.2 } : { bufferBytes: 2 ** 30, passes: 5, seconds: 0.5 },
   };
 }

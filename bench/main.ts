@@ -155,7 +155,7 @@ main(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     if (error instanceof UsageError) {
-      process.stderr.write(`bench: ${error.message}\n\n${error.usage}\n`);
+      process.stderr.write(`bench: ${error.message}\n\n${USAGE}\n`);
       process.exitCode = 2;
     } else {
       process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n`);

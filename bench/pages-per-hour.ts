@@ -3,7 +3,9 @@
 // the page worker runs them. Random weights give random text, so every page generates exactly
 // --tokens tokens (no EOS stop). Outside `npm run bench` because it takes minutes per batch size:
 //   node dist/bench/pages-per-hour.js --model DIR [--pages 20] [--batch 1,8] [--tokens 400]
-import { integerOption, parseCommandArgs, UsageError } from '../src/cli/usage.js';
+import { defineCommand, type CommandLine } from '../src/cli/command-line.js';
+import { integer, integers, text } from '../src/cli/options.js';
+import { exitWith, runCommandLine } from '../src/cli/usage.js';
 import { ContinuousBatch } from '../src/engine/generate.js';
 import { OcrEngine } from '../src/engine/ocr-engine.js';
 import { generationDefaults } from '../src/engine/prompts.js';
@@ -16,19 +18,15 @@ Reads N synthetic A4 pages (base mode) at each batch size and prints pages/hour.
 
 const A4_150_DPI: [number, number] = [1240, 1754];
 
-async function main(args: string[]): Promise<void> {
-  const { values, positionals } = parseCommandArgs(
-    args,
-    { model: { type: 'string' }, pages: { type: 'string' }, batch: { type: 'string' }, tokens: { type: 'string' } },
-    USAGE,
-  );
-  if (values.help) return void process.stdout.write(`${USAGE}\n`);
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
-  if (values.model === undefined) throw new UsageError('give --model DIR', USAGE);
-  const pages = integerOption(values.pages, 'pages', 20, USAGE, 1);
-  const tokens = integerOption(values.tokens, 'tokens', 400, USAGE, 1);
-  const batches = (values.batch ?? '1,8').split(',').map((b) => integerOption(b, 'batch', 1, USAGE, 1));
+const OPTIONS = {
+  model: text().required(),
+  pages: integer({ min: 1 }).default(20),
+  batch: integers({ min: 1 }).default([1, 8]),
+  tokens: integer({ min: 1 }).default(400),
+};
 
+async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<number> {
+  const { pages, tokens, batch: batches } = values;
   const engine = await OcrEngine.load(values.model);
   await warmUpDecoder(engine.model);
   await engine.prepare([syntheticPage(A4_150_DPI, 0)], 'markdown', 'base');  // untimed: vision weights into memory
@@ -56,9 +54,7 @@ async function main(args: string[]): Promise<void> {
       `${String(batch).padStart(5)}  ${seconds.toFixed(1).padStart(7)}  ${((pages * 3600) / seconds).toFixed(0).padStart(10)}  ${((pages * tokens) / seconds).toFixed(1).padStart(15)}\n`,
     );
   }
+  return 0;
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
-});
+exitWith('pages-per-hour', runCommandLine(defineCommand({ usage: USAGE, options: OPTIONS, run: main }), process.argv.slice(2), 'pages-per-hour'));

@@ -12,7 +12,9 @@ import { performance } from 'node:perf_hooks';
 import { FlowProducer, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 
-import { integerOption, parseCommandArgs, UsageError } from '../src/cli/usage.js';
+import { defineCommand, type CommandLine } from '../src/cli/command-line.js';
+import { integer, integers } from '../src/cli/options.js';
+import { exitWith, runCommandLine } from '../src/cli/usage.js';
 import type { DocumentJobData, OcrJobOptions, PageJobData } from '../src/jobs/job-types.js';
 import { documentFlow } from '../src/producer/enqueue.js';
 import type { PlannedDocument } from '../src/producer/plan-document.js';
@@ -48,19 +50,17 @@ interface StageResult {
   clientBusy: number;
 }
 
-async function main(args: string[]): Promise<void> {
-  const { values, positionals } = parseCommandArgs(
-    args,
-    { jobs: { type: 'string' }, 'pages-per-document': { type: 'string' }, claimers: { type: 'string' }, 'delay-ms': { type: 'string' }, 'stage-seconds': { type: 'string' } },
-    USAGE,
-  );
-  if (values.help) return void process.stdout.write(`${USAGE}\n`);
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
-  const jobs = integerOption(values.jobs, 'jobs', 100_000, USAGE, 1);
-  const perDocument = integerOption(values['pages-per-document'], 'pages-per-document', 10, USAGE, 1);
-  const delayMs = integerOption(values['delay-ms'], 'delay-ms', 50, USAGE, 1);
-  const stageMs = integerOption(values['stage-seconds'], 'stage-seconds', 10, USAGE, 1) * 1000;
-  const claimerCounts = (values.claimers ?? '1,4,16,64,128').split(',').map((c) => integerOption(c, 'claimers', 1, USAGE, 1));
+const OPTIONS = {
+  jobs: integer({ min: 1 }).default(100_000),
+  'pages-per-document': integer({ min: 1 }).default(10),
+  claimers: integers({ min: 1 }).default([1, 4, 16, 64, 128]),
+  'delay-ms': integer({ min: 1 }).default(50),
+  'stage-seconds': integer({ min: 1 }).default(10),
+};
+
+async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<number> {
+  const { jobs, 'pages-per-document': perDocument, claimers: claimerCounts, 'delay-ms': delayMs } = values;
+  const stageMs = values['stage-seconds'] * 1000;
 
   const embedded: EmbeddedRedis | undefined = process.env.REDIS_URL ? undefined : await startEmbeddedRedis();
   const url = process.env.REDIS_URL ?? embedded!.url;
@@ -113,6 +113,7 @@ async function main(args: string[]): Promise<void> {
     client.disconnect();
     await embedded?.close();
   }
+  return 0;
 }
 
 async function enqueue(url: string, jobs: number, perDocument: number): Promise<number> {
@@ -247,7 +248,4 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = error instanceof UsageError ? 2 : 1;
-});
+exitWith('queue-load', runCommandLine(defineCommand({ usage: USAGE, options: OPTIONS, run: main }), process.argv.slice(2), 'queue-load'));

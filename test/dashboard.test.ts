@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
 
-import { runDashboardCommand, startDashboard, type Dashboard } from '../src/cli/dashboard-command.js';
+import { dashboardCommand, startDashboard, type Dashboard } from '../src/cli/dashboard-command.js';
 import { UsageError } from '../src/cli/usage.js';
 import { DOCUMENTS, pageQueue } from '../src/queue/queue-names.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
@@ -109,14 +109,14 @@ describe('scriptorium dashboard start-up', () => {
   });
 
   test('--port above 65535 is a usage error', async () => {
-    await assert.rejects(runDashboardCommand(['--port', '70000']), (error: Error) => error instanceof UsageError && /at most 65535/.test(error.message));
+    await assert.rejects(dashboardCommand.run(['--port', '70000']), (error: Error) => error instanceof UsageError && /^--port must be a port number from 0 to 65535 \(got "70000"\)$/.test(error.message));
   });
 
   test('a DASHBOARD_PORT that is not a number is a usage error naming it', async () => {
     const saved = process.env.DASHBOARD_PORT;
     process.env.DASHBOARD_PORT = 'eighty';
     try {
-      await assert.rejects(runDashboardCommand([]), (error: Error) => error instanceof UsageError && /DASHBOARD_PORT .*"eighty"/.test(error.message));
+      await assert.rejects(dashboardCommand.run([]), (error: Error) => error instanceof UsageError && /^DASHBOARD_PORT must be a port number from 0 to 65535 \(got "eighty"\)$/.test(error.message));
     } finally {
       if (saved === undefined) delete process.env.DASHBOARD_PORT;
       else process.env.DASHBOARD_PORT = saved;
@@ -128,7 +128,7 @@ describe('scriptorium dashboard process', { skip: REDIS_SERVER_MISSING }, () => 
   test('SIGTERM closes the server and the connections, and the process exits 0', { timeout: 30_000 }, async () => {
     const redis = await startEmbeddedRedis();
     const command = new URL('../src/cli/dashboard-command.js', import.meta.url).href;
-    const script = `import { runDashboardCommand } from ${JSON.stringify(command)}; process.exitCode = await runDashboardCommand(['--port', '0']);`;
+    const script = `import { dashboardCommand } from ${JSON.stringify(command)}; process.exitCode = await dashboardCommand.run(['--port', '0']);`;
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, REDIS_URL: redis.url }, stdio: ['ignore', 'inherit', 'pipe'] });
     const exited = once(child, 'exit');
     try {

@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { Queue } from 'bullmq';
 
-import { runWatchCommand, WEBHOOK_SECRET_ENV } from '../src/cli/watch-command.js';
+import { watchCommand, WEBHOOK_SECRET_ENV } from '../src/cli/watch-command.js';
 import { UsageError } from '../src/cli/usage.js';
 import type { OcrJobOptions } from '../src/jobs/job-types.js';
 import { documentId } from '../src/producer/doc-id.js';
@@ -33,7 +33,7 @@ describe('scriptorium watch options', () => {
     delete process.env[WEBHOOK_SECRET_ENV];
     Object.assign(process.env, env);
     try {
-      await assert.rejects(runWatchCommand(args), (error: unknown) => error instanceof UsageError && message.test(error.message));
+      await assert.rejects(watchCommand.run(args), (error: unknown) => error instanceof UsageError && message.test(error.message));
     } finally {
       if (saved === undefined) delete process.env[WEBHOOK_SECRET_ENV];
       else process.env[WEBHOOK_SECRET_ENV] = saved;
@@ -44,7 +44,7 @@ describe('scriptorium watch options', () => {
   test('two sources of events', rejects(['--redis-list', 'events', '--webhook-port', '8080', '--variant', 'v1'], /give one source of events/));
   test("another source's option", rejects(['--webhook-port', '8080', '--events-redis', 'redis://x', '--variant', 'v1'], /--events-redis goes with --redis-list/));
   test('a webhook without its secret', rejects(['--webhook-port', '8080', '--variant', 'v1'], new RegExp(`set ${WEBHOOK_SECRET_ENV}`)));
-  test('a port out of range', rejects(['--webhook-port', '70000', '--variant', 'v1'], /--webhook-port must be at most 65535/, { [WEBHOOK_SECRET_ENV]: SECRET }));
+  test('a port out of range', rejects(['--webhook-port', '70000', '--variant', 'v1'], /^--webhook-port must be a port number from 1 to 65535 \(got "70000"\)$/, { [WEBHOOK_SECRET_ENV]: SECRET }));
   test('an SQS queue that is no URL', rejects(['--sqs-queue', 'scriptorium-events', '--variant', 'v1'], /--sqs-queue must be an http:\/\/ or https:\/\/ URL/));
   test('an empty list key', rejects(['--redis-list', '', '--variant', 'v1'], /--redis-list must not be empty/));
   test('a wrong variant, as enqueue reports it', rejects(['--redis-list', 'events', '--variant', 'v9'], /--variant must be one of v1, v2, v3/));

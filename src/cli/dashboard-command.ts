@@ -1,18 +1,18 @@
 // `scriptorium dashboard`: bull-board over the documents queue and every variant's page queue (read-write, so failed
 // jobs can be retried from the browser), GET /healthz, which says whether Redis answers PING, and
 // GET /queue-depth, the page work waiting per variant for an autoscaler (KEDA's metrics-api scaler).
-import type { Server } from 'node:http';
-
 import express from 'express';
 import type { Logger } from 'pino';
 
 import { pageQueueDepths } from '../queue/queue-depth.js';
 import { checkRedisReachable, redactedRedisUrl, redisUrlFromEnv } from '../queue/redis.js';
 import { RedisHealthProbe } from '../queue/redis-health.js';
-import { closeServer, listen, serverUrl } from '../server/listen.js';
-import { queueDashboard, type QueueDashboard } from '../server/queue-dashboard.js';
+import { serveApp, type ServedApp } from '../server/listen.js';
+import { queueDashboard } from '../server/queue-dashboard.js';
 import { commandLogger } from './cli-logger.js';
-import { integerOption, parseCommandArgs, UsageError } from './usage.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { port, text } from './options.js';
+import { serverStopMessages, shutdownSignal } from './shutdown-signals.js';
 
 const USAGE = `Usage: scriptorium dashboard [--host H] [--port P]
 
@@ -29,7 +29,6 @@ Redis is $REDIS_URL (default redis://127.0.0.1:6379).`;
 
 const DEFAULT_HOST = '127.0.0.1';
 const DEFAULT_PORT = 3000;
-const MAX_PORT = 65_535;
 
 export interface DashboardOptions {
   /** Default: REDIS_URL, else redis://127.0.0.1:6379. */
@@ -41,27 +40,20 @@ export interface DashboardOptions {
   logger?: Logger;
 }
 
-export interface Dashboard {
-  /** http://host:port/ as bound. */
-  url: string;
-  /** Stops accepting requests, ends open ones and closes the Redis connections. */
-  close(): Promise<void>;
-}
+/** close() stops accepting requests, ends open ones and closes the Redis connections. */
+export type Dashboard = ServedApp;
 
-export async function runDashboardCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(args, { host: { type: 'string' }, port: { type: 'string' } }, USAGE);
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
-  const host = values.host ?? DEFAULT_HOST;
-  if (host === '') throw new UsageError('--host must not be empty', USAGE);
-  const port = portOption(values.port, process.env.DASHBOARD_PORT);
+const OPTIONS = {
+  host: text().default(DEFAULT_HOST),
+  port: port({ anyFreePort: true }).orEnv('DASHBOARD_PORT').default(DEFAULT_PORT),
+};
 
+export const dashboardCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: runDashboard });
+
+async function runDashboard({ options }: CommandLine<typeof OPTIONS>): Promise<number> {
   const logger = commandLogger('info');
-  const dashboard = await startDashboard({ host, port, logger });
-  const signal = await stopSignal();
+  const dashboard = await startDashboard({ ...options, logger });
+  const signal = await shutdownSignal(serverStopMessages('the dashboard'));
   logger.info({ signal }, 'stopping the dashboard');
   await dashboard.close();
   return 0;
@@ -91,56 +83,10 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   });
   app.use('/', board.router);
 
-  let server: Server;
-  try {
-    server = await listen(app, options.host, options.port);
-  } catch (error) {
-    await closeConnections(board, health);
-    throw error;
-  }
-  const url = serverUrl(server);
-  logger.info({ url, redis: redactedRedisUrl(redisUrl) }, `dashboard at ${url}`);
-
-  let closing: Promise<void> | undefined;
-  return {
-    url,
-    close() {
-      closing ??= (async () => {
-        await closeServer(server);
-        await closeConnections(board, health);
-      })();
-      return closing;
-    },
-  };
-}
-
-/** --port, else DASHBOARD_PORT, else 3000; each checked to be a port number. */
-function portOption(flag: string | undefined, env: string | undefined): number {
-  if (flag !== undefined) return checkedPort(integerOption(flag, 'port', DEFAULT_PORT, USAGE), `--port ${flag}`);
-  if (env === undefined || env.trim() === '') return DEFAULT_PORT;
-  const port = Number(env);
-  if (!Number.isInteger(port) || port < 0) throw new UsageError(`DASHBOARD_PORT must be an integer port number (got "${env}")`, USAGE);
-  return checkedPort(port, `DASHBOARD_PORT=${env}`);
-}
-
-function checkedPort(port: number, source: string): number {
-  if (port > MAX_PORT) throw new UsageError(`${source}: a port is at most ${MAX_PORT}`, USAGE);
-  return port;
-}
-
-async function closeConnections(board: QueueDashboard, health: RedisHealthProbe): Promise<void> {
-  health.close();
-  await board.close();
-}
-
-function stopSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const stop = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve(signal);
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
+  const served = await serveApp(app, options.host, options.port, async () => {
+    health.close();
+    await board.close();
   });
+  logger.info({ url: served.url, redis: redactedRedisUrl(redisUrl) }, `dashboard at ${served.url}`);
+  return served;
 }

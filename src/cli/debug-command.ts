@@ -4,10 +4,12 @@ import { readFile } from 'node:fs/promises';
 import { openDocument, renderPage, type RgbImage } from '../documents/document.js';
 import { debugDump, writeDump } from '../model/debug-dump.js';
 import type { VisionMode } from '../engine/image-tokens.js';
-import { VARIANTS, type Variant } from '../engine/model-config.js';
+import { VARIANTS } from '../engine/model-config.js';
 import type { OcrTask } from '../engine/prompts.js';
-import { deviceOption } from './device-option.js';
-import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { DEVICE_OPTION } from './device-option.js';
+import { choice, flag, integer, text, texts } from './options.js';
+import { UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium debug dump --model DIR (--prompt TEXT | --image FILE [--image FILE ...])
                              [--task ocr|markdown|parse|parse-multi] [--mode tiny|small|base|large|gundam]
@@ -40,47 +42,39 @@ async function readImages(files: readonly string[]): Promise<RgbImage[]> {
   return images;
 }
 
-export async function runDebugCommand(args: string[]): Promise<number> {
-  const [sub, ...rest] = args;
-  if (sub !== 'dump') throw new UsageError(sub ? `unknown debug command "${sub}"` : 'missing debug command', USAGE);
-  const { values } = parseCommandArgs(
-    rest,
-    {
-      model: { type: 'string' },
-      prompt: { type: 'string' },
-      image: { type: 'string', multiple: true },
-      task: { type: 'string' },
-      mode: { type: 'string' },
-      steps: { type: 'string' },
-      'force-ids': { type: 'string' },
-      intermediates: { type: 'boolean', default: false },
-      variant: { type: 'string' },
-      threads: { type: 'string' },
-      device: { type: 'string' },
-      out: { type: 'string' },
-    },
-    USAGE,
-  );
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  const out = requireOption(values.out, 'out', USAGE);
-  const files = values.image ?? [];
-  if (files.length === 0 && values.prompt === undefined) throw new UsageError('give --prompt TEXT or --image FILE', USAGE);
-  if (files.length > 0 && values.prompt !== undefined) throw new UsageError('--prompt and --image exclude each other: images use --task', USAGE);
+const OPTIONS = {
+  model: text().required(),
+  prompt: text(),
+  image: texts(),
+  task: choice(TASKS),
+  mode: choice(MODES),
+  steps: integer({ min: 1 }).default(32),
+  'force-ids': text(),
+  intermediates: flag(),
+  variant: choice(VARIANTS),
+  threads: integer({ min: 1 }),
+  device: DEVICE_OPTION,
+  out: text().required(),
+};
+
+export const debugDumpCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: runDebugDump });
+
+async function runDebugDump({ options: values }: CommandLine<typeof OPTIONS>): Promise<number> {
+  const { out, image: files } = values;
+  if (files.length === 0 && values.prompt === undefined) throw new UsageError('give --prompt TEXT or --image FILE');
+  if (files.length > 0 && values.prompt !== undefined) throw new UsageError('--prompt and --image exclude each other: images use --task');
   const dump = await debugDump({
-    modelDir: requireOption(values.model, 'model', USAGE),
+    modelDir: values.model,
     prompt: values.prompt,
     images: files.length ? await readImages(files) : undefined,
-    task: values.task === undefined ? undefined : choiceOption(values.task, 'task', TASKS, USAGE),
-    mode: values.mode === undefined ? undefined : choiceOption(values.mode, 'mode', MODES, USAGE),
-    steps: integerOption(values.steps, 'steps', 32, USAGE, 1),
-    forceIds: values['force-ids'] ? await readForceIds(values['force-ids']) : undefined,
+    task: values.task,
+    mode: values.mode,
+    steps: values.steps,
+    forceIds: values['force-ids'] === undefined ? undefined : await readForceIds(values['force-ids']),
     intermediates: values.intermediates,
-    variant: values.variant === undefined ? undefined : choiceOption<Variant>(values.variant, 'variant', VARIANTS, USAGE),
-    threads: values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1),
-    device: deviceOption(values.device, USAGE),
+    variant: values.variant,
+    threads: values.threads,
+    device: values.device,
   });
   await writeDump(out, dump);
   const shapes = Object.entries(dump.tensors)

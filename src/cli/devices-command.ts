@@ -1,7 +1,8 @@
 // `scriptorium devices`: the compute devices this machine offers the engine.
 import { gpuBackendReport, type GpuDeviceInfo } from '../engine/compute-device.js';
 import { nativeBinding } from '../engine/native-model.js';
-import { parseCommandArgs } from './usage.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { flag } from './options.js';
 
 const USAGE = `Usage: scriptorium devices [--json]
 
@@ -19,12 +20,11 @@ function describe(d: GpuDeviceInfo): string {
   );
 }
 
-export async function runDevicesCommand(args: string[]): Promise<number> {
-  const { values } = parseCommandArgs(args, { json: { type: 'boolean' } }, USAGE);
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+const OPTIONS = { json: flag() };
+
+export const devicesCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: listDevices });
+
+async function listDevices({ options: values }: CommandLine<typeof OPTIONS>): Promise<number> {
   const cpuKernels = nativeBinding().supportedKernelSets();
   const gpu = await gpuBackendReport();
   if (values.json) {

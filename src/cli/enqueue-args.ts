@@ -3,19 +3,24 @@
 // priority and attempts.
 import { loadModelConfig, VARIANTS, type Variant } from '../engine/model-config.js';
 import type { EnqueueOptions } from '../producer/enqueue.js';
+import type { OptionValues } from './command-line.js';
 import { resolveModelDir } from './default-model.js';
-import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf, pdfPasswordOf, PRIORITY_USAGE, priorityOf, type OcrJobArgValues } from './ocr-job-args.js';
+import { OCR_JOB_ARGS_USAGE, OCR_JOB_OPTIONS, ocrJobOptionsOf, pdfPasswordOf, PRIORITY_OPTION, PRIORITY_USAGE } from './ocr-job-args.js';
+import { choice, integer, notBoth, text } from './options.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
-import { choiceOption, integerOption, UsageError } from './usage.js';
 
-export const ENQUEUE_ARGS = {
-  to: { type: 'string' },
-  model: { type: 'string' },
-  variant: { type: 'string' },
-  attempts: { type: 'string' },
-  priority: { type: 'string' },
-  ...OCR_JOB_ARGS,
-} as const;
+/** Tries per page before it is recorded as failed: enqueue, watch, serve and retry. */
+export const ATTEMPTS_OPTION = integer({ min: 1 }).default(3);
+
+/** Where jobs are queued and for which variant (variantOf), and their tries: enqueue, watch and serve. */
+export const QUEUE_TARGET_OPTIONS = {
+  to: text(),
+  model: text(),
+  variant: choice(VARIANTS),
+  attempts: ATTEMPTS_OPTION,
+};
+
+export const ENQUEUE_OPTIONS = { ...QUEUE_TARGET_OPTIONS, priority: PRIORITY_OPTION, ...OCR_JOB_OPTIONS };
 
 export const ENQUEUE_ARGS_USAGE = `  --to URL          storage for sources and results: ${STORAGE_URL_USAGE};
                     workers must use the same one
@@ -25,29 +30,20 @@ ${OCR_JOB_ARGS_USAGE}
 ${PRIORITY_USAGE}
   --attempts N      tries per page before it is recorded as failed (default 3)`;
 
-interface EnqueueArgValues extends OcrJobArgValues {
-  to?: string;
-  model?: string;
-  variant?: string;
-  attempts?: string;
-  priority?: string;
-}
-
 export type EnqueueSettings = Pick<EnqueueOptions, 'ocr' | 'storage' | 'pdfPassword' | 'priority' | 'attempts'>;
 
-/** Checks the options (a UsageError names the wrong one) and opens the storage. */
-export async function enqueueSettingsOf(values: EnqueueArgValues, usage: string): Promise<EnqueueSettings> {
-  if (values.model !== undefined && values.variant !== undefined) throw new UsageError('give --model or --variant, not both', usage);
-  const pdfPassword = pdfPasswordOf(values, usage);
-  const variant = values.variant === undefined ? await variantOfModel(values.model) : choiceOption<Variant>(values.variant, 'variant', VARIANTS, usage);
-  const ocr = ocrJobOptionsOf(values, variant, usage);
-  const priority = priorityOf(values.priority, usage);
-  const attempts = integerOption(values.attempts, 'attempts', 3, usage, 1);
-  const storage = openCommandStorage(values.to);
-  return { ocr, storage, pdfPassword, priority, attempts };
+/** Checks the options together (a UsageError names the wrong one) and opens the storage. */
+export async function enqueueSettingsOf(values: OptionValues<typeof ENQUEUE_OPTIONS>): Promise<EnqueueSettings> {
+  const pdfPassword = pdfPasswordOf(values);
+  const variant = await variantOf(values);
+  const ocr = ocrJobOptionsOf(values, variant);
+  return { ocr, storage: openCommandStorage(values.to), pdfPassword, priority: values.priority, attempts: values.attempts };
 }
 
-export async function variantOfModel(modelFlag: string | undefined): Promise<Variant> {
-  const model = await resolveModelDir(modelFlag);
+/** --variant, else the variant of --model's checkpoint (default: the default model's). */
+export async function variantOf(values: { model: string | undefined; variant: Variant | undefined }): Promise<Variant> {
+  notBoth(values, 'model', 'variant');
+  if (values.variant !== undefined) return values.variant;
+  const model = await resolveModelDir(values.model);
   return (await loadModelConfig(model.dir)).variant;
 }

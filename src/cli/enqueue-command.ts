@@ -3,11 +3,12 @@
 import type { Variant } from '../engine/model-config.js';
 import { fullQueueName, pageQueue } from '../queue/queue-names.js';
 import { connectedPageWorkers } from '../queue/queue-status.js';
-import { ENQUEUE_ARGS, ENQUEUE_ARGS_USAGE, enqueueSettingsOf } from './enqueue-args.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { ENQUEUE_ARGS_USAGE, ENQUEUE_OPTIONS, enqueueSettingsOf } from './enqueue-args.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
 import { progressTerminal } from './enqueue-progress.js';
 import { openQueueRedis } from './queue-redis.js';
-import { parseCommandArgs, UsageError } from './usage.js';
+import { flag } from './options.js';
 
 const USAGE = `Usage: scriptorium enqueue INPUT... [--to URL] [--model DIR | --variant v1|v2|v3] [--task T] [--mode M]
                           [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
@@ -26,18 +27,12 @@ When stderr is a terminal, a progress line shows the documents found and queued 
 pages and documents finished); the lines on stdout stay the same.
 Exit status: 0, or 3 when an input was rejected (with --wait: or a page or document failed).`;
 
-export async function runEnqueueCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    args,
-    { ...ENQUEUE_ARGS, wait: { type: 'boolean', default: false } },
-    USAGE,
-  );
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (positionals.length === 0) throw new UsageError('give at least one INPUT', USAGE);
-  const enqueue = await enqueueSettingsOf(values, USAGE);
+const OPTIONS = { ...ENQUEUE_OPTIONS, wait: flag() };
+
+export const enqueueCommand = defineCommand({ usage: USAGE, options: OPTIONS, positionals: { name: 'INPUT', min: 1 }, run: runEnqueue });
+
+async function runEnqueue({ options: values, positionals }: CommandLine<typeof OPTIONS>): Promise<number> {
+  const enqueue = await enqueueSettingsOf(values);
 
   const redis = await openQueueRedis();
   try {

@@ -4,8 +4,9 @@ import { textPromptIds } from '../model/debug-dump.js';
 import { NativeModel } from '../engine/native-model.js';
 import { Tokenizer } from '../engine/tokenizer.js';
 import { resolveModelDir } from './default-model.js';
-import { deviceOption } from './device-option.js';
-import { integerOption, parseCommandArgs, requireOption } from './usage.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { DEVICE_OPTION } from './device-option.js';
+import { integer, positiveNumber, text } from './options.js';
 
 const USAGE = `Usage: scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]
                            [--no-repeat-ngram N [--ngram-window W]] [--repetition-penalty P] [--threads T]
@@ -13,35 +14,23 @@ const USAGE = `Usage: scriptorium generate [--model DIR] --prompt TEXT [--max-to
 
 Without --model (or SCRIPTORIUM_MODEL) a tiny synthetic checkpoint with random weights is used.`;
 
-export async function runGenerateCommand(args: string[]): Promise<number> {
-  const { values } = parseCommandArgs(
-    args,
-    {
-      model: { type: 'string' },
-      prompt: { type: 'string' },
-      'max-tokens': { type: 'string' },
-      'no-repeat-ngram': { type: 'string' },
-      'ngram-window': { type: 'string' },
-      'repetition-penalty': { type: 'string' },
-      threads: { type: 'string' },
-      device: { type: 'string' },
-    },
-    USAGE,
-  );
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  const prompt = requireOption(values.prompt, 'prompt', USAGE);
-  const maxNewTokens = integerOption(values['max-tokens'], 'max-tokens', 64, USAGE);
-  const ngram = integerOption(values['no-repeat-ngram'], 'no-repeat-ngram', 0, USAGE);
-  const ngramWindow = integerOption(values['ngram-window'], 'ngram-window', 128, USAGE, 1);
-  const threads = values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1);
-  const penalty = values['repetition-penalty'] === undefined ? 1 : Number(values['repetition-penalty']);
-  if (!(penalty > 0)) throw new Error('--repetition-penalty must be a positive number');
+const OPTIONS = {
+  model: text(),
+  prompt: text().required(),
+  'max-tokens': integer({ min: 0 }).default(64),
+  'no-repeat-ngram': integer({ min: 0 }).default(0),
+  'ngram-window': integer({ min: 1 }).default(128),
+  'repetition-penalty': positiveNumber().default(1),
+  threads: integer({ min: 1 }),
+  device: DEVICE_OPTION,
+};
 
+export const generateCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: runGenerate });
+
+async function runGenerate({ options: values }: CommandLine<typeof OPTIONS>): Promise<number> {
+  const { prompt, threads, 'max-tokens': maxNewTokens, 'no-repeat-ngram': ngram, 'ngram-window': ngramWindow, 'repetition-penalty': penalty } = values;
   const model = await resolveModelDir(values.model);
-  const decoder = await NativeModel.load(model.dir, { threads, device: deviceOption(values.device, USAGE) });
+  const decoder = await NativeModel.load(model.dir, { threads, device: values.device });
   const tokenizer = await Tokenizer.fromDir(model.dir);
   const started = performance.now();
   const [result] = await generate(decoder, [

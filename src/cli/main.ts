@@ -1,21 +1,21 @@
 #!/usr/bin/env node
 // The `scriptorium` command: dispatches to one module per command group.
-import { runDashboardCommand } from './dashboard-command.js';
-import { runDebugCommand } from './debug-command.js';
-import { runDevicesCommand } from './devices-command.js';
-import { runEnqueueCommand } from './enqueue-command.js';
-import { runGenerateCommand } from './generate-command.js';
-import { runModelCommand } from './model-command.js';
-import { runOcrCommand } from './ocr-command.js';
-import { runResultsCommand } from './results-command.js';
-import { runRetryCommand } from './retry-command.js';
-import { runRunCommand } from './run-command.js';
-import { runSamplesCommand } from './samples-command.js';
-import { runServeCommand } from './serve-command.js';
-import { runStatusCommand } from './status-command.js';
-import { UsageError } from './usage.js';
-import { runWatchCommand } from './watch-command.js';
-import { runWorkCommand } from './work-command.js';
+import { dashboardCommand } from './dashboard-command.js';
+import { debugDumpCommand } from './debug-command.js';
+import { devicesCommand } from './devices-command.js';
+import { enqueueCommand } from './enqueue-command.js';
+import { generateCommand } from './generate-command.js';
+import { modelCommands } from './model-command.js';
+import { ocrCommand } from './ocr-command.js';
+import { resultsCommand } from './results-command.js';
+import { retryCommand } from './retry-command.js';
+import { runCommand } from './run-command.js';
+import { samplesCommand } from './samples-command.js';
+import { serveCommand } from './serve-command.js';
+import { statusCommand } from './status-command.js';
+import { commandGroup, exitWith, runCommandLine, type CommandGroup } from './usage.js';
+import { watchCommand } from './watch-command.js';
+import { workCommand } from './work-command.js';
 
 const HELP = `scriptorium — batch OCR on native kernels
 
@@ -46,61 +46,32 @@ Commands:
 
 Run a command with --help for its options.`;
 
+const SCRIPTORIUM: CommandGroup = {
+  label: 'command',
+  usage: HELP,
+  commands: {
+    ocr: ocrCommand,
+    run: runCommand,
+    enqueue: enqueueCommand,
+    work: workCommand,
+    watch: watchCommand,
+    retry: retryCommand,
+    status: statusCommand,
+    dashboard: dashboardCommand,
+    serve: serveCommand,
+    results: resultsCommand,
+    samples: samplesCommand,
+    generate: generateCommand,
+    devices: devicesCommand,
+    model: modelCommands,
+    debug: commandGroup('debug command', { dump: debugDumpCommand }),
+  },
+};
+
 async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  switch (command) {
-    case 'samples':
-      return runSamplesCommand(rest);
-    case 'dashboard':
-      return runDashboardCommand(rest);
-    case 'serve':
-      return runServeCommand(rest);
-    case 'ocr':
-      return runOcrCommand(rest);
-    case 'run':
-      return runRunCommand(rest);
-    case 'enqueue':
-      return runEnqueueCommand(rest);
-    case 'work':
-      return runWorkCommand(rest);
-    case 'watch':
-      return runWatchCommand(rest);
-    case 'retry':
-      return runRetryCommand(rest);
-    case 'status':
-      return runStatusCommand(rest);
-    case 'results':
-      return runResultsCommand(rest);
-    case 'generate':
-      return runGenerateCommand(rest);
-    case 'model':
-      return runModelCommand(rest);
-    case 'debug':
-      return runDebugCommand(rest);
-    case 'devices':
-      return runDevicesCommand(rest);
-    case undefined:
-    case 'help':
-    case '--help':
-    case '-h':
-      process.stdout.write(`${HELP}\n`);
-      return command === undefined ? 1 : 0;
-    default:
-      throw new UsageError(`unknown command "${command}"`, HELP);
-  }
+  if (argv.length > 0) return runCommandLine(SCRIPTORIUM, argv);
+  process.stdout.write(`${HELP}\n`);
+  return 1;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    if (error instanceof UsageError) {
-      process.stderr.write(`scriptorium: ${error.message}\n\n${error.usage}\n`);
-      process.exitCode = 2;
-    } else {
-      process.stderr.write(`scriptorium: ${error instanceof Error ? error.message : String(error)}\n`);
-      process.exitCode = 1;
-    }
-  },
-);
+exitWith('scriptorium', main(process.argv.slice(2)));

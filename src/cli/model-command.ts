@@ -4,10 +4,12 @@
 import { DEFAULT_HUB_ENDPOINT, downloadModel, HUB_REPOSITORIES, type ModelDownloadEvent } from '../model/model-download.js';
 import { synthCheckpoint, type WeightDType } from '../model/synth/synth-checkpoint.js';
 import { SYNTHETIC_MARKER_FILE } from '../model/synth/synthetic-marker.js';
-import { VARIANTS, type Variant } from '../engine/model-config.js';
+import { VARIANTS } from '../engine/model-config.js';
 import { checkCheckpoint } from '../model/checkpoint-check.js';
 import { formatCheckpointReport } from '../model/checkpoint-report-text.js';
-import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { checkedChoice, choice, flag, httpUrl, integer, text } from './options.js';
+import { commandGroup, UsageError } from './usage.js';
 
 const SYNTH_USAGE = `Usage: scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
                              [--dtype bf16|f16|f32] [--position-ids]
@@ -45,45 +47,27 @@ worker would load the checkpoint, 1 when it would refuse it (workers run the sam
   --json         the report as JSON
   --no-identity  skip the identity (hashing a full local checkpoint takes seconds)`;
 
-const USAGE = `${SYNTH_USAGE}\n\n${DOWNLOAD_USAGE}\n\n${CHECK_USAGE}`;
+const DOWNLOAD_OPTIONS = {
+  dir: text().required(),
+  revision: text().default('main'),
+  endpoint: httpUrl().orEnv('HF_ENDPOINT').default(DEFAULT_HUB_ENDPOINT),
+};
 
-export async function runModelCommand(args: string[]): Promise<number> {
-  const [sub, ...rest] = args;
-  if (sub === 'synth') return runSynth(rest);
-  if (sub === 'download') return runDownload(rest);
-  if (sub === 'check') return runCheck(rest);
-  if (sub === '--help' || sub === '-h' || sub === 'help') {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  throw new UsageError(sub ? `unknown model command "${sub}"` : 'missing model command', USAGE);
-}
+const downloadCommand = defineCommand({
+  usage: DOWNLOAD_USAGE,
+  options: DOWNLOAD_OPTIONS,
+  positionals: { name: 'model (v1, v2 or v3)', min: 1, max: 1 },
+  run: runDownload,
+});
 
-async function runDownload(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    args,
-    { dir: { type: 'string' }, revision: { type: 'string' }, endpoint: { type: 'string' } },
-    DOWNLOAD_USAGE,
-  );
-  if (values.help) {
-    process.stdout.write(`${DOWNLOAD_USAGE}\n`);
-    return 0;
-  }
-  const [variant, ...extra] = positionals;
-  if (!VARIANTS.includes(variant as Variant)) {
-    throw new UsageError(`the model must be one of ${VARIANTS.join(', ')} (got ${variant === undefined ? 'nothing' : `"${variant}"`})`, DOWNLOAD_USAGE);
-  }
-  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`, DOWNLOAD_USAGE);
-  const dir = requireOption(values.dir, 'dir', DOWNLOAD_USAGE);
-  const endpoint = values.endpoint ?? (process.env.HF_ENDPOINT || DEFAULT_HUB_ENDPOINT);
-  if (!/^https?:\/\/[^/]/.test(endpoint)) {
-    throw new UsageError(`the endpoint must be an http(s) URL (got "${endpoint}" from ${values.endpoint ? '--endpoint' : 'HF_ENDPOINT'})`, DOWNLOAD_USAGE);
-  }
-  const repo = HUB_REPOSITORIES[variant as Variant];
+async function runDownload({ options: values, positionals }: CommandLine<typeof DOWNLOAD_OPTIONS>): Promise<number> {
+  const variant = checkedChoice(positionals[0], 'the model', VARIANTS);
+  const { dir, endpoint } = values;
+  const repo = HUB_REPOSITORIES[variant];
   const summary = await downloadModel({
     repo,
     dir,
-    revision: values.revision ?? 'main',
+    revision: values.revision,
     endpoint,
     token: process.env.HF_TOKEN?.trim() || undefined,
     onEvent: downloadReporter(),
@@ -141,29 +125,21 @@ function formatBytes(bytes: number): string {
   return `${Math.round(bytes)} B`;
 }
 
-async function runSynth(args: string[]): Promise<number> {
-  const { values } = parseCommandArgs(
-    args,
-    {
-      variant: { type: 'string' },
-      size: { type: 'string' },
-      out: { type: 'string' },
-      seed: { type: 'string' },
-      dtype: { type: 'string' },
-      'position-ids': { type: 'boolean', default: false },
-    },
-    SYNTH_USAGE,
-  );
-  if (values.help) {
-    process.stdout.write(`${SYNTH_USAGE}\n`);
-    return 0;
-  }
-  const variant = choiceOption(values.variant, 'variant', VARIANTS, SYNTH_USAGE);
-  const size = choiceOption(values.size, 'size', ['tiny', 'full'] as const, SYNTH_USAGE);
-  const outDir = requireOption(values.out, 'out', SYNTH_USAGE);
-  const seed = integerOption(values.seed, 'seed', 0, SYNTH_USAGE);
-  const dtype = choiceOption(values.dtype ?? 'bf16', 'dtype', ['bf16', 'f16', 'f32'] as const, SYNTH_USAGE).toUpperCase() as WeightDType;
-  if (values['position-ids'] && variant === 'v2') throw new UsageError('--position-ids belongs to the CLIP encoder of v1 and v3', SYNTH_USAGE);
+const SYNTH_OPTIONS = {
+  variant: choice(VARIANTS).required(),
+  size: choice(['tiny', 'full'] as const).required(),
+  out: text().required(),
+  seed: integer({ min: 0 }).default(0),
+  dtype: choice(['bf16', 'f16', 'f32'] as const).default('bf16'),
+  'position-ids': flag(),
+};
+
+const synthCommand = defineCommand({ usage: SYNTH_USAGE, options: SYNTH_OPTIONS, run: runSynth });
+
+async function runSynth({ options: values }: CommandLine<typeof SYNTH_OPTIONS>): Promise<number> {
+  const { variant, size, out: outDir, seed } = values;
+  const dtype = values.dtype.toUpperCase() as WeightDType;
+  if (values['position-ids'] && variant === 'v2') throw new UsageError('--position-ids belongs to the CLIP encoder of v1 and v3');
   const started = Date.now();
   let lastReport = 0;
   const summary = await synthCheckpoint({
@@ -189,21 +165,20 @@ async function runSynth(args: string[]): Promise<number> {
   return 0;
 }
 
-async function runCheck(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    args,
-    { variant: { type: 'string' }, json: { type: 'boolean', default: false }, 'no-identity': { type: 'boolean', default: false } },
-    CHECK_USAGE,
-  );
-  if (values.help) {
-    process.stdout.write(`${CHECK_USAGE}\n`);
-    return 0;
-  }
-  const [location, ...extra] = positionals;
-  if (location === undefined) throw new UsageError('give the checkpoint folder or s3:// prefix to check', CHECK_USAGE);
-  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`, CHECK_USAGE);
-  const variant = values.variant === undefined ? undefined : choiceOption(values.variant, 'variant', VARIANTS, CHECK_USAGE);
+const CHECK_OPTIONS = { variant: choice(VARIANTS), json: flag(), 'no-identity': flag() };
+
+const checkCommand = defineCommand({
+  usage: CHECK_USAGE,
+  options: CHECK_OPTIONS,
+  positionals: { name: 'checkpoint folder or s3:// prefix', min: 1, max: 1 },
+  run: runCheck,
+});
+
+async function runCheck({ options: values, positionals: [location] }: CommandLine<typeof CHECK_OPTIONS>): Promise<number> {
+  const { variant } = values;
   const report = await checkCheckpoint(location, { variant, identity: !values['no-identity'] });
   process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatCheckpointReport(report)}\n`);
   return report.loadable ? 0 : 1;
 }
+
+export const modelCommands = commandGroup('model command', { synth: synthCommand, download: downloadCommand, check: checkCommand });

@@ -6,19 +6,21 @@ import path from 'node:path';
 
 import { pino } from 'pino';
 
-import { loadModelConfig, VARIANTS, type Variant } from '../engine/model-config.js';
+import { loadModelConfig, VARIANTS } from '../engine/model-config.js';
 import { DEFAULT_MAX_SEQUENCES, OcrEngine } from '../engine/ocr-engine.js';
 import type { Stage } from '../jobs/job-types.js';
 import type { PageResultJson } from '../jobs/result-json.js';
 import { PAGE_SPLIT } from '../worker/document-assembler.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from './default-model.js';
-import { DEVICE_USAGE, deviceOption } from './device-option.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { DEVICE_OPTION, DEVICE_USAGE } from './device-option.js';
 import { EXIT_ALL_DONE, EXIT_SOME_FAILED } from './document-report.js';
-import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
+import { OCR_JOB_ARGS_USAGE, OCR_JOB_OPTIONS, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
 import { ocrDocument, type OcrDocument } from './ocr-document.js';
-import { parsePageRanges } from './page-ranges.js';
-import { choiceOption, integerOption, parseCommandArgs, UsageError } from './usage.js';
+import { choice, flag, integer, text } from './options.js';
+import { PAGES_OPTION, selectedPages } from './page-ranges.js';
+import { UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium ocr FILE [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
                       [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
@@ -45,39 +47,30 @@ Exit status: 0 when every page was read; 3 when the file is no usable document o
 
 const PROFILE_STAGES: Stage[] = ['render', 'preprocess', 'encode', 'prefill', 'decode', 'postprocess'];
 
-export async function runOcrCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    args,
-    {
-      model: { type: 'string' },
-      variant: { type: 'string' },
-      pages: { type: 'string' },
-      format: { type: 'string', default: 'md' },
-      profile: { type: 'boolean', default: false },
-      batch: { type: 'string' },
-      threads: { type: 'string' },
-      ...OCR_JOB_ARGS,
-      device: { type: 'string' },
-    },
-    USAGE,
-  );
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (positionals.length !== 1) throw new UsageError('give exactly one FILE', USAGE);
-  const format = choiceOption(values.format, 'format', ['md', 'json'] as const, USAGE);
-  const variantOverride = values.variant === undefined ? undefined : choiceOption<Variant>(values.variant, 'variant', VARIANTS, USAGE);
-  const batch = integerOption(values.batch, 'batch', DEFAULT_MAX_SEQUENCES, USAGE, 1);
-  const threads = values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1);
-  const pdfPassword = pdfPasswordOf(values, USAGE);
+const OPTIONS = {
+  model: text(),
+  variant: choice(VARIANTS),
+  pages: PAGES_OPTION,
+  format: choice(['md', 'json'] as const).default('md'),
+  profile: flag(),
+  batch: integer({ min: 1 }).default(DEFAULT_MAX_SEQUENCES),
+  threads: integer({ min: 1 }),
+  ...OCR_JOB_OPTIONS,
+  device: DEVICE_OPTION,
+};
+
+export const ocrCommand = defineCommand({ usage: USAGE, options: OPTIONS, positionals: { name: 'FILE', min: 1, max: 1 }, run: runOcr });
+
+async function runOcr({ options: values, positionals }: CommandLine<typeof OPTIONS>): Promise<number> {
+  const { format, batch, threads } = values;
+  const pdfPassword = pdfPasswordOf(values);
   const bytes = await readOcrInput(positionals[0]);
   const model = await resolveModelDir(values.model);
-  const { variant } = await loadModelConfig(model.dir, variantOverride);
-  const ocr = ocrJobOptionsOf(values, variant, USAGE);
+  const { variant } = await loadModelConfig(model.dir, values.variant);
+  const ocr = ocrJobOptionsOf(values, variant);
 
   const [engine, checkpointId] = await Promise.all([
-    OcrEngine.load(model.dir, { variant, threads, device: deviceOption(values.device, USAGE), maxSequences: batch }),
+    OcrEngine.load(model.dir, { variant, threads, device: values.device, maxSequences: batch }),
     checkpointIdentity(model.dir),
   ]);
   const read = await ocrDocument({
@@ -85,7 +78,7 @@ export async function runOcrCommand(args: string[]): Promise<number> {
     bytes,
     ocr,
     pdfPassword,
-    pages: (pageCount) => parsePageRanges(values.pages, pageCount, USAGE).map((index) => index + 1),
+    pages: (pageCount) => selectedPages(values.pages, pageCount),
     engine,
     checkpointId,
     synthetic: model.synthetic,
@@ -113,11 +106,11 @@ export async function runOcrCommand(args: string[]): Promise<number> {
 /** The file's bytes, or an error that says what is wrong with the argument and what to do instead. */
 async function readOcrInput(file: string): Promise<Buffer> {
   if (/^s3:\/\//i.test(file)) {
-    throw new UsageError(`${file}: ocr reads a local file; read S3 objects with \`scriptorium run ${file} --out DIR\` (or copy the object here first)`, USAGE);
+    throw new UsageError(`${file}: ocr reads a local file; read S3 objects with \`scriptorium run ${file} --out DIR\` (or copy the object here first)`);
   }
   try {
     if ((await stat(file)).isDirectory()) {
-      throw new UsageError(`${file} is a directory: ocr reads one document; read folders with \`scriptorium run ${file} --out DIR\``, USAGE);
+      throw new UsageError(`${file} is a directory: ocr reads one document; read folders with \`scriptorium run ${file} --out DIR\``);
     }
     return await readFile(file);
   } catch (error) {

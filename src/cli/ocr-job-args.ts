@@ -4,18 +4,24 @@ import { VISION_MODES, type VisionMode } from '../engine/image-tokens.js';
 import type { Variant } from '../engine/model-config.js';
 import { tasksOf, type OcrTask } from '../engine/prompts.js';
 import type { OcrJobOptions } from '../jobs/job-types.js';
+import { ocrJobOptions } from '../producer/ocr-job-options.js';
 import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../queue/job-options.js';
-import { choiceOption, integerOption, UsageError } from './usage.js';
+import type { OptionValues } from './command-line.js';
+import { checkedChoice, integer, notBoth, text } from './options.js';
+import { UsageError } from './usage.js';
 
-export const OCR_JOB_ARGS = {
-  task: { type: 'string' },
-  mode: { type: 'string' },
-  dpi: { type: 'string' },
-  'longest-side': { type: 'string' },
-  'max-tokens': { type: 'string' },
-  password: { type: 'string' },
-  'password-env': { type: 'string' },
-} as const;
+/** The password of encrypted PDFs (pdfPasswordOf). */
+export const PASSWORD_OPTIONS = { password: text(), 'password-env': text() };
+
+/** Task and mode are checked against the variant, known only once the model is (ocrJobOptionsOf). */
+export const OCR_JOB_OPTIONS = {
+  task: text(),
+  mode: text(),
+  dpi: integer({ min: 1 }),
+  'longest-side': integer({ min: 1 }),
+  'max-tokens': integer({ min: 1 }),
+  ...PASSWORD_OPTIONS,
+};
 
 export const OCR_JOB_ARGS_USAGE = `  --task T          ocr|markdown (V1/V2, default markdown), parse|parse-multi (V3, default parse;
                     parse-multi reads a document's pages in single passes of up to 32K tokens)
@@ -30,47 +36,27 @@ export const OCR_JOB_ARGS_USAGE = `  --task T          ocr|markdown (V1/V2, defa
 
 export const PRIORITY_USAGE = `  --priority N      ${MIN_PRIORITY} (served first) … ${MAX_PRIORITY} (last), default ${DEFAULT_PRIORITY}`;
 
-const DEFAULT_DPI = 144;
+export type OcrJobOptionValues = Partial<OptionValues<typeof OCR_JOB_OPTIONS>>;
 
-export interface OcrJobArgValues {
-  task?: string;
-  mode?: string;
-  dpi?: string;
-  'longest-side'?: string;
-  'max-tokens'?: string;
-  password?: string;
-  'password-env'?: string;
-}
+export const PRIORITY_OPTION = integer({ min: MIN_PRIORITY, max: MAX_PRIORITY }).default(DEFAULT_PRIORITY);
 
-export function ocrJobOptionsOf(values: OcrJobArgValues, variant: Variant, usage: string): OcrJobOptions {
-  // The same defaults as OcrEngine.defaultTask() and `scriptorium ocr`.
-  const task = values.task === undefined ? (variant === 'v3' ? 'parse' : 'markdown') : choiceOption<OcrTask>(values.task, 'task', tasksOf(variant), usage);
-  const mode = values.mode === undefined ? 'gundam' : choiceOption<VisionMode>(values.mode, 'mode', VISION_MODES[variant], usage);
-  if (values.dpi !== undefined && values['longest-side'] !== undefined) throw new UsageError('give --dpi or --longest-side, not both', usage);
-  const options: OcrJobOptions =
-    values['longest-side'] === undefined
-      ? { variant, task, mode, dpi: integerOption(values.dpi, 'dpi', DEFAULT_DPI, usage, 1) }
-      : { variant, task, mode, longestSide: integerOption(values['longest-side'], 'longest-side', 0, usage, 1) };
-  if (values['max-tokens'] !== undefined) options.maxNewTokens = integerOption(values['max-tokens'], 'max-tokens', 0, usage, 1);
-  return options;
+export function ocrJobOptionsOf(values: OcrJobOptionValues, variant: Variant): OcrJobOptions {
+  notBoth(values, 'dpi', 'longest-side');
+  return ocrJobOptions(variant, {
+    task: values.task === undefined ? undefined : checkedChoice<OcrTask>(values.task, '--task', tasksOf(variant)),
+    mode: values.mode === undefined ? undefined : checkedChoice<VisionMode>(values.mode, '--mode', VISION_MODES[variant]),
+    dpi: values.dpi,
+    longestSide: values['longest-side'],
+    maxNewTokens: values['max-tokens'],
+  });
 }
 
 /** The password for encrypted PDFs from --password or --password-env, if either is given. */
-export function pdfPasswordOf(values: OcrJobArgValues, usage: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function pdfPasswordOf(values: OcrJobOptionValues, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  notBoth(values, 'password', 'password-env');
   const { password, 'password-env': name } = values;
-  if (password !== undefined && name !== undefined) throw new UsageError('give --password or --password-env, not both', usage);
-  if (password !== undefined) {
-    if (password === '') throw new UsageError('--password must not be empty', usage);
-    return password;
-  }
-  if (name === undefined) return undefined;
+  if (password !== undefined || name === undefined) return password;
   const fromEnv = env[name];
-  if (fromEnv === undefined || fromEnv === '') throw new UsageError(`--password-env ${name}: that environment variable is not set or empty`, usage);
+  if (fromEnv === undefined || fromEnv === '') throw new UsageError(`--password-env ${name}: that environment variable is not set or empty`);
   return fromEnv;
-}
-
-export function priorityOf(value: string | undefined, usage: string): number {
-  const priority = integerOption(value, 'priority', DEFAULT_PRIORITY, usage, MIN_PRIORITY);
-  if (priority > MAX_PRIORITY) throw new UsageError(`--priority must be at most ${MAX_PRIORITY} (got ${priority})`, usage);
-  return priority;
 }

@@ -9,7 +9,9 @@ import { searchablePdf } from '../output/searchable-pdf.js';
 import type { Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
-import { choiceOption, parseCommandArgs, UsageError } from './usage.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { choice, text } from './options.js';
+import { UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium results DOCID|INPUT [--storage URL] [--format md|json|html|pdf]
 
@@ -27,14 +29,12 @@ was given to them (the newest run manifest in the storage that names it gives it
 
 const FORMATS = ['md', 'json', 'html', 'pdf'] as const;
 
-export async function runResultsCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(args, { storage: { type: 'string' }, format: { type: 'string', default: 'md' } }, USAGE);
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (positionals.length !== 1) throw new UsageError('give exactly one DOCID or INPUT', USAGE);
-  const format = choiceOption(values.format, 'format', FORMATS, USAGE);
+const OPTIONS = { storage: text(), format: choice(FORMATS).default('md') };
+
+export const resultsCommand = defineCommand({ usage: USAGE, options: OPTIONS, positionals: { name: 'DOCID or INPUT', min: 1, max: 1 }, run: printResults });
+
+async function printResults({ options: values, positionals }: CommandLine<typeof OPTIONS>): Promise<number> {
+  const { format } = values;
   const storage = openCommandStorage(values.storage);
   const docId = await docIdOf(positionals[0], storage);
   const keys = documentResultKeys(docId);
@@ -57,7 +57,7 @@ async function docIdOf(argument: string, storage: Storage): Promise<string> {
   const uri = /^s3:\/\//i.test(argument) ? argument : path.resolve(argument);
   const docId = await docIdOfInput(uri, storage);
   if (docId === undefined) {
-    throw new UsageError(`"${argument}" is no DOCID, and no run manifest in ${storage.url} names ${uri}: check --storage`, USAGE);
+    throw new UsageError(`"${argument}" is no DOCID, and no run manifest in ${storage.url} names ${uri}: check --storage`);
   }
   return docId;
 }

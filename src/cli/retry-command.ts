@@ -3,10 +3,13 @@
 import { isDocId } from '../jobs/storage-layout.js';
 import { documentsWithFailedPages, retryFailedPages, type RetryOutcome } from '../producer/retry-failed-pages.js';
 import { redisOptions } from '../queue/redis.js';
-import { pdfPasswordOf } from './ocr-job-args.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { ATTEMPTS_OPTION } from './enqueue-args.js';
+import { PASSWORD_OPTIONS, pdfPasswordOf } from './ocr-job-args.js';
+import { flag, text } from './options.js';
 import { openQueueRedis } from './queue-redis.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
-import { integerOption, parseCommandArgs, UsageError } from './usage.js';
+import { UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium retry (DOCID... | --failed) [--storage URL] [--attempts N] [--password-env NAME | --password P]
 
@@ -24,27 +27,16 @@ Exit status: 0 when every document was queued again, 3 when one was not (each li
 
 const EXIT_SOME_NOT_RETRIED = 3;
 
-export async function runRetryCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    args,
-    {
-      failed: { type: 'boolean', default: false },
-      storage: { type: 'string' },
-      attempts: { type: 'string' },
-      password: { type: 'string' },
-      'password-env': { type: 'string' },
-    },
-    USAGE,
-  );
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (values.failed === (positionals.length > 0)) throw new UsageError('give DOCIDs or --failed', USAGE);
+const OPTIONS = { failed: flag(), storage: text(), attempts: ATTEMPTS_OPTION, ...PASSWORD_OPTIONS };
+
+export const retryCommand = defineCommand({ usage: USAGE, options: OPTIONS, positionals: { name: 'DOCID', min: 0 }, run: runRetry });
+
+async function runRetry({ options: values, positionals }: CommandLine<typeof OPTIONS>): Promise<number> {
+  if (values.failed === (positionals.length > 0)) throw new UsageError('give DOCIDs or --failed');
   const wrong = positionals.find((docId) => !isDocId(docId));
-  if (wrong !== undefined) throw new UsageError(`"${wrong}" is no DOCID: 32 lowercase hex digits, as enqueue and run print them`, USAGE);
-  const pdfPassword = pdfPasswordOf(values, USAGE);
-  const attempts = integerOption(values.attempts, 'attempts', 3, USAGE, 1);
+  if (wrong !== undefined) throw new UsageError(`"${wrong}" is no DOCID: 32 lowercase hex digits, as enqueue and run print them`);
+  const pdfPassword = pdfPasswordOf(values);
+  const { attempts } = values;
   const storage = openCommandStorage(values.storage);
 
   const redis = await openQueueRedis();

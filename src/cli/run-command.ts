@@ -3,7 +3,7 @@
 // enqueue, wait for every document, report where the results are, shut everything down.
 import { Queue } from 'bullmq';
 
-import { loadModelConfig, VARIANTS, type Variant } from '../engine/model-config.js';
+import { loadModelConfig, VARIANTS } from '../engine/model-config.js';
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import { DOCUMENTS } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
@@ -11,15 +11,16 @@ import { openStorage } from '../storage/open-storage.js';
 import { commandLogger } from './cli-logger.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from './default-model.js';
-import { DEVICE_USAGE, deviceOption } from './device-option.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { DEVICE_OPTION, DEVICE_USAGE } from './device-option.js';
 import { EXIT_INTERRUPTED } from './document-report.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
 import { progressTerminal } from './enqueue-progress.js';
-import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
+import { OCR_JOB_ARGS_USAGE, OCR_JOB_OPTIONS, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
 import { startOcrWorkers, type OcrWorkers } from '../worker/ocr-workers.js';
 import { openQueueRedis, type QueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
-import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
+import { choice, integer, text } from './options.js';
 
 const UNFINISHED_DOCUMENT_STATES = ['waiting-children', 'waiting', 'prioritized', 'delayed', 'active'] as const;
 
@@ -55,30 +56,22 @@ documents finished; the lines on stdout stay the same.
 Exit status: 0 when every page of every input was read; 3 when an input was rejected or a page or
 a document failed (each is listed with its reason); 130 when interrupted.`;
 
-export async function runRunCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    args,
-    {
-      out: { type: 'string' },
-      model: { type: 'string' },
-      variant: { type: 'string' },
-      batch: { type: 'string' },
-      threads: { type: 'string' },
-      device: { type: 'string' },
-      ...OCR_JOB_ARGS,
-    },
-    USAGE,
-  );
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (positionals.length === 0) throw new UsageError('give at least one INPUT', USAGE);
-  const storage = openStorage(requireOption(values.out, 'out', USAGE));
-  const variantOverride = values.variant === undefined ? undefined : choiceOption<Variant>(values.variant, 'variant', VARIANTS, USAGE);
-  const batch = integerOption(values.batch, 'batch', DEFAULT_MAX_SEQUENCES, USAGE, 1);
-  const threads = values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1);
-  const pdfPassword = pdfPasswordOf(values, USAGE);
+const OPTIONS = {
+  out: text().required(),
+  model: text(),
+  variant: choice(VARIANTS),
+  batch: integer({ min: 1 }).default(DEFAULT_MAX_SEQUENCES),
+  threads: integer({ min: 1 }),
+  device: DEVICE_OPTION,
+  ...OCR_JOB_OPTIONS,
+};
+
+export const runCommand = defineCommand({ usage: USAGE, options: OPTIONS, positionals: { name: 'INPUT', min: 1 }, run: runPipeline });
+
+async function runPipeline({ options: values, positionals }: CommandLine<typeof OPTIONS>): Promise<number> {
+  const { batch, threads } = values;
+  const storage = openStorage(values.out);
+  const pdfPassword = pdfPasswordOf(values);
 
   // From here on a signal stops the run, whatever it is doing: starting, enqueueing or waiting.
   const interrupted = new AbortController();
@@ -90,8 +83,8 @@ export async function runRunCommand(args: string[]): Promise<number> {
   });
   try {
     const model = await resolveModelDir(values.model);
-    const { variant } = await loadModelConfig(model.dir, variantOverride);
-    const ocr = ocrJobOptionsOf(values, variant, USAGE);
+    const { variant } = await loadModelConfig(model.dir, values.variant);
+    const ocr = ocrJobOptionsOf(values, variant);
     const logger = commandLogger('warn');
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
     redis = await openQueueRedis({ privateWhenUnset: true });
@@ -99,7 +92,7 @@ export async function runRunCommand(args: string[]): Promise<number> {
       process.stderr.write(`scriptorium run: a private Redis at ${redis.url}; watch it with REDIS_URL=${redis.url} scriptorium status (or dashboard)\n`);
     }
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
-    workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: deviceOption(values.device, USAGE), storage, redisUrl: redis.url, batch, logger });
+    workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: values.device, storage, redisUrl: redis.url, batch, logger });
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
     return await enqueueAndFollow({
       inputs: positionals,

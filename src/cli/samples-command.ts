@@ -7,7 +7,8 @@ import { PDFDocument, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 
 import { renderPage } from '../documents/document.js';
-import { parseCommandArgs, requireOption } from './usage.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { text } from './options.js';
 
 const USAGE = `Usage: scriptorium samples --out DIR
 
@@ -31,13 +32,11 @@ async function samplePdf(): Promise<Buffer> {
   return Buffer.from(await document.save());
 }
 
-export async function runSamplesCommand(args: string[]): Promise<number> {
-  const { values } = parseCommandArgs(args, { out: { type: 'string' } }, USAGE);
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  const out = requireOption(values.out, 'out', USAGE);
+const OPTIONS = { out: text().required() };
+
+export const samplesCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: writeSamples });
+
+async function writeSamples({ options: { out } }: CommandLine<typeof OPTIONS>): Promise<number> {
   await mkdir(out, { recursive: true });
   const pdf = await samplePdf();
   const page = await renderPage(pdf, 'pdf', 0, { dpi: 100 });

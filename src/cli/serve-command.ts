@@ -1,15 +1,16 @@
 // `scriptorium serve`: the HTTP API (submit, follow, fetch results, cancel), its OpenAPI document
 // and the queue dashboard, behind API keys, until SIGTERM or SIGINT.
-import { VARIANTS, type Variant } from '../engine/model-config.js';
 import { parseApiKeys, API_KEYS_FORMAT } from '../server/api-keys.js';
 import { DEFAULT_MAX_DOCUMENT_BYTES, startApiServer } from '../server/api-server.js';
 import { DEFAULT_RATE_LIMIT } from '../server/rate-limit.js';
 import { commandLogger } from './cli-logger.js';
-import { variantOfModel } from './enqueue-args.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { QUEUE_TARGET_OPTIONS, variantOf } from './enqueue-args.js';
 import { openQueueRedis } from './queue-redis.js';
-import { onShutdownSignal } from './shutdown-signals.js';
+import { serverStopMessages, shutdownSignal } from './shutdown-signals.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
-import { choiceOption, integerOption, parseCommandArgs, UsageError } from './usage.js';
+import { integer, port, text } from './options.js';
+import { UsageError } from './usage.js';
 
 const MIB = 1024 * 1024;
 const DEFAULT_PORT = 8080;
@@ -38,41 +39,24 @@ X-Scriptorium-Signature: sha256=<hex HMAC-SHA256 of the body>, retried with back
   --max-document-mb N largest document accepted, uploaded or fetched (default ${DEFAULT_MAX_DOCUMENT_BYTES / MIB})
   --rate-limit N      requests per minute per API key (default ${DEFAULT_RATE_LIMIT.requests})`;
 
-export async function runServeCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    args,
-    {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      to: { type: 'string' },
-      model: { type: 'string' },
-      variant: { type: 'string' },
-      attempts: { type: 'string' },
-      'max-document-mb': { type: 'string' },
-      'rate-limit': { type: 'string' },
-    },
-    USAGE,
-  );
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
-  if (values.model !== undefined && values.variant !== undefined) throw new UsageError('give --model or --variant, not both', USAGE);
-  const host = values.host ?? '127.0.0.1';
-  const port = integerOption(values.port, 'port', DEFAULT_PORT, USAGE);
-  if (port > 65_535) throw new UsageError(`--port must be at most 65535 (got ${port})`, USAGE);
+const OPTIONS = {
+  host: text().default('127.0.0.1'),
+  port: port({ anyFreePort: true }).default(DEFAULT_PORT),
+  ...QUEUE_TARGET_OPTIONS,
+  'max-document-mb': integer({ min: 1 }).default(DEFAULT_MAX_DOCUMENT_BYTES / MIB),
+  'rate-limit': integer({ min: 1 }).default(DEFAULT_RATE_LIMIT.requests),
+};
+
+export const serveCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: runServe });
+
+async function runServe({ options: values }: CommandLine<typeof OPTIONS>): Promise<number> {
   let apiKeys;
   try {
     apiKeys = parseApiKeys(process.env.SCRIPTORIUM_API_KEYS ?? '');
   } catch (error) {
-    throw new UsageError(`SCRIPTORIUM_API_KEYS: ${(error as Error).message}`, USAGE);
+    throw new UsageError(`SCRIPTORIUM_API_KEYS: ${(error as Error).message}`);
   }
-  const defaultVariant: Variant =
-    values.variant === undefined ? await variantOfModel(values.model) : choiceOption<Variant>(values.variant, 'variant', VARIANTS, USAGE);
-  const attempts = integerOption(values.attempts, 'attempts', 3, USAGE, 1);
-  const maxDocumentBytes = integerOption(values['max-document-mb'], 'max-document-mb', DEFAULT_MAX_DOCUMENT_BYTES / MIB, USAGE, 1) * MIB;
-  const requests = integerOption(values['rate-limit'], 'rate-limit', DEFAULT_RATE_LIMIT.requests, USAGE, 1);
+  const defaultVariant = await variantOf(values);
   const fetchHosts = listFromEnv('SCRIPTORIUM_FETCH_HOSTS');
   const callbackSecret = process.env.SCRIPTORIUM_CALLBACK_SECRET ?? '';
   const callbacks = callbackSecret === '' ? undefined : { secret: callbackSecret, hosts: listFromEnv('SCRIPTORIUM_CALLBACK_HOSTS') };
@@ -81,20 +65,20 @@ export async function runServeCommand(args: string[]): Promise<number> {
   const redis = await openQueueRedis();
   try {
     const server = await startApiServer({
-      host,
-      port,
+      host: values.host,
+      port: values.port,
       redisUrl: redis.url,
       storage: openCommandStorage(values.to),
       apiKeys,
-      rateLimit: { requests, windowMs: DEFAULT_RATE_LIMIT.windowMs },
-      maxDocumentBytes,
+      rateLimit: { requests: values['rate-limit'], windowMs: DEFAULT_RATE_LIMIT.windowMs },
+      maxDocumentBytes: values['max-document-mb'] * MIB,
       defaultVariant,
-      attempts,
+      attempts: values.attempts,
       fetchHosts,
       callbacks,
       logger,
     });
-    const signal = await new Promise<NodeJS.Signals>((resolve) => onShutdownSignal(resolve));
+    const signal = await shutdownSignal(serverStopMessages('the API server'));
     logger.info({ signal }, 'stopping the API server');
     await server.close();
     return 0;

@@ -49,3 +49,16 @@ export function onShutdownSignal(stop: (signal: NodeJS.Signals) => void, message
     for (const signal of SIGNALS) process.off(signal, handle);
   };
 }
+
+/** The lines of a command that serves requests and holds no jobs (serve, dashboard). */
+export function serverStopMessages(server: string): ShutdownMessages {
+  return {
+    stoppingLine: (signal) => `${signal}: stopping ${server} (send it again to exit now)`,
+    forcedLine: (signal) => `${signal} again: exiting now`,
+  };
+}
+
+/** The first shutdown signal, for commands that run until one comes (a second still exits at once). */
+export function shutdownSignal(messages: ShutdownMessages = {}): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => onShutdownSignal(resolve, messages));
+}

@@ -6,7 +6,8 @@ import { DOCUMENTS, fullQueueName, PAGE_QUEUES } from '../queue/queue-names.js';
 import { JOB_STATES, readQueueStatus, type QueueStatus, type WorkRate } from '../queue/queue-status.js';
 import { MAX_WINDOW_MINUTES } from '../queue/throughput.js';
 import { openQueueRedis } from './queue-redis.js';
-import { integerOption, parseCommandArgs, UsageError } from './usage.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { duration, integer } from './options.js';
 
 const USAGE = `Usage: scriptorium status [--failed N] [--window M]
 
@@ -14,22 +15,24 @@ Job counts per state of ${fullQueueName(DOCUMENTS)} and of each variant's page q
 (${PAGE_QUEUES.map(fullQueueName).join(', ')}) in Redis ($REDIS_URL, default redis://127.0.0.1:6379)
 and the number of workers connected to each; for documents and for
 each kind of page (variant-task-mode: kinds differ in speed many times over), what was completed in the
-last M minutes (--window, default 10, at most ${MAX_WINDOW_MINUTES}), the rate, and at that rate the time left
+last M minutes (--window: 10, 10m or 1h; default 10, at most ${MAX_WINDOW_MINUTES}), the rate, and at that rate the time left
 for the work still queued or running ("no live workers" while none is alive); the live workers (host,
 backend, the jobs they hold, pages done and failed, how long since their last heartbeat); and the
 latest failed jobs with their reasons (--failed N, default 20; 0 for none). A failed page job is kept
 in its document as a failed page; a failed document job is tried again by enqueueing its input again.`;
 
-export async function runStatusCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(args, { failed: { type: 'string' }, window: { type: 'string' } }, USAGE);
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
-  const failedShown = integerOption(values.failed, 'failed', 20, USAGE, 0);
-  const windowMinutes = integerOption(values.window, 'window', 10, USAGE, 1);
-  if (windowMinutes > MAX_WINDOW_MINUTES) throw new UsageError(`--window must be at most ${MAX_WINDOW_MINUTES} minutes (got ${windowMinutes})`, USAGE);
+const MINUTE = 60_000;
+
+const OPTIONS = {
+  failed: integer({ min: 0 }).default(20),
+  window: duration({ unit: 'm', min: MINUTE, max: MAX_WINDOW_MINUTES * MINUTE }).default(10 * MINUTE),
+};
+
+export const statusCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: runStatus });
+
+async function runStatus({ options }: CommandLine<typeof OPTIONS>): Promise<number> {
+  const failedShown = options.failed;
+  const windowMinutes = options.window / MINUTE;
 
   const redis = await openQueueRedis();
   try {

@@ -7,10 +7,12 @@ import { startRedisListSource } from '../watch/redis-list-source.js';
 import { startSqsSource } from '../watch/sqs-source.js';
 import { EVENTS_PATH, startWebhookSource } from '../watch/webhook-source.js';
 import { commandLogger } from './cli-logger.js';
-import { ENQUEUE_ARGS, ENQUEUE_ARGS_USAGE, enqueueSettingsOf } from './enqueue-args.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { ENQUEUE_ARGS_USAGE, ENQUEUE_OPTIONS, enqueueSettingsOf } from './enqueue-args.js';
 import { openQueueRedis } from './queue-redis.js';
-import { onShutdownSignal } from './shutdown-signals.js';
-import { integerOption, parseCommandArgs, UsageError } from './usage.js';
+import { shutdownSignal } from './shutdown-signals.js';
+import { httpUrl, port, text } from './options.js';
+import { UsageError } from './usage.js';
 
 export const WEBHOOK_SECRET_ENV = 'SCRIPTORIUM_WEBHOOK_SECRET';
 
@@ -44,46 +46,35 @@ One source of events:
 How documents are queued, as for \`scriptorium enqueue\`:
 ${ENQUEUE_ARGS_USAGE}`;
 
-const MAX_PORT = 65_535;
+const OPTIONS = {
+  'redis-list': text(),
+  'events-redis': text(),
+  'webhook-port': port({ anyFreePort: false }),
+  'webhook-host': text(),
+  'sqs-queue': httpUrl(),
+  'sqs-endpoint': httpUrl(),
+  'sqs-region': text(),
+  ...ENQUEUE_OPTIONS,
+};
 
-export async function runWatchCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    args,
-    {
-      'redis-list': { type: 'string' },
-      'events-redis': { type: 'string' },
-      'webhook-port': { type: 'string' },
-      'webhook-host': { type: 'string' },
-      'sqs-queue': { type: 'string' },
-      'sqs-endpoint': { type: 'string' },
-      'sqs-region': { type: 'string' },
-      ...ENQUEUE_ARGS,
-    },
-    USAGE,
-  );
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
+/** Each source's own options, refused with another source. */
+const SOURCE_OPTIONS = { 'redis-list': ['events-redis'], 'webhook-port': ['webhook-host'], 'sqs-queue': ['sqs-endpoint', 'sqs-region'] } as const;
+
+export const watchCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: runWatch });
+
+async function runWatch({ options: values }: CommandLine<typeof OPTIONS>): Promise<number> {
+  const sources = (Object.keys(SOURCE_OPTIONS) as (keyof typeof SOURCE_OPTIONS)[]).filter((name) => values[name] !== undefined);
+  if (sources.length !== 1) throw new UsageError('give one source of events: --redis-list, --webhook-port or --sqs-queue');
+  for (const [other, own] of Object.entries(SOURCE_OPTIONS)) {
+    const stray = other === sources[0] ? undefined : own.find((name) => values[name] !== undefined);
+    if (stray !== undefined) throw new UsageError(`--${stray} goes with --${other}`);
   }
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
-  const sources = (['redis-list', 'webhook-port', 'sqs-queue'] as const).filter((name) => values[name] !== undefined);
-  if (sources.length !== 1) throw new UsageError('give one source of events: --redis-list, --webhook-port or --sqs-queue', USAGE);
-  const [source] = sources;
-  requireSource(values['events-redis'], 'events-redis', 'redis-list', source);
-  requireSource(values['webhook-host'], 'webhook-host', 'webhook-port', source);
-  requireSource(values['sqs-endpoint'], 'sqs-endpoint', 'sqs-queue', source);
-  requireSource(values['sqs-region'], 'sqs-region', 'sqs-queue', source);
-  const listKey = nonEmpty(values['redis-list'], 'redis-list');
-  const webhookHost = nonEmpty(values['webhook-host'], 'webhook-host');
-  const webhookPort = values['webhook-port'] === undefined ? undefined : integerOption(values['webhook-port'], 'webhook-port', 0, USAGE, 1);
-  if (webhookPort !== undefined && webhookPort > MAX_PORT) throw new UsageError(`--webhook-port must be at most ${MAX_PORT} (got ${webhookPort})`, USAGE);
+  const { 'redis-list': listKey, 'webhook-host': webhookHost, 'webhook-port': webhookPort, 'sqs-queue': sqsQueue, 'sqs-endpoint': sqsEndpoint } = values;
   const webhookSecret = process.env[WEBHOOK_SECRET_ENV] ?? '';
   if (webhookPort !== undefined && webhookSecret === '') {
-    throw new UsageError(`set ${WEBHOOK_SECRET_ENV} to the webhook's secret: an endpoint without one would let anyone queue work`, USAGE);
+    throw new UsageError(`set ${WEBHOOK_SECRET_ENV} to the webhook's secret: an endpoint without one would let anyone queue work`);
   }
-  const sqsQueue = httpUrl(values['sqs-queue'], 'sqs-queue');
-  const sqsEndpoint = httpUrl(values['sqs-endpoint'], 'sqs-endpoint');
-  const enqueue = await enqueueSettingsOf(values, USAGE);
+  const enqueue = await enqueueSettingsOf(values);
 
   const logger = commandLogger('info');
   const redis = await openQueueRedis();
@@ -100,7 +91,7 @@ export async function runWatchCommand(args: string[]): Promise<number> {
       watching = startSqsSource({ queueUrl: sqsQueue!, endpoint: sqsEndpoint, region: values['sqs-region'], enqueuer, logger });
     }
     logger.info({ redis: redis.description, storage: enqueue.storage.url, ocr: enqueue.ocr }, 'watching for new objects');
-    const signal = await new Promise<NodeJS.Signals>((resolve) => onShutdownSignal(resolve));
+    const signal = await shutdownSignal();
     logger.info({ signal }, 'stopping: finishing the event in hand');
     await watching.close();
     logger.info('stopped');
@@ -109,19 +100,4 @@ export async function runWatchCommand(args: string[]): Promise<number> {
     await enqueuer.close();
     await redis.close();
   }
-}
-
-function requireSource(value: string | undefined, name: string, sourceName: string, source: string): void {
-  if (value !== undefined && source !== sourceName) throw new UsageError(`--${name} goes with --${sourceName}`, USAGE);
-}
-
-function nonEmpty(value: string | undefined, name: string): string | undefined {
-  if (value === '') throw new UsageError(`--${name} must not be empty`, USAGE);
-  return value;
-}
-
-function httpUrl(value: string | undefined, name: string): string | undefined {
-  if (value === undefined) return undefined;
-  if (!/^https?:\/\/[^/]/i.test(value) || !URL.canParse(value)) throw new UsageError(`--${name} must be an http:// or https:// URL (got "${value}")`, USAGE);
-  return value;
 }

@@ -1,6 +1,6 @@
 // `scriptorium work`: a worker process: loads one model, takes page jobs from Redis, decodes them together and
 // assembles finished documents, until SIGTERM or SIGINT (then it finishes the jobs it holds).
-import { VARIANTS, type Variant } from '../engine/model-config.js';
+import { VARIANTS } from '../engine/model-config.js';
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import {
   DEFAULT_HANG_GRACE_MS,
@@ -17,9 +17,11 @@ import { resolveModelDir } from './default-model.js';
 import { EXIT_ENGINE_HUNG, startOcrWorkers } from '../worker/ocr-workers.js';
 import { openQueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
-import { deviceOption } from './device-option.js';
+import { defineCommand, type CommandLine } from './command-line.js';
+import { DEVICE_OPTION } from './device-option.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
-import { choiceOption, integerOption, parseCommandArgs, UsageError } from './usage.js';
+import { choice, duration, integer, port, text } from './options.js';
+import { UsageError } from './usage.js';
 
 const S = 1000;
 
@@ -60,48 +62,40 @@ While it runs, \`scriptorium status\` lists it among the live workers.
                       half of it, and shorter locks can be lost to a Redis outage)
   --stalled-interval S  how often to look for such jobs (default ${DEFAULT_STALLED_INTERVAL_MS / S})
   --max-stalled N     a page whose worker died more than N times fails (default ${DEFAULT_MAX_STALLED_COUNT}); a worker
-                      that lost a page's lock but is alive does not count`;
+                      that lost a page's lock but is alive does not count
 
-export async function runWorkCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    args,
-    {
-      model: { type: 'string' },
-      'model-cache': { type: 'string' },
-      variant: { type: 'string' },
-      storage: { type: 'string' },
-      batch: { type: 'string' },
-      concurrency: { type: 'string' },
-      threads: { type: 'string' },
-      device: { type: 'string' },
-      'metrics-port': { type: 'string' },
-      'metrics-host': { type: 'string' },
-      'page-timeout': { type: 'string' },
-      'hang-grace': { type: 'string' },
-      'lock-duration': { type: 'string' },
-      'stalled-interval': { type: 'string' },
-      'max-stalled': { type: 'string' },
-    },
-    USAGE,
-  );
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
-  const variant = values.variant === undefined ? undefined : choiceOption<Variant>(values.variant, 'variant', VARIANTS, USAGE);
-  const batch = integerOption(values.batch, 'batch', DEFAULT_MAX_SEQUENCES, USAGE, 1);
-  const concurrency = integerOption(values.concurrency, 'concurrency', 2 * batch, USAGE, 1);
-  const threads = values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1);
-  const metricsPort = values['metrics-port'] === undefined ? undefined : integerOption(values['metrics-port'], 'metrics-port', 0, USAGE, 1);
-  if (metricsPort !== undefined && metricsPort > 65_535) throw new UsageError(`--metrics-port must be at most 65535 (got ${metricsPort})`, USAGE);
-  if (values['metrics-host'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-host needs --metrics-port', USAGE);
+Durations S are whole seconds: 90, or with a unit, 90s, 5m or 2h.`;
+
+const OPTIONS = {
+  model: text(),
+  'model-cache': text(),
+  variant: choice(VARIANTS),
+  storage: text(),
+  batch: integer({ min: 1 }).default(DEFAULT_MAX_SEQUENCES),
+  concurrency: integer({ min: 1 }),
+  threads: integer({ min: 1 }),
+  device: DEVICE_OPTION,
+  'metrics-port': port({ anyFreePort: false }),
+  'metrics-host': text(),
+  'page-timeout': duration({ unit: 's', min: S }).default(DEFAULT_PAGE_TIMEOUT_MS),
+  'hang-grace': duration({ unit: 's', min: S }).default(DEFAULT_HANG_GRACE_MS),
+  'lock-duration': duration({ unit: 's', min: S }).default(DEFAULT_LOCK_DURATION_MS),
+  'stalled-interval': duration({ unit: 's', min: S }).default(DEFAULT_STALLED_INTERVAL_MS),
+  'max-stalled': integer({ min: 0 }).default(DEFAULT_MAX_STALLED_COUNT),
+};
+
+export const workCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: runWork });
+
+async function runWork({ options: values }: CommandLine<typeof OPTIONS>): Promise<number> {
+  const { variant, batch, threads, 'metrics-port': metricsPort } = values;
+  const concurrency = values.concurrency ?? 2 * batch;
+  if (values['metrics-host'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-host needs --metrics-port');
   const faults = {
-    pageTimeoutMs: integerOption(values['page-timeout'], 'page-timeout', DEFAULT_PAGE_TIMEOUT_MS / S, USAGE, 1) * S,
-    hangGraceMs: integerOption(values['hang-grace'], 'hang-grace', DEFAULT_HANG_GRACE_MS / S, USAGE, 1) * S,
-    lockDurationMs: integerOption(values['lock-duration'], 'lock-duration', DEFAULT_LOCK_DURATION_MS / S, USAGE, 1) * S,
-    stalledIntervalMs: integerOption(values['stalled-interval'], 'stalled-interval', DEFAULT_STALLED_INTERVAL_MS / S, USAGE, 1) * S,
-    maxStalledCount: integerOption(values['max-stalled'], 'max-stalled', DEFAULT_MAX_STALLED_COUNT, USAGE, 0),
+    pageTimeoutMs: values['page-timeout'],
+    hangGraceMs: values['hang-grace'],
+    lockDurationMs: values['lock-duration'],
+    stalledIntervalMs: values['stalled-interval'],
+    maxStalledCount: values['max-stalled'],
   };
   const storage = openCommandStorage(values.storage);
   const logger = commandLogger('info');
@@ -114,7 +108,7 @@ export async function runWorkCommand(args: string[]): Promise<number> {
       logger.info({ url: metrics.url }, 'serving metrics');
     }
     const model = await resolveModelDir(values.model, { cacheDir: values['model-cache'], logger });
-    const workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: deviceOption(values.device, USAGE), storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
+    const workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: values.device, storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
     metrics?.health.modelLoaded();
     logger.info({ redis: redis.description, batch, concurrency, ...faults }, 'taking jobs');
     await new Promise<void>((resolve, reject) => {

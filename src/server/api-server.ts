@@ -1,8 +1,6 @@
 // `scriptorium serve`: one Express server for the HTTP API, its OpenAPI document and the queue
 // dashboard. Only /healthz and /readyz answer without an API key; every other request needs one of
 // the configured keys, counts against that key's rate limit, and is logged with the key's name.
-import type { Server } from 'node:http';
-
 import { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { Redis } from 'ioredis';
@@ -19,7 +17,7 @@ import { DocumentEvents } from './document-events.js';
 import { documentRoutes } from './document-routes.js';
 import { documentStatus, type DocumentStatusSources } from './document-status.js';
 import { HttpError } from './http-error.js';
-import { closeServer, listen, serverUrl } from './listen.js';
+import { serveApp, type ServedApp } from './listen.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 import { queueDashboard } from './queue-dashboard.js';
 import { countRequest, DEFAULT_RATE_LIMIT, type RateLimit } from './rate-limit.js';
@@ -55,12 +53,8 @@ export interface ApiServerOptions {
   logger: Logger;
 }
 
-export interface ApiServer {
-  /** http://host:port/ as bound. */
-  url: string;
-  /** Stops accepting requests, ends open ones and closes the Redis connections. */
-  close(): Promise<void>;
-}
+/** close() stops accepting requests, ends open ones and closes the Redis connections. */
+export type ApiServer = ServedApp;
 
 export async function startApiServer(options: ApiServerOptions): Promise<ApiServer> {
   const { storage, logger } = options;
@@ -142,27 +136,10 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     redis.disconnect();
     await Promise.all([documents.close(), board.close()]);
   };
-  let server: Server;
-  try {
-    server = await listen(app, options.host, options.port);
-  } catch (error) {
-    await closeConnections();
-    throw error;
-  }
-  const url = serverUrl(server);
+  const served = await serveApp(app, options.host, options.port, closeConnections);
+  const { url } = served;
   logger.info({ url, redis: redactedRedisUrl(options.redisUrl), storage: storage.url, keys: options.apiKeys.length }, `serving the API at ${url}`);
-
-  let closing: Promise<void> | undefined;
-  return {
-    url,
-    close() {
-      closing ??= (async () => {
-        await closeServer(server);
-        await closeConnections();
-      })();
-      return closing;
-    },
-  };
+  return served;
 }
 
 function openQueue(queue: QueueName, redisUrl: string): Queue {

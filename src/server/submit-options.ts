@@ -1,15 +1,14 @@
 // A submission's options (multipart form fields or JSON members) checked and turned into what the
 // producer's enqueue takes: the OcrJobOptions every job carries, the priority and the PDF password.
-// The defaults are those of `scriptorium enqueue`; the variant defaults to the server's.
-import { VISION_MODES, type VisionMode } from '../engine/image-tokens.js';
+// The defaults are the producer's (ocr-job-options.ts); the variant defaults to the server's.
+import { VISION_MODES } from '../engine/image-tokens.js';
 import { VARIANTS, type Variant } from '../engine/model-config.js';
-import { tasksOf, type OcrTask } from '../engine/prompts.js';
+import { tasksOf } from '../engine/prompts.js';
 import type { OcrJobOptions } from '../jobs/job-types.js';
+import { ocrJobOptions } from '../producer/ocr-job-options.js';
 import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../queue/job-options.js';
 import { HttpError } from './http-error.js';
 
-const DEFAULT_DPI = 144;
-const DEFAULT_MODE: VisionMode = 'gundam';
 /** Members a submission may have besides the document itself and its callback URL. */
 export const SUBMIT_OPTION_NAMES = ['variant', 'task', 'mode', 'dpi', 'longestSide', 'maxTokens', 'priority', 'password'] as const;
 
@@ -27,15 +26,16 @@ export function checkSubmitOptions(fields: Record<string, unknown>, defaultVaria
     }
   }
   const variant = choice(fields.variant, 'variant', VARIANTS) ?? defaultVariant;
-  const task: OcrTask = choice(fields.task, 'task', tasksOf(variant)) ?? (variant === 'v3' ? 'parse' : 'markdown');
-  const mode = choice(fields.mode, 'mode', VISION_MODES[variant]) ?? DEFAULT_MODE;
   const dpi = integer(fields.dpi, 'dpi', 1);
   const longestSide = integer(fields.longestSide, 'longestSide', 1);
   if (dpi !== undefined && longestSide !== undefined) throw new HttpError(400, 'give dpi or longestSide, not both');
-  const ocr: OcrJobOptions =
-    longestSide === undefined ? { variant, task, mode, dpi: dpi ?? DEFAULT_DPI } : { variant, task, mode, longestSide };
-  const maxTokens = integer(fields.maxTokens, 'maxTokens', 1);
-  if (maxTokens !== undefined) ocr.maxNewTokens = maxTokens;
+  const ocr = ocrJobOptions(variant, {
+    task: choice(fields.task, 'task', tasksOf(variant)),
+    mode: choice(fields.mode, 'mode', VISION_MODES[variant]),
+    dpi,
+    longestSide,
+    maxNewTokens: integer(fields.maxTokens, 'maxTokens', 1),
+  });
   const priority = integer(fields.priority, 'priority', MIN_PRIORITY) ?? DEFAULT_PRIORITY;
   if (priority > MAX_PRIORITY) throw new HttpError(400, `priority must be at most ${MAX_PRIORITY} (got ${priority})`);
   const password = text(fields.password, 'password');
