@@ -1,6 +1,10 @@
 #include "device.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace scriptorium::vk {
@@ -56,6 +60,7 @@ DeviceInfo describe(const Instance& vk, VkPhysicalDevice device, int index) {
   for (uint32_t h = 0; h < memory.memoryHeapCount; ++h)
     if (memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[h].size);
+  info.memory_budget_bytes = memory_budget_bytes(info.device_local_bytes, std::getenv(kMemoryCapVariable));
   info.has_compute_queue = compute_queue_family(vk, device) >= 0;
   if (info.has_compute_queue) info.shader_paths.push_back("portable");
   uint32_t count = 0;
@@ -70,6 +75,17 @@ DeviceInfo describe(const Instance& vk, VkPhysicalDevice device, int index) {
 }
 
 }  // namespace
+
+uint64_t memory_budget_bytes(uint64_t heap_bytes, const char* cap_mib) {
+  const uint64_t share = heap_bytes / 10 * 9;
+  if (cap_mib == nullptr || *cap_mib == '\0') return share;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long mib = std::strtoull(cap_mib, &end, 10);
+  if (*end != '\0' || errno != 0 || mib == 0 || mib > (UINT64_MAX >> 20) || !std::isdigit(static_cast<unsigned char>(*cap_mib)))
+    throw VulkanError(std::string(kMemoryCapVariable) + " must be a positive number of MiB (got \"" + cap_mib + "\")");
+  return std::min<uint64_t>(share, mib << 20);
+}
 
 std::vector<DeviceInfo> list_devices(const Instance& instance) {
   std::vector<DeviceInfo> out;
@@ -143,6 +159,26 @@ uint32_t Device::memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
   }
   if (fallback < 0) throw VulkanError("Vulkan device " + info_.name + " has no suitable memory type");
   return static_cast<uint32_t>(fallback);
+}
+
+namespace {
+
+std::string mib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
+
+}  // namespace
+
+void Device::reserve_memory(uint64_t bytes) {
+  uint64_t used = memory_used_.load();
+  do {
+    if (bytes > info_.memory_budget_bytes || used > info_.memory_budget_bytes - bytes)
+      throw DeviceMemoryError("out of device memory on " + info_.name + ": " + mib(bytes) + " more do not fit, " + mib(used) +
+                              " of its " + mib(info_.memory_budget_bytes) + " budget are in use (" + kMemoryCapVariable +
+                              " caps the budget; 90% of the device's memory without it)");
+  } while (!memory_used_.compare_exchange_weak(used, used + bytes));
 }
 
 void Device::submit_and_wait(VkCommandBuffer commands) {

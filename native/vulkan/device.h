@@ -1,6 +1,7 @@
 // Vulkan physical devices (what `scriptorium devices` lists) and one logical device with a compute
 // queue, which every buffer, pipeline and command batch of a model belongs to.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@ struct DeviceInfo {
   std::string type;               // discrete, integrated, virtual, cpu or other
   std::string api_version;        // "1.3.230"
   uint64_t device_local_bytes = 0;  // the largest device-local heap
+  uint64_t memory_budget_bytes = 0;  // what a model may allocate on it (memory_budget_bytes())
   uint32_t subgroup_size = 0;
   uint32_t max_shared_bytes = 0;  // maxComputeSharedMemorySize
   bool has_compute_queue = false;
@@ -24,6 +26,21 @@ struct DeviceInfo {
   std::vector<std::string> shader_paths;
   std::vector<std::string> cooperative_matrix_extensions;
 };
+
+// An allocation that does not fit the device memory budget, or that the driver refused for lack of
+// memory (VK_ERROR_OUT_OF_DEVICE_MEMORY): the call that needed it fails, the device stays usable.
+class DeviceMemoryError : public VulkanError {
+ public:
+  using VulkanError::VulkanError;
+};
+
+// The environment variable that caps the budget, in MiB (one GPU shared by several workers, tests).
+inline constexpr const char* kMemoryCapVariable = "SCRIPTORIUM_GPU_MEMORY_MB";
+
+// The budget rule: 90% of the largest device-local heap (the rest is left to the driver and other
+// contexts), or cap_mib MiB when given (the value of kMemoryCapVariable, null or empty when unset)
+// and smaller. Throws VulkanError when cap_mib is not a positive integer.
+uint64_t memory_budget_bytes(uint64_t heap_bytes, const char* cap_mib);
 
 std::vector<DeviceInfo> list_devices(const Instance& instance);
 
@@ -49,6 +66,14 @@ class Device {
   // one that also has `preferred`; throws VulkanError when none fits.
   uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
 
+  // Device memory: the budget (DeviceInfo::memory_budget_bytes) and the bytes of the buffers that
+  // exist now. Every Buffer reserves its allocation here first: reserve_memory throws
+  // DeviceMemoryError, naming the numbers, when it does not fit; release_memory gives it back.
+  uint64_t memory_budget() const { return info_.memory_budget_bytes; }
+  uint64_t memory_used() const { return memory_used_.load(); }
+  void reserve_memory(uint64_t bytes);
+  void release_memory(uint64_t bytes) { memory_used_ -= bytes; }
+
   // Submits one recorded command buffer and waits for it to finish.
   void submit_and_wait(VkCommandBuffer commands);
 
@@ -62,6 +87,7 @@ class Device {
   VkCommandPool command_pool_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   uint32_t max_storage_range_ = 0, max_workgroups_x_ = 0;
+  std::atomic<uint64_t> memory_used_{0};  // buffers are freed on whichever thread drops them last
 };
 
 }  // namespace scriptorium::vk

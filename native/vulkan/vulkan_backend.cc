@@ -42,6 +42,7 @@ class ListDevicesWorker : public Napi::AsyncWorker {
       o.Set("type", d.type);
       o.Set("apiVersion", d.api_version);
       o.Set("memoryBytes", static_cast<double>(d.device_local_bytes));
+      o.Set("memoryBudgetBytes", static_cast<double>(d.memory_budget_bytes));
       o.Set("subgroupSize", d.subgroup_size);
       o.Set("sharedMemoryBytes", d.max_shared_bytes);
       o.Set("computeQueue", d.has_compute_queue);
