@@ -12,6 +12,8 @@ export interface GpuDeviceInfo {
   apiVersion: string;
   /** The largest device-local memory heap, in bytes. */
   memoryBytes: number;
+  /** What a model may allocate on it: 90% of memoryBytes, or less under SCRIPTORIUM_GPU_MEMORY_MB (device-memory.ts). */
+  memoryBudgetBytes: number;
   subgroupSize: number;
   sharedMemoryBytes: number;
   computeQueue: boolean;
