@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { choiceOption, integerOption, parseCommandArgs, UsageError } from '../src/cli/usage.js';
+import { DEVICE_CHOICES, parseDeviceSpec, type DeviceSpec } from '../src/engine/compute-device.js';
 import type { ModelSize } from '../src/model/synth/model-configs.js';
 import { PAGE_CASES, type PageCase } from './page-cases.js';
 
@@ -27,6 +28,8 @@ a table on stdout, JSON and an SVG plot in --out; progress on stderr.
   --decode-tokens N    tokens generated per page case (default 128)
   --batch-steps N      decode steps per batch size (default 32)
   --threads N          engine threads (default: every CPU)
+  --device D           where the decoder runs: ${DEVICE_CHOICES} (default cpu); on a GPU the
+                       device's ceilings are measured too and the decoder's figures are ratios to them
   --quick              one run, 16 decode tokens, --max-len 256, 8 batch steps, a shorter ceilings probe
                        (explicit options still win)`;
 
@@ -41,7 +44,10 @@ export interface BenchOptions {
   decodeTokens: number;
   batchSteps: number;
   threads: number;
+  device: DeviceSpec;
   ceilings: { bufferBytes: number; passes: number; seconds: number };
+  /** The GPU ceilings probe's settings (used with a GPU device). */
+  gpuCeilings: { bufferBytes: number; passes: number; matmulSide: number; seconds: number };
 }
 
 /** The comma-separated `value` as a list of `choices`, each at most once. */
@@ -73,6 +79,7 @@ export function parseBenchArgs(args: string[], env: NodeJS.ProcessEnv): BenchOpt
       'decode-tokens': { type: 'string' },
       'batch-steps': { type: 'string' },
       threads: { type: 'string' },
+      device: { type: 'string' },
       quick: { type: 'boolean' },
     },
     USAGE,
@@ -80,10 +87,17 @@ export function parseBenchArgs(args: string[], env: NodeJS.ProcessEnv): BenchOpt
   if (values.help) return 'help';
   if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`, USAGE);
   const quick = values.quick === true;
+  let device: DeviceSpec;
+  try {
+    device = parseDeviceSpec(values.device ?? 'cpu');
+  } catch (error) {
+    throw new UsageError((error as Error).message, USAGE);
+  }
+  const size: ModelSize = values.size === undefined ? 'full' : choiceOption(values.size, 'size', ['full', 'tiny'] as const, USAGE);
   const caseIds = values.cases === undefined ? PAGE_CASES.map((c) => c.id) : listOption(values.cases, 'cases', PAGE_CASES.map((c) => c.id));
   return {
     modelsDir: path.resolve(values.models ?? defaultModelsDir(env)),
-    size: values.size === undefined ? 'full' : choiceOption(values.size, 'size', ['full', 'tiny'] as const, USAGE),
+    size,
     outDir: path.resolve(values.out ?? 'bench-results'),
     runs: integerOption(values.runs, 'runs', quick ? 1 : 3, USAGE, 1),
     parts: new Set(values.only === undefined ? PARTS : listOption(values.only, 'only', PARTS)),
@@ -93,6 +107,14 @@ export function parseBenchArgs(args: string[], env: NodeJS.ProcessEnv): BenchOpt
     decodeTokens: integerOption(values['decode-tokens'], 'decode-tokens', quick ? 16 : 128, USAGE, 2),
     batchSteps: integerOption(values['batch-steps'], 'batch-steps', quick ? 8 : 32, USAGE, 1),
     threads: integerOption(values.threads, 'threads', os.availableParallelism(), USAGE, 1),
+    device,
     ceilings: quick ? { bufferBytes: 256 * 2 ** 20, passes: 3, seconds: 0.2 } : { bufferBytes: 2 ** 30, passes: 5, seconds: 0.5 },
+    // Tiny checks the harness, on software renderers too: products small enough for a CPU to run.
+    gpuCeilings:
+      size === 'tiny'
+        ? { bufferBytes: 64 * 2 ** 20, passes: 3, matmulSide: 256, seconds: 0.2 }
+        : quick
+          ? { bufferBytes: 256 * 2 ** 20, passes: 3, matmulSide: 1024, seconds: 0.2 }
+          : { bufferBytes: 2 ** 30, passes: 5, matmulSide: 2048, seconds: 0.5 },
   };
 }
