@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "buffers.h"
@@ -47,8 +48,9 @@ double read_bandwidth(vk::Device& device, vk::CommandBatch& batch, uint64_t byte
                    0, passes);
 }
 
-double matmul_gflops(vk::Device& device, vk::Transfer& transfer, vk::CommandBatch& batch, uint32_t side, double seconds) {
-  vk::ShaderOps ops(device);
+double matmul_gflops(vk::Device& device, vk::Transfer& transfer, vk::CommandBatch& batch, const std::string& path,
+                     uint32_t side, double seconds) {
+  vk::ShaderOps ops(device, path);
   const uint64_t n = uint64_t{side} * side;
   vk::Buffer x(device, n * 4), w(device, n * 2), y(device, n * 4);
   // Small finite values everywhere (speed does not depend on them; uninitialised memory might hold NaNs).
@@ -80,7 +82,8 @@ GpuCeilings measure_gpu_ceilings(const GpuCeilingOptions& options) {
   // Within what one binding can address, and what a 32-bit count of 16-byte words reaches.
   out.buffer_bytes = std::min<int64_t>({options.buffer_bytes, device.max_storage_range(), int64_t{UINT32_MAX} * 16}) / 16 * 16;
   out.read_gbps = read_bandwidth(device, batch, static_cast<uint64_t>(out.buffer_bytes), options.passes);
-  out.matmul.push_back({"portable", matmul_gflops(device, transfer, batch, static_cast<uint32_t>(options.matmul_side), options.seconds)});
+  for (const std::string& path : device.info().shader_paths)
+    out.matmul.push_back({path, matmul_gflops(device, transfer, batch, path, static_cast<uint32_t>(options.matmul_side), options.seconds)});
   return out;
 }
 

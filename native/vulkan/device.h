@@ -11,6 +11,30 @@
 
 namespace scriptorium::vk {
 
+// Matrix-product shader paths: the portable one runs on every device with a compute queue; the
+// cooperative-matrix one (matmul_bf16_coopmat.comp, GL_NV_cooperative_matrix) where the device can run it.
+inline constexpr const char* kPortablePath = "portable";
+inline constexpr const char* kCooperativeMatrixPath = "cooperative-matrix";
+
+// What a device reports that matmul_bf16_coopmat.comp needs: its SPIR-V declares CooperativeMatrixNV,
+// Float16 and VulkanMemoryModel, and it runs four 32-wide subgroups of 16x16x16 fragments.
+struct CooperativeMatrixSupport {
+  bool nv_extension = false;             // VK_NV_cooperative_matrix offered
+  bool khr_extension = false;            // VK_KHR_cooperative_matrix offered (no shader of ours uses it yet)
+  bool float16_extension = false;        // VK_KHR_shader_float16_int8 offered
+  bool memory_model_extension = false;   // VK_KHR_vulkan_memory_model offered
+  bool cooperative_matrix = false;       // the features those extensions add, as the device reports them
+  bool shader_float16 = false;
+  bool vulkan_memory_model = false;
+  uint32_t subgroup_size = 0;
+  bool fp16_16x16x16 = false;            // a subgroup-scope 16x16x16 shape: FP16 A and B, FP32 C and D
+};
+
+// The path matmul_bf16 takes on a device: kCooperativeMatrixPath when it offers everything
+// CooperativeMatrixSupport lists (VK_KHR_cooperative_matrix alone is not enough: the shader is
+// GL_NV_cooperative_matrix, the one Debian's glslc compiles), else kPortablePath.
+const char* choose_matmul_path(const CooperativeMatrixSupport& support);
+
 struct DeviceInfo {
   int index = 0;                  // position in vkEnumeratePhysicalDevices order (gpu:N)
   std::string name;               // e.g. "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
@@ -25,6 +49,8 @@ struct DeviceInfo {
   // compute queue), and the cooperative-matrix extensions the device offers.
   std::vector<std::string> shader_paths;
   std::vector<std::string> cooperative_matrix_extensions;
+  CooperativeMatrixSupport cooperative_matrix;
+  std::string matmul_path;  // choose_matmul_path(cooperative_matrix), "" without a compute queue
 };
 
 // An allocation that does not fit the device memory budget, or that the driver refused for lack of

@@ -49,6 +49,7 @@ class ListDevicesWorker : public Napi::AsyncWorker {
       Napi::Array paths = Napi::Array::New(env, d.shader_paths.size());
       for (uint32_t j = 0; j < d.shader_paths.size(); ++j) paths.Set(j, d.shader_paths[j]);
       o.Set("shaderPaths", paths);
+      o.Set("matmulPath", d.matmul_path);
       Napi::Array coop = Napi::Array::New(env, d.cooperative_matrix_extensions.size());
       for (uint32_t j = 0; j < d.cooperative_matrix_extensions.size(); ++j) coop.Set(j, d.cooperative_matrix_extensions[j]);
       o.Set("cooperativeMatrixExtensions", coop);
