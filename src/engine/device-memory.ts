@@ -50,18 +50,21 @@ export type Admission = 'join' | 'wait' | 'never';
  * that does not fit, the device refuses it and only that sequence's call fails.)
  */
 export function admission(memory: DeviceMemory, batch: readonly BatchedCache[], boundBytes: number): Admission {
-  const caches = batch.reduce((sum, member) => sum + member.cacheBytes, 0);
-  const room = memory.budgetBytes - (memory.usedBytes - caches);
+  const room = roomForCaches(memory, batch);
   if (boundBytes > room) return 'never';
   const promised = batch.reduce((sum, member) => sum + member.boundBytes, 0);
   return promised + boundBytes <= room ? 'join' : 'wait';
 }
 
+/** The budget less what the buffers other than the batch's KV caches hold now. */
+function roomForCaches(memory: DeviceMemory, batch: readonly BatchedCache[]): number {
+  return memory.budgetBytes - (memory.usedBytes - batch.reduce((sum, member) => sum + member.cacheBytes, 0));
+}
+
 /** The error of a sequence that can never fit: the page fails with it and nothing else does. */
 export function doesNotFitError(device: string, memory: DeviceMemory, batch: readonly BatchedCache[], tokens: number, boundBytes: number): Error {
   const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-  const caches = batch.reduce((sum, member) => sum + member.cacheBytes, 0);
-  const room = memory.budgetBytes - (memory.usedBytes - caches);
+  const room = roomForCaches(memory, batch);
   return new Error(
     `out of device memory on ${device}: the KV cache of ${tokens} tokens needs up to ${mib(boundBytes)}, and the ` +
       `${mib(memory.budgetBytes)} budget leaves ${mib(room)} beside the weights and activations ` +
