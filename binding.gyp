@@ -90,7 +90,29 @@
         "native/src/kernels_dispatch.cc"
       ],
       "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
-      "libraries": ["-lpthread"]
+      "libraries": ["-lpthread"],
+      "conditions": [
+        ["vulkan_missing==''", {
+          "sources": [
+            "native/probes/gpu_ceilings.cc",
+            "native/vulkan/instance.cc",
+            "native/vulkan/device.cc",
+            "native/vulkan/buffers.cc",
+            "native/vulkan/pipelines.cc",
+            "native/vulkan/shader_ops.cc"
+          ],
+          "include_dirs": ["native/vulkan", "<(SHARED_INTERMEDIATE_DIR)/probes"],
+          "cflags_cc": ["-Wno-missing-field-initializers"],
+          "defines": ["SCRIPTORIUM_PROBES_VULKAN"],
+          "libraries": ["-ldl"],
+          "actions": [{
+            "action_name": "embed_probe_shaders",
+            "inputs": ["native/vulkan/embed-shaders.py", "<!@(ls native/vulkan/shaders/*)", "<!@(ls native/probes/shaders/*)"],
+            "outputs": ["<(SHARED_INTERMEDIATE_DIR)/probes/vulkan_shaders.h", "<(SHARED_INTERMEDIATE_DIR)/probes/gpu_probe_shaders.h"],
+            "action": ["bash", "-c", "python3 native/vulkan/embed-shaders.py <(SHARED_INTERMEDIATE_DIR)/probes/vulkan_shaders.h native/vulkan/shaders/*.comp && python3 native/vulkan/embed-shaders.py <(SHARED_INTERMEDIATE_DIR)/probes/gpu_probe_shaders.h native/probes/shaders/*.comp"]
+          }]
+        }]
+      ]
     }
   ]
 }

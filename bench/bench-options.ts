@@ -3,8 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { parseCommandLine } from '../src/cli/command-line.js';
+import { DEVICE_OPTION } from '../src/cli/device-option.js';
 import { choice, choices, flag, integer, text } from '../src/cli/options.js';
 import { HelpRequested } from '../src/cli/usage.js';
+import { DEVICE_CHOICES, type DeviceSpec } from '../src/engine/compute-device.js';
 import type { ModelSize } from '../src/model/synth/model-configs.js';
 import { PAGE_CASES, type PageCase } from './page-cases.js';
 
@@ -29,6 +31,8 @@ a table on stdout, JSON and an SVG plot in --out; progress on stderr.
   --decode-tokens N    tokens generated per page case (default 128)
   --batch-steps N      decode steps per batch size (default 32)
   --threads N          engine threads (default: every CPU)
+  --device D           where the decoder runs: ${DEVICE_CHOICES} (default cpu); on a GPU the
+                       device's ceilings are measured too and the decoder's figures are ratios to them
   --quick              one run, 16 decode tokens, --max-len 256, 8 batch steps, a shorter ceilings probe
                        (explicit options still win)`;
 
@@ -43,7 +47,10 @@ export interface BenchOptions {
   decodeTokens: number;
   batchSteps: number;
   threads: number;
+  device: DeviceSpec;
   ceilings: { bufferBytes: number; passes: number; seconds: number };
+  /** The GPU ceilings probe's settings (used with a GPU device). */
+  gpuCeilings: { bufferBytes: number; passes: number; matmulSide: number; seconds: number };
 }
 
 function defaultModelsDir(env: NodeJS.ProcessEnv): string {
@@ -63,6 +70,7 @@ const OPTIONS = {
   'decode-tokens': integer({ min: 2 }),
   'batch-steps': integer({ min: 1 }),
   threads: integer({ min: 1 }).default(os.availableParallelism()),
+  device: DEVICE_OPTION,
   quick: flag(),
 };
 
@@ -87,6 +95,14 @@ export function parseBenchArgs(args: string[], env: NodeJS.ProcessEnv): BenchOpt
     decodeTokens: values['decode-tokens'] ?? (quick ? 16 : 128),
     batchSteps: values['batch-steps'] ?? (quick ? 8 : 32),
     threads: values.threads,
+    device: values.device ?? { kind: 'cpu' },
     ceilings: quick ? { bufferBytes: 256 * 2 ** 20, passes: 3, seconds: 0.2 } : { bufferBytes: 2 ** 30, passes: 5, seconds: 0.5 },
+    // Tiny checks the harness, on software renderers too: products small enough for a CPU to run.
+    gpuCeilings:
+      values.size === 'tiny'
+        ? { bufferBytes: 64 * 2 ** 20, passes: 3, matmulSide: 256, seconds: 0.2 }
+        : quick
+          ? { bufferBytes: 256 * 2 ** 20, passes: 3, matmulSide: 1024, seconds: 0.2 }
+          : { bufferBytes: 2 ** 30, passes: 5, matmulSide: 2048, seconds: 0.5 },
   };
 }

@@ -2,12 +2,15 @@
 // its own (one model loaded once, every run of the job in it), so its peak resident memory is the
 // job's own. Answers carry raw per-run samples and the work counted from the dims; the parent
 // takes medians and ratios to the ceilings.
+import type { DeviceSpec } from '../src/engine/compute-device.js';
 import type { Variant } from '../src/engine/model-config.js';
 import type { Flops } from './work-counts.js';
 
 interface JobSettings {
   modelDir: string;
   threads: number;
+  /** Where the decoder runs. */
+  device: DeviceSpec;
   runs: number;
 }
 

@@ -33,15 +33,37 @@ export interface MachineCeilings {
   clockGhz: number;
 }
 
+/** Options of the GPU ceilings probe (native/probes/gpu_ceilings.h); defaults: gpu:0, 1 GiB, 5 passes, 2048, 0.5 s. */
+export interface GpuCeilingOptions {
+  device?: number;
+  /** Buffer of the read-bandwidth rounds (capped at what the device can bind). */
+  bufferBytes?: number;
+  passes?: number;
+  /** M = N = K of the timed matrix products. */
+  matmulSide?: number;
+  /** Wall time of each matrix-product measurement, in seconds. */
+  seconds?: number;
+}
+
+/** A Vulkan device's ceilings, measured by shaders. */
+export interface GpuCeilings {
+  device: string;
+  bufferBytes: number;
+  /** Read bandwidth of a streaming read shader, 1e9 bytes/s (best round). */
+  readGBps: number;
+  /** ShaderOps::matmul_bf16 on square products, per shader path the device runs. */
+  matmul: { path: string; gflops: number }[];
+}
+
 interface ProbesBinding {
   measureCeilings(options?: CeilingOptions): Promise<MachineCeilings>;
+  measureGpuCeilings(options?: GpuCeilingOptions): Promise<GpuCeilings>;
 }
 
 const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 let binding: ProbesBinding | undefined;
 
-/** Measures the ceilings on native threads; rejects options it cannot measure with (synchronously). */
-export function measureCeilings(options?: CeilingOptions): Promise<MachineCeilings> {
+function probes(): ProbesBinding {
   if (!binding) {
     const file = path.join(packageRoot, 'build/Release/scriptorium_probes.node');
     try {
@@ -50,5 +72,25 @@ export function measureCeilings(options?: CeilingOptions): Promise<MachineCeilin
       throw new Error(`the benchmark probes are not built (${file}): run \`npm run build:native\` (${(error as Error).message})`);
     }
   }
-  return binding.measureCeilings(options);
+  return binding;
+}
+
+/** Measures the ceilings on native threads; rejects options it cannot measure with (synchronously). */
+export function measureCeilings(options?: CeilingOptions): Promise<MachineCeilings> {
+  return probes().measureCeilings(options);
+}
+
+/** Measures a Vulkan device's ceilings off the event loop; rejects without the Vulkan backend. */
+export function measureGpuCeilings(options?: GpuCeilingOptions): Promise<GpuCeilings> {
+  return probes().measureGpuCeilings(options);
+}
+
+/**
+ * The ceilings the decoder's figures are compared with when it runs on a GPU: the device's read
+ * bandwidth, and its fastest matrix-product path for every product (the decoder's attention runs
+ * in f32 shaders on the device too). The CPU's remain for the vision encoders, which run there.
+ */
+export function gpuDecoderCeilings(cpu: MachineCeilings, gpu: GpuCeilings): MachineCeilings {
+  const matmul = Math.max(...gpu.matmul.map((m) => m.gflops));
+  return { ...cpu, readGBps: gpu.readGBps, gemmBf16Gflops: matmul, gemmF32Gflops: matmul };
 }

@@ -1,5 +1,5 @@
 // The benchmark's results as plain-text tables for stdout.
-import type { MachineCeilings } from './native-probes.js';
+import type { GpuCeilings, MachineCeilings } from './native-probes.js';
 import type { BatchSummary, ComputeFigure, LatencySummary, PageSummary } from './summary.js';
 
 /** Columns padded to their widest cell; the first column left-aligned, the others right-aligned. */
@@ -31,6 +31,19 @@ export function ceilingsText(c: MachineCeilings, bufferBytes: number, passes: nu
         [`memory read (${c.readSimd} loads, best of ${passes} passes over ${(bufferBytes / 2 ** 20).toFixed(0)} MiB)`, `${fixed(c.readGBps)} GB/s`, ''],
         ['gemm_f32 on L2-resident blocks', `${fixed(c.gemmF32Gflops)} GFLOP/s`, peak(c.peakF32Gflops)],
         ['gemm_bf16 on L2-resident blocks', `${fixed(c.gemmBf16Gflops)} GFLOP/s`, peak(c.peakBf16Gflops)],
+      ],
+    ),
+  ].join('\n');
+}
+
+export function gpuCeilingsText(c: GpuCeilings, passes: number, side: number): string {
+  return [
+    `GPU ceilings: ${c.device} (the decoder's prefill, decode, batch and latency figures below are ratios to these)`,
+    formatTable(
+      ['ceiling', 'measured'],
+      [
+        [`memory read (read shader, best of ${passes} rounds over ${(c.bufferBytes / 2 ** 20).toFixed(0)} MiB)`, `${fixed(c.readGBps)} GB/s`],
+        ...c.matmul.map((m) => [`matmul_bf16 ${m.path} path, ${side}×${side}×${side}`, `${fixed(m.gflops)} GFLOP/s`]),
       ],
     ),
   ].join('\n');

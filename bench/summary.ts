@@ -53,7 +53,8 @@ export interface PageSummary {
   peakRssBytes: number;
 }
 
-export function summarisePage(answer: PageAnswer, ceilings: MachineCeilings): PageSummary {
+/** `decoder`: the ceilings of where the decoder ran (the GPU's with --device gpu); the encoders use `ceilings`. */
+export function summarisePage(answer: PageAnswer, ceilings: MachineCeilings, decoder: MachineCeilings = ceilings): PageSummary {
   const spec = pageCase(answer.caseId);
   const summary: PageSummary = {
     id: spec.id,
@@ -78,7 +79,7 @@ export function summarisePage(answer: PageAnswer, ceilings: MachineCeilings): Pa
     };
   }
   if (answer.prefillMs.length > 0) {
-    const prefill = computeFigure(work.prefill, answer.prefillMs, ceilings);
+    const prefill = computeFigure(work.prefill, answer.prefillMs, decoder);
     summary.prefill = { ...prefill, tokensPerSecond: answer.promptTokens / (prefill.ms / 1000) };
     const steps = answer.decodeTokens - 1; // the first token comes from the prefill's logits
     const ms = median(answer.decodeMs);
@@ -87,7 +88,7 @@ export function summarisePage(answer: PageAnswer, ceilings: MachineCeilings): Pa
       ms,
       tokensPerSecond: steps / (ms / 1000),
       gbps: work.decodeBytes / 1e6 / ms,
-      efficiency: bandwidthEfficiency(work.decodeBytes, ms, ceilings.readGBps),
+      efficiency: bandwidthEfficiency(work.decodeBytes, ms, decoder.readGBps),
     };
   }
   return summary;

@@ -6,8 +6,8 @@ import { deviceLabel, parseDeviceSpec, resolveDevice, type GpuBackendReport, typ
 
 function device(index: number, name: string, type: GpuDeviceInfo['type']): GpuDeviceInfo {
   return {
-    index, name, type, apiVersion: '1.3.0', memoryBytes: 2 ** 34, subgroupSize: 32, sharedMemoryBytes: 49152,
-    computeQueue: true, shaderPaths: ['portable'], cooperativeMatrixExtensions: [],
+    index, name, type, apiVersion: '1.3.0', memoryBytes: 2 ** 34, memoryBudgetBytes: 0.9 * 2 ** 34, subgroupSize: 32, sharedMemoryBytes: 49152,
+    computeQueue: true, shaderPaths: ['portable'], matmulPath: 'portable', cooperativeMatrixExtensions: [],
   };
 }
 

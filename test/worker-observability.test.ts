@@ -112,6 +112,12 @@ describe('a running worker seen from outside', { skip: REDIS_SERVER_MISSING }, (
     }
   });
 
+  test('the metrics name the backend and device the engine runs on', async () => {
+    const backend = workers.engine.model.backend;
+    assert.match(backend, /^cpu-\w+$/);
+    assert.match(await scrape(), new RegExp(`^scriptorium_worker_info\\{backend="${backend}",variant="v3"\\} 1$`, 'm'));
+  });
+
   test('the metrics endpoint answers 404 elsewhere', async () => {
     const response = await fetch(`http://127.0.0.1:${new URL(metrics.url).port}/`);
     assert.equal(response.status, 404);

@@ -1,6 +1,7 @@
 // N-API face of the benchmark probes, an addon of its own (scriptorium_probes.node) so that the
 // production engine carries no measuring code: measureCeilings() runs the machine-ceiling probes of
-// ceilings.h on a pool of their own, off the event loop, and resolves a Promise.
+// ceilings.h on a pool of their own, off the event loop, and resolves a Promise; measureGpuCeilings()
+// those of gpu_ceilings.h on a Vulkan device, in builds with the Vulkan backend.
 #include <napi.h>
 
 #include <algorithm>
@@ -11,6 +12,9 @@
 
 #include "../src/thread_pool.h"
 #include "ceilings.h"
+#ifdef SCRIPTORIUM_PROBES_VULKAN
+#include "gpu_ceilings.h"
+#endif
 
 namespace scriptorium {
 namespace {
@@ -93,8 +97,86 @@ Napi::Value MeasureCeilings(const Napi::CallbackInfo& info) {
   return promise;
 }
 
+#ifdef SCRIPTORIUM_PROBES_VULKAN
+// Measures a Vulkan device's ceilings on a libuv worker thread.
+class GpuCeilingsWorker : public Napi::AsyncWorker {
+ public:
+  GpuCeilingsWorker(Napi::Env env, GpuCeilingOptions options)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), options_(options) {}
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      ceilings_ = measure_gpu_ceilings(options_);
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("device", ceilings_.device);
+    out.Set("bufferBytes", static_cast<double>(ceilings_.buffer_bytes));
+    out.Set("readGBps", ceilings_.read_gbps);
+    Napi::Array matmul = Napi::Array::New(env, ceilings_.matmul.size());
+    for (uint32_t i = 0; i < ceilings_.matmul.size(); ++i) {
+      Napi::Object path = Napi::Object::New(env);
+      path.Set("path", ceilings_.matmul[i].path);
+      path.Set("gflops", ceilings_.matmul[i].gflops);
+      matmul.Set(i, path);
+    }
+    out.Set("matmul", matmul);
+    deferred_.Resolve(out);
+  }
+
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  GpuCeilingOptions options_;
+  GpuCeilings ceilings_;
+};
+#endif
+
+// measureGpuCeilings({device?, bufferBytes?, passes?, matmulSide?, seconds?}) -> Promise<ceilings>
+// (see gpu_ceilings.h); rejects in builds without the Vulkan backend.
+Napi::Value MeasureGpuCeilings(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+#ifdef SCRIPTORIUM_PROBES_VULKAN
+  const Napi::Object o = info.Length() > 0 && info[0].IsObject() ? info[0].As<Napi::Object>() : Napi::Object::New(env);
+  auto number = [&](const char* key, double fallback) {
+    const Napi::Value v = o.Get(key);
+    if (v.IsUndefined()) return fallback;
+    if (!v.IsNumber()) throw Napi::TypeError::New(env, std::string("measureGpuCeilings: ") + key + " must be a number");
+    return v.As<Napi::Number>().DoubleValue();
+  };
+  GpuCeilingOptions options;
+  options.device = static_cast<int>(number("device", options.device));
+  options.buffer_bytes = static_cast<int64_t>(number("bufferBytes", static_cast<double>(options.buffer_bytes)));
+  options.passes = static_cast<int>(number("passes", options.passes));
+  options.matmul_side = static_cast<int>(number("matmulSide", options.matmul_side));
+  options.seconds = number("seconds", options.seconds);
+  try {
+    options.validate();
+  } catch (const std::exception& e) {
+    throw Napi::RangeError::New(env, std::string("measureGpuCeilings: ") + e.what());
+  }
+  auto* worker = new GpuCeilingsWorker(env, options);
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+#else
+  Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
+  deferred.Reject(Napi::Error::New(env, "the probes were built without the Vulkan backend (Debian: libvulkan-dev glslc)").Value());
+  return deferred.Promise();
+#endif
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("measureCeilings", Napi::Function::New(env, MeasureCeilings, "measureCeilings"));
+  exports.Set("measureGpuCeilings", Napi::Function::New(env, MeasureGpuCeilings, "measureGpuCeilings"));
   return exports;
 }
 

@@ -19,6 +19,8 @@ Buffer::Buffer(Device& device, size_t bytes, bool host_visible) : device_(device
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = requirements.size;
   try {
+    device.reserve_memory(requirements.size);
+    reserved_ = requirements.size;
     alloc.memoryTypeIndex =
         host_visible ? device.memory_type(requirements.memoryTypeBits,
                                           VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
@@ -26,13 +28,14 @@ Buffer::Buffer(Device& device, size_t bytes, bool host_visible) : device_(device
                      : device.memory_type(requirements.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
     const VkResult result = vk.vkAllocateMemory(device.handle(), &alloc, nullptr, &memory_);
     if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY)
-      throw VulkanError("out of memory on " + device.info().name + ": could not allocate " +
-                        std::to_string(bytes_ >> 20) + " MiB");
+      throw DeviceMemoryError("out of device memory on " + device.info().name + ": the driver could not allocate " +
+                              std::to_string(bytes_ >> 20) + " MiB");
     check(result, "vkAllocateMemory");
     check(vk.vkBindBufferMemory(device.handle(), buffer_, memory_, 0), "vkBindBufferMemory");
     if (host_visible) check(vk.vkMapMemory(device.handle(), memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
   } catch (...) {
     if (memory_) vk.vkFreeMemory(device.handle(), memory_, nullptr);
+    device.release_memory(reserved_);
     vk.vkDestroyBuffer(device.handle(), buffer_, nullptr);
     throw;
   }
@@ -43,6 +46,7 @@ Buffer::~Buffer() {
   if (mapped_) vk.vkUnmapMemory(device_.handle(), memory_);
   vk.vkDestroyBuffer(device_.handle(), buffer_, nullptr);
   vk.vkFreeMemory(device_.handle(), memory_, nullptr);
+  device_.release_memory(reserved_);
 }
 
 Transfer::Transfer(Device& device) : device_(device), staging_(device, kStagingBytes, true) {

@@ -12,7 +12,8 @@ namespace scriptorium::vk {
 class Buffer {
  public:
   // A storage buffer of `bytes` (rounded up to 4) in device-local memory, usable as a copy source
-  // and destination; throws VulkanError (out of device memory included) when it cannot be made.
+  // and destination; throws DeviceMemoryError when it does not fit the device's memory budget or
+  // the driver is out of memory, VulkanError when it cannot be made otherwise.
   Buffer(Device& device, size_t bytes);
   ~Buffer();
   Buffer(const Buffer&) = delete;
@@ -29,6 +30,7 @@ class Buffer {
   size_t bytes_;
   VkBuffer buffer_ = VK_NULL_HANDLE;
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  uint64_t reserved_ = 0;  // bytes counted against the device's memory budget
   void* mapped_ = nullptr;  // host-visible buffers only
 };
 

@@ -187,8 +187,19 @@ void GpuDecoder::forward(std::vector<ForwardEntry>& entries, const std::vector<G
     run_forward(entries, caches, logits, best);
   } catch (...) {
     batch_.discard();  // commands recorded before the failure must not run with the next call
+    release_scratch();  // a call that failed (out of device memory, say) keeps none of what it grew
+    for (GpuKvCache* cache : caches)
+      if (cache->length_ == 0) cache->prefix_ = -1;  // not prefilled after all: the next call is its prefill
     throw;
   }
+}
+
+void GpuDecoder::release_scratch() {
+  for (std::unique_ptr<Buffer>* buffer :
+       {&x_, &norm_, &q_, &k_, &v_, &attn_, &proj_, &gate_, &up_, &out_, &expert_in_, &router_logits_, &topk_ids_,
+        &topk_weights_, &ids_, &positions_, &rowinfo_, &embeds_, &expert_rows_, &expert_weights_, &last_index_, &last_,
+        &logits_, &best_, &bans_, &banned_})
+    buffer->reset();
 }
 
 void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits,

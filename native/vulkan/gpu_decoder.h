@@ -68,6 +68,7 @@ class GpuDecoder {
   void mlp(const Mlp& m, Operand in, uint32_t rows);  // out_ = MLP(in rows); gate_/up_ as scratch
   void feed_forward(const Layer& layer, uint32_t rows);
   Buffer& scratch(std::unique_ptr<Buffer>& buffer, uint64_t bytes);
+  void release_scratch();  // frees every activation buffer; the next call makes them again
   template <typename T>
   Buffer& upload(std::unique_ptr<Buffer>& buffer, const std::vector<T>& host);
 

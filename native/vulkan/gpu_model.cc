@@ -153,7 +153,8 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
                        {InstanceMethod<&GpuModelWrap::CreateSequence>("createSequence"),
                         InstanceMethod<&GpuModelWrap::Forward>("forward"),
                         InstanceAccessor<&GpuModelWrap::DeviceName>("deviceName"),
-                        InstanceAccessor<&GpuModelWrap::WeightBytes>("weightBytes")},
+                        InstanceAccessor<&GpuModelWrap::WeightBytes>("weightBytes"),
+                        InstanceAccessor<&GpuModelWrap::Memory>("memory")},
                        classes);
   }
 
@@ -204,6 +205,14 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
   Napi::Value DeviceName(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), engine_->device->info().name); }
   Napi::Value WeightBytes(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), static_cast<double>(engine_->decoder->weight_bytes()));
+  }
+
+  // {budgetBytes, usedBytes}: the device memory budget and what this model's buffers hold of it now.
+  Napi::Value Memory(const Napi::CallbackInfo& info) {
+    Napi::Object out = Napi::Object::New(info.Env());
+    out.Set("budgetBytes", static_cast<double>(engine_->device->memory_budget()));
+    out.Set("usedBytes", static_cast<double>(engine_->device->memory_used()));
+    return out;
   }
 
   GpuClasses* classes_ = nullptr;

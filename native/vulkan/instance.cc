@@ -61,6 +61,8 @@ Instance::Instance() {
   }
   SCRIPTORIUM_VK_FUNCTIONS(SCRIPTORIUM_VK_LOAD)
 #undef SCRIPTORIUM_VK_LOAD
+  vkGetPhysicalDeviceCooperativeMatrixPropertiesNV = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      get_instance_proc(instance_, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
 }
 
 Instance::~Instance() {

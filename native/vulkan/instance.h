@@ -13,7 +13,7 @@ namespace scriptorium::vk {
 // Entry points this backend calls, all resolved through vkGetInstanceProcAddr.
 #define SCRIPTORIUM_VK_FUNCTIONS(X)                                                                 \
   X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)               \
-  X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceMemoryProperties)                          \
+  X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2) X(vkGetPhysicalDeviceMemoryProperties) \
   X(vkGetPhysicalDeviceQueueFamilyProperties) X(vkEnumerateDeviceExtensionProperties)                \
   X(vkCreateDevice) X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer)      \
   X(vkGetBufferMemoryRequirements) X(vkAllocateMemory) X(vkFreeMemory) X(vkBindBufferMemory)         \
@@ -49,6 +49,8 @@ class Instance {
 #define SCRIPTORIUM_VK_MEMBER(name) PFN_##name name = nullptr;
   SCRIPTORIUM_VK_FUNCTIONS(SCRIPTORIUM_VK_MEMBER)
 #undef SCRIPTORIUM_VK_MEMBER
+  // Null unless a driver offers VK_NV_cooperative_matrix.
+  PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV vkGetPhysicalDeviceCooperativeMatrixPropertiesNV = nullptr;
 
  private:
   void* library_ = nullptr;

@@ -37,7 +37,15 @@ uint32_t u32(uint64_t v) { return static_cast<uint32_t>(v); }
 
 }  // namespace
 
-ShaderOps::ShaderOps(Device& device) : device_(device) {
+ShaderOps::ShaderOps(Device& device, const std::string& matmul_path)
+    : device_(device), matmul_path_(matmul_path.empty() ? device.info().matmul_path : matmul_path) {
+  if (matmul_path_ == kCooperativeMatrixPath) {
+    if (device.info().matmul_path != kCooperativeMatrixPath)
+      throw VulkanError(device.info().name + " cannot run the cooperative-matrix path");
+    matmul_coopmat_ = std::make_unique<Pipeline>(device, spirv::matmul_bf16_coopmat, 3, 8 * 4);
+  } else if (matmul_path_ != kPortablePath) {
+    throw VulkanError("no matrix-product shader path \"" + matmul_path_ + "\"");
+  }
   matmul_bf16_ = std::make_unique<Pipeline>(device, spirv::matmul_bf16, 3, 8 * 4);
   matvec_bf16_ = std::make_unique<Pipeline>(device, spirv::matvec_bf16, 3, 8 * 4);
   rmsnorm_ = std::make_unique<Pipeline>(device, spirv::rmsnorm, 3, 7 * 4);
@@ -66,9 +74,10 @@ void ShaderOps::matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operan
     batch.dispatch(*matvec_bf16_, {X.buffer, W.buffer, Y.buffer}, push, (N + 63) / 64, M);
     return;
   }
-  const uint32_t gx = (N + 31) / 32, gy = (M + 31) / 32;
+  const uint32_t tile = matmul_coopmat_ ? 64 : 32;  // output tile side of the shader
+  const uint32_t gx = (N + tile - 1) / tile, gy = (M + tile - 1) / tile;
   if (gy > kMaxGroups) throw std::invalid_argument("matmul_bf16: too many rows for one dispatch");
-  batch.dispatch(*matmul_bf16_, {X.buffer, W.buffer, Y.buffer}, push, gx, gy);
+  batch.dispatch(matmul_coopmat_ ? *matmul_coopmat_ : *matmul_bf16_, {X.buffer, W.buffer, Y.buffer}, push, gx, gy);
 }
 
 void ShaderOps::rmsnorm(CommandBatch& batch, Operand x, uint32_t ldx, Operand w, Operand y, uint32_t ldy,

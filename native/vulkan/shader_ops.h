@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "buffers.h"
@@ -21,13 +22,18 @@ class ShaderOps {
  public:
   static constexpr uint32_t kMaxHeadDim = 256, kMaxExperts = 256;
 
-  explicit ShaderOps(Device& device);
+  // matmul_path: kPortablePath or kCooperativeMatrixPath (only where the device chose it); "" takes
+  // the device's choice (DeviceInfo::matmul_path).
+  explicit ShaderOps(Device& device, const std::string& matmul_path = "");
   ~ShaderOps();
 
   static constexpr uint32_t kMatvecRows = 8;  // up to here matmul_bf16 takes the matrix-vector shader
 
+  const std::string& matmul_path() const { return matmul_path_; }
+
   /* Y[M,N] = X[M,K] @ W[N,K]^T; X f32 (row stride ldx), W bf16 (row stride K), Y f32 (row stride ldy).
-     M <= kMatvecRows: matvec_bf16.comp (W streamed once); larger M: the tiled matmul_bf16.comp */
+     M <= kMatvecRows: matvec_bf16.comp (W streamed once); larger M: the tiled matmul_bf16.comp, or
+     matmul_bf16_coopmat.comp on the cooperative-matrix path */
   void matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy, uint32_t M,
                    uint32_t N, uint32_t K);
   /* y[r,i] = x[r,i] * rsqrt(mean(x[r]^2) + eps) * w[i]; x, y f32 [rows, n] (strides ldx, ldy), w bf16 [n] */
@@ -65,6 +71,8 @@ class ShaderOps {
 
  private:
   Device& device_;
+  std::string matmul_path_;
+  std::unique_ptr<Pipeline> matmul_coopmat_;  // on the cooperative-matrix path only
   std::unique_ptr<Pipeline> matmul_bf16_, matvec_bf16_, rmsnorm_, rope_, attention_, swiglu_, axpy_, embed_, router_topk_, argmax_, gather_rows_,
       scatter_add_rows_;
 };

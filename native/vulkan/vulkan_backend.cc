@@ -42,12 +42,14 @@ class ListDevicesWorker : public Napi::AsyncWorker {
       o.Set("type", d.type);
       o.Set("apiVersion", d.api_version);
       o.Set("memoryBytes", static_cast<double>(d.device_local_bytes));
+      o.Set("memoryBudgetBytes", static_cast<double>(d.memory_budget_bytes));
       o.Set("subgroupSize", d.subgroup_size);
       o.Set("sharedMemoryBytes", d.max_shared_bytes);
       o.Set("computeQueue", d.has_compute_queue);
       Napi::Array paths = Napi::Array::New(env, d.shader_paths.size());
       for (uint32_t j = 0; j < d.shader_paths.size(); ++j) paths.Set(j, d.shader_paths[j]);
       o.Set("shaderPaths", paths);
+      o.Set("matmulPath", d.matmul_path);
       Napi::Array coop = Napi::Array::New(env, d.cooperative_matrix_extensions.size());
       for (uint32_t j = 0; j < d.cooperative_matrix_extensions.size(); ++j) coop.Set(j, d.cooperative_matrix_extensions[j]);
       o.Set("cooperativeMatrixExtensions", coop);

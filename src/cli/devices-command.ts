@@ -15,8 +15,8 @@ function gib(bytes: number): string {
 function describe(d: GpuDeviceInfo): string {
   const coop = d.cooperativeMatrixExtensions.length > 0 ? d.cooperativeMatrixExtensions.join(', ') : 'none';
   return (
-    `gpu:${d.index}  ${d.name}  (${d.type}, Vulkan ${d.apiVersion}, ${gib(d.memoryBytes)}, subgroup ${d.subgroupSize})\n` +
-    `        shader paths: ${d.shaderPaths.join(', ') || 'none (no compute queue)'}; cooperative matrix: ${coop}`
+    `gpu:${d.index}  ${d.name}  (${d.type}, Vulkan ${d.apiVersion}, ${gib(d.memoryBytes)}, budget ${gib(d.memoryBudgetBytes)}, subgroup ${d.subgroupSize})\n` +
+    `        shader paths: ${d.shaderPaths.join(', ') || 'none (no compute queue)'}${d.matmulPath ? ` (matrix products: ${d.matmulPath})` : ''}; cooperative matrix: ${coop}`
   );
 }
 

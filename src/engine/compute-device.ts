@@ -12,11 +12,15 @@ export interface GpuDeviceInfo {
   apiVersion: string;
   /** The largest device-local memory heap, in bytes. */
   memoryBytes: number;
+  /** What a model may allocate on it: 90% of memoryBytes, or less under SCRIPTORIUM_GPU_MEMORY_MB (device-memory.ts). */
+  memoryBudgetBytes: number;
   subgroupSize: number;
   sharedMemoryBytes: number;
   computeQueue: boolean;
-  /** Matrix-product shader paths this build runs on the device ('portable' wherever there is a compute queue). */
+  /** Matrix-product shader paths this build runs on the device ('portable' wherever there is a compute queue, 'cooperative-matrix' where the device offers VK_NV_cooperative_matrix with what its shader needs). */
   shaderPaths: string[];
+  /** The path the engine's matrix products take there ('' without a compute queue). */
+  matmulPath: string;
   /** VK_KHR_cooperative_matrix / VK_NV_cooperative_matrix when the device offers them. */
   cooperativeMatrixExtensions: string[];
 }

@@ -2,6 +2,7 @@
 // advances by one token per forward call, so concurrent requests share each pass over the weights;
 // a new request joins between steps (its prefill rides in the same forward call) and a finished
 // one leaves at once.
+import { admission, doesNotFitError, kvCacheBoundBytes } from './device-memory.js';
 import {
   applyRepetitionPenalty,
   argmax,
@@ -171,7 +172,13 @@ export class ContinuousBatch {
         for (const member of this.#waiting.filter((m) => m.signal?.aborted)) this.#leave(member, member.signal!.reason);
         for (const member of this.#members.filter((m) => m.signal?.aborted)) this.#leave(member, member.signal!.reason);
         while (this.#members.length < this.#maxSequences && this.#waiting.length > 0) {
+          const room = this.#deviceRoom(this.#waiting[0]);
+          if (room === 'wait') break; // the first in line joins first once there is room
           const member = this.#waiting.shift()!;
+          if (room instanceof Error) {
+            this.#leave(member, room);
+            continue;
+          }
           member.sequence = this.#model.createSequence();
           this.#members.push(member);
         }
@@ -184,6 +191,21 @@ export class ContinuousBatch {
     } finally {
       this.#running = false;
     }
+  }
+
+  /**
+   * On a GPU, whether the member's KV cache fits the device memory budget beside the batch's (see
+   * device-memory.ts): 'join', 'wait', or the error it fails with when it can never fit.
+   */
+  #deviceRoom(member: Member): 'join' | 'wait' | Error {
+    const memory = this.#model.deviceMemory;
+    if (!memory) return 'join';
+    const dims = this.#model.config.decoder;
+    const bound = (m: Member) => kvCacheBoundBytes(dims, m.request.promptIds.length, m.limit);
+    const batch = this.#members.map((m) => ({ boundBytes: bound(m), cacheBytes: m.sequence!.cacheBytes }));
+    const room = admission(memory, batch, bound(member));
+    if (room !== 'never') return room;
+    return doesNotFitError(this.#model.backend, memory, batch, member.request.promptIds.length + member.limit, bound(member));
   }
 
   /** One forward call for `members`. When it fails, each member is retried alone so a bad one fails by itself. */

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 import { deviceLabel, resolveDevice, type DeviceSpec, type GpuBackendReport, type ResolvedDevice } from './compute-device.js';
 import { cpuLimit } from './cpu-limit.js';
+import type { DeviceMemory } from './device-memory.js';
 import { loadModelConfig, type ModelConfig, type Variant } from './model-config.js';
 import { parseVisionDims, type VisionDims } from './vision-config.js';
 
@@ -95,6 +96,7 @@ interface NativeGpuModelHandle {
   forward(batch: ForwardInput[]): Promise<{ best: Int32Array; logits: Float32Array }>;
   readonly deviceName: string;
   readonly weightBytes: number;
+  readonly memory: DeviceMemory;
 }
 
 interface NativeBinding {
@@ -176,6 +178,11 @@ export class NativeModel {
   /** Bytes of the mapped checkpoint (CPU), or of the decoder weights on the device (GPU). */
   get weightBytes(): number {
     return this.gpu ? this.gpu.weightBytes : this.handle.weightBytes;
+  }
+
+  /** A GPU model's device memory budget and what its buffers hold of it now; null on the CPU. */
+  get deviceMemory(): DeviceMemory | null {
+    return this.gpu ? this.gpu.memory : null;
   }
 
   /** Bytes of the BF16 copies made of F16 / F32 weights at load: memory on top of the mapped files. */

@@ -17,7 +17,7 @@ const TTL_IN_HEARTBEATS = 3;
 export interface LiveWorker {
   host: string;
   pid: number;
-  /** The kernel set, as in page results: 'cpu-avx2'. */
+  /** The backend and device, as in page results: 'cpu-avx2', 'vulkan:NVIDIA H200'. */
   backend: string;
   threads: number;
   variant: string;

@@ -18,6 +18,7 @@ import { startDocumentWorker } from './document-worker.js';
 import { PagePipeline } from './page-pipeline.js';
 import { startPageWorker, type PageWorkerOptions } from './page-worker.js';
 import { WorkerActivity } from './worker-activity.js';
+import { workerMetrics } from './worker-metrics.js';
 
 /** Exit status of a worker process whose engine hung: its supervisor should start a fresh one. */
 export const EXIT_ENGINE_HUNG = 70;
@@ -67,6 +68,8 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
   redis.on('error', (error) => logger.debug({ err: error }, 'worker status connection: Redis error'));
   const activity = new WorkerActivity(redis, logger);
   const host = os.hostname();
+  const engineLabels = { backend: engine.model.backend, variant: engine.variant };
+  workerMetrics().workerInfo.set(engineLabels, 1);
   const pipeline = new PagePipeline({
     engine,
     storage,
@@ -142,6 +145,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
       await Promise.all([pages.close(), documents.close()]);
       await heartbeat.stop().catch((error: unknown) => logger.warn({ err: error }, 'could not remove the live-worker entry; it expires on its own'));
       redis.disconnect();
+      workerMetrics().workerInfo.remove(engineLabels);
       await flushTraces();
     })();
     return closing;

@@ -20,6 +20,8 @@ export interface WorkerMetrics {
   generatedTokens: Counter;
   decodeSeconds: Counter;
   decodeTokensPerSecond: Gauge;
+  /** 1 for the engine this process runs, labelled as page results and the live-worker registry name it. */
+  workerInfo: Gauge<'backend' | 'variant'>;
 }
 
 /** Stage times run from milliseconds (postprocess) to many minutes (decode of a long page on a CPU). */
@@ -56,6 +58,11 @@ export function workerMetrics(): WorkerMetrics {
       help: 'Wall time of decode steps (a step shared by a batch counts once): tokens_total / decode_seconds_total is tokens per second while decoding',
     }),
     decodeTokensPerSecond: new Gauge({ name: 'scriptorium_decode_tokens_per_second', help: 'Generated tokens per second of the latest batched decode' }),
+    workerInfo: new Gauge({
+      name: 'scriptorium_worker_info',
+      help: 'The engine of this process (value 1): backend and device as in page results (vulkan:<device name> or cpu-<kernel set>), and the variant',
+      labelNames: ['backend', 'variant'],
+    }),
   };
   return metrics;
 }

@@ -1,0 +1,73 @@
+// Which sequences fit a GPU's memory budget together. The native device counts every buffer against
+// its budget and refuses one that does not fit, failing only the forward call that needed it; this
+// plan keeps the continuous batch below the budget, so that a page waits for room rather than fail,
+// and a page that can never fit fails at once with the numbers.
+import type { DecoderDims } from './model-config.js';
+
+/** A GPU model's device memory: its budget, and what its buffers (weights, activations, KV caches) hold now. */
+export interface DeviceMemory {
+  budgetBytes: number;
+  usedBytes: number;
+}
+
+/** The environment variable that caps the budget, in MiB (native/vulkan/device.h). */
+export const GPU_MEMORY_CAP_VARIABLE = 'SCRIPTORIUM_GPU_MEMORY_MB';
+
+/** Slots the growth of a KV cache adds at least (as the native caches grow: 256 slots, or half again). */
+const CACHE_GROWTH_SLOTS = 256;
+
+/** Bytes of one KV cache slot: the f32 key and value rows of every layer. */
+export function kvSlotBytes(dims: DecoderDims): number {
+  return 2 * dims.layers * dims.kvHeads * dims.headDim * 4;
+}
+
+/**
+ * The most bytes the KV cache of a sequence of `promptTokens` plus `newTokens` can reach on the device.
+ * It stores at most promptTokens + newTokens slots (max_position_embeddings at most; with R-SWA the
+ * prompt plus the window); growing by 256 slots or half again, its capacity stays within
+ * max(slots + 256, 1.5 × slots), and within that same limit.
+ */
+export function kvCacheBoundBytes(dims: DecoderDims, promptTokens: number, newTokens: number): number {
+  let limit = dims.maxPositions;
+  if (dims.slidingWindow > 0) limit = Math.min(limit, promptTokens + dims.slidingWindow);
+  const slots = Math.min(promptTokens + newTokens, limit);
+  return Math.min(limit, Math.max(slots + CACHE_GROWTH_SLOTS, Math.ceil(1.5 * slots))) * kvSlotBytes(dims);
+}
+
+/** A sequence in the batch: the bound of its cache, and the bytes its cache holds now. */
+export interface BatchedCache {
+  boundBytes: number;
+  cacheBytes: number;
+}
+
+/** join: it fits beside the batch; wait: it fits once others leave; never: it does not fit even alone. */
+export type Admission = 'join' | 'wait' | 'never';
+
+/**
+ * The admission rule. Of the budget, the buffers other than KV caches (weights, activations, staging)
+ * take what they hold now; a sequence joins when its cache's bound and those of the caches in the
+ * batch fit in the rest. (A longer prompt than any before may still need more activation memory: if
+ * that does not fit, the device refuses it and only that sequence's call fails.)
+ */
+export function admission(memory: DeviceMemory, batch: readonly BatchedCache[], boundBytes: number): Admission {
+  const room = roomForCaches(memory, batch);
+  if (boundBytes > room) return 'never';
+  const promised = batch.reduce((sum, member) => sum + member.boundBytes, 0);
+  return promised + boundBytes <= room ? 'join' : 'wait';
+}
+
+/** The budget less what the buffers other than the batch's KV caches hold now. */
+function roomForCaches(memory: DeviceMemory, batch: readonly BatchedCache[]): number {
+  return memory.budgetBytes - (memory.usedBytes - batch.reduce((sum, member) => sum + member.cacheBytes, 0));
+}
+
+/** The error of a sequence that can never fit: the page fails with it and nothing else does. */
+export function doesNotFitError(device: string, memory: DeviceMemory, batch: readonly BatchedCache[], tokens: number, boundBytes: number): Error {
+  const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+  const room = roomForCaches(memory, batch);
+  return new Error(
+    `out of device memory on ${device}: the KV cache of ${tokens} tokens needs up to ${mib(boundBytes)}, and the ` +
+      `${mib(memory.budgetBytes)} budget leaves ${mib(room)} beside the weights and activations ` +
+      `(${GPU_MEMORY_CAP_VARIABLE} caps the budget; 90% of the device's memory without it)`,
+  );
+}
