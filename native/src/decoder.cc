@@ -77,37 +77,15 @@ void KvCache::reserve_rows(int64_t rows) {
 Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool)
     : dims_(dims), pool_(pool), kernels_(active_kernels()) {
   dims_.validate();
-  const int64_t H = dims_.hidden, QW = dims_.heads * dims_.head_dim, KW = dims_.kv_heads * dims_.head_dim;
-  auto bf16 = [&](const std::string& name, std::vector<int64_t> shape) {
+  auto bf16 = [&](const std::string& name, const std::vector<int64_t>& shape) {
     return reinterpret_cast<const bf16_t*>(checkpoint.get(name, shape).data);
   };
-  auto expert = [&](const std::string& prefix, int64_t width) {
-    return Expert{bf16(prefix + "gate_proj.weight", {width, H}), bf16(prefix + "up_proj.weight", {width, H}),
-                  bf16(prefix + "down_proj.weight", {H, width})};
-  };
-  embed_ = bf16("model.embed_tokens.weight", {dims_.vocab, H});
-  layers_.resize(dims_.layers);
-  for (int64_t l = 0; l < dims_.layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    Layer& layer = layers_[l];
-    layer.input_norm = bf16(p + "input_layernorm.weight", {H});
-    layer.post_norm = bf16(p + "post_attention_layernorm.weight", {H});
-    layer.wq = bf16(p + "self_attn.q_proj.weight", {QW, H});
-    layer.wk = bf16(p + "self_attn.k_proj.weight", {KW, H});
-    layer.wv = bf16(p + "self_attn.v_proj.weight", {KW, H});
-    layer.wo = bf16(p + "self_attn.o_proj.weight", {H, QW});
-    layer.moe = dims_.is_moe_layer(l);
-    if (!layer.moe) {
-      layer.dense = expert(p + "mlp.", dims_.intermediate);
-      continue;
-    }
-    layer.router = checkpoint.f32(p + "mlp.gate.weight", {dims_.n_routed, H});
-    for (int64_t e = 0; e < dims_.n_routed; ++e)
-      layer.experts.push_back(expert(p + "mlp.experts." + std::to_string(e) + ".", dims_.moe_intermediate));
-    if (dims_.n_shared > 0) layer.shared = expert(p + "mlp.shared_experts.", dims_.n_shared * dims_.moe_intermediate);
-  }
-  final_norm_ = bf16("model.norm.weight", {H});
-  lm_head_ = bf16("lm_head.weight", {dims_.vocab, H});
+  auto f32 = [&](const std::string& name, const std::vector<int64_t>& shape) { return checkpoint.f32(name, shape); };
+  auto weights = load_decoder_weights<const bf16_t*, std::vector<float>>(dims_, bf16, f32);
+  embed_ = weights.embed;
+  final_norm_ = weights.final_norm;
+  lm_head_ = weights.lm_head;
+  layers_ = std::move(weights.layers);
 }
 
 void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t* best) {

@@ -11,28 +11,14 @@
 #include <vector>
 
 #include "attention.h"
+#include "decoder_dims.h"
+#include "decoder_weights.h"
 #include "kernels.h"
 #include "ops.h"
 #include "safetensors.h"
 #include "thread_pool.h"
 
 namespace scriptorium {
-
-struct DecoderDims {
-  int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
-  int64_t intermediate = 0;      // dense FFN width (layers < first_k_dense)
-  int64_t moe_intermediate = 0;  // width of one routed expert
-  int64_t n_routed = 0, top_k = 0, n_shared = 0, first_k_dense = 0, moe_layer_freq = 1;
-  int64_t vocab = 0, max_positions = 0;
-  float rms_eps = 1e-6f, rope_theta = 10000.f, routed_scaling = 1.f;
-  bool norm_topk = false;
-  int64_t sliding_window = 0;  // 0: full causal attention (V1/V2); W > 0: R-SWA window (V3)
-
-  bool is_moe_layer(int64_t layer) const {
-    return n_routed > 0 && layer >= first_k_dense && layer % moe_layer_freq == 0;
-  }
-  void validate() const;  // throws std::invalid_argument on inconsistent dimensions
-};
 
 // Keys and values of one sequence, per layer, rows of kv_heads*head_dim floats with RoPE already
 // applied. Slots [0, prefix) hold the first forward call's tokens; with a sliding window W, the
@@ -90,17 +76,9 @@ class Decoder {
   void forward(std::vector<ForwardEntry>& entries, float* logits, int32_t* best);
 
  private:
-  struct Expert {
-    const bf16_t *gate = nullptr, *up = nullptr, *down = nullptr;
-  };
-  struct Layer {
-    const bf16_t *input_norm, *post_norm, *wq, *wk, *wv, *wo;
-    Expert dense;                 // layers without experts
-    std::vector<float> router;    // [n_routed, hidden] in F32 (router math runs in F32)
-    std::vector<Expert> experts;  // [n_routed]
-    Expert shared;                // n_shared experts fused into one MLP
-    bool moe = false;
-  };
+  using Expert = MlpWeights<const bf16_t*>;
+  // BF16 weights in place; the router [n_routed, hidden] in F32 (router math runs in F32).
+  using Layer = LayerWeights<const bf16_t*, std::vector<float>>;
 
   void attention(int64_t layer, std::vector<ForwardEntry>& entries, int64_t rows);
   void head(std::vector<ForwardEntry>& entries, float* logits, int32_t* best);

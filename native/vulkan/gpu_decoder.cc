@@ -51,35 +51,14 @@ GpuDecoder::GpuDecoder(Device& device, const Checkpoint& checkpoint, const Decod
   dims_.validate();
   if (dims_.head_dim > ShaderOps::kMaxHeadDim) throw VulkanError("the GPU backend supports head_dim up to 256");
   if (dims_.n_routed > ShaderOps::kMaxExperts) throw VulkanError("the GPU backend supports up to 256 routed experts");
-  const int64_t H = dims_.hidden, QW = dims_.heads * dims_.head_dim, KW = dims_.kv_heads * dims_.head_dim;
-  auto bf16 = [&](const std::string& name, std::vector<int64_t> shape) { return weights_.upload_bf16(checkpoint.get(name, shape)); };
-  auto mlp = [&](const std::string& prefix, int64_t width) {
-    return Mlp{bf16(prefix + "gate_proj.weight", {width, H}), bf16(prefix + "up_proj.weight", {width, H}),
-               bf16(prefix + "down_proj.weight", {H, width}), width};
+  auto bf16 = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    return weights_.upload_bf16(checkpoint.get(name, shape));
   };
-  embed_ = bf16("model.embed_tokens.weight", {dims_.vocab, H});
-  layers_.resize(dims_.layers);
-  for (int64_t l = 0; l < dims_.layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    Layer& layer = layers_[l];
-    layer.input_norm = bf16(p + "input_layernorm.weight", {H});
-    layer.post_norm = bf16(p + "post_attention_layernorm.weight", {H});
-    layer.wq = bf16(p + "self_attn.q_proj.weight", {QW, H});
-    layer.wk = bf16(p + "self_attn.k_proj.weight", {KW, H});
-    layer.wv = bf16(p + "self_attn.v_proj.weight", {KW, H});
-    layer.wo = bf16(p + "self_attn.o_proj.weight", {H, QW});
-    layer.moe = dims_.is_moe_layer(l);
-    if (!layer.moe) {
-      layer.dense = mlp(p + "mlp.", dims_.intermediate);
-      continue;
-    }
-    layer.router = bf16(p + "mlp.gate.weight", {dims_.n_routed, H});
-    for (int64_t e = 0; e < dims_.n_routed; ++e)
-      layer.experts.push_back(mlp(p + "mlp.experts." + std::to_string(e) + ".", dims_.moe_intermediate));
-    if (dims_.n_shared > 0) layer.shared = mlp(p + "mlp.shared_experts.", dims_.n_shared * dims_.moe_intermediate);
-  }
-  final_norm_ = bf16("model.norm.weight", {H});
-  lm_head_ = bf16("lm_head.weight", {dims_.vocab, H});
+  auto weights = load_decoder_weights<Operand, Operand>(dims_, bf16, bf16);
+  embed_ = weights.embed;
+  final_norm_ = weights.final_norm;
+  lm_head_ = weights.lm_head;
+  layers_ = std::move(weights.layers);
   upload(rope_table_, rope_table(dims_.max_positions, dims_.head_dim, dims_.rope_theta));
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../src/decoder.h"
+#include "../src/decoder_weights.h"
 #include "buffers.h"
 #include "pipelines.h"
 #include "shader_ops.h"
@@ -52,16 +53,8 @@ class GpuDecoder {
   void forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits, int32_t* best);
 
  private:
-  struct Mlp {
-    Operand gate, up, down;
-    int64_t width = 0;
-  };
-  struct Layer {
-    Operand input_norm, post_norm, wq, wk, wv, wo, router;
-    Mlp dense, shared;
-    std::vector<Mlp> experts;
-    bool moe = false;
-  };
+  using Mlp = MlpWeights<Operand>;
+  using Layer = LayerWeights<Operand, Operand>;  // the router uploaded as BF16 like the matrices
 
   void validate(const std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches) const;
   void run_forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits, int32_t* best);
