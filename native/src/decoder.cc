@@ -44,34 +44,34 @@ void DecoderDims::validate() const {
 }
 
 KvCache::KvCache(const DecoderDims& dims)
-    : dims_(dims), row_width_(dims.kv_heads * dims.head_dim), k_(dims.layers), v_(dims.layers) {}
+    : dims_(dims), rules_(dims), row_width_(dims.kv_heads * dims.head_dim), k_(dims.layers), v_(dims.layers) {}
 
 size_t KvCache::bytes() const { return 2 * static_cast<size_t>(dims_.layers * capacity_rows_ * row_width_) * sizeof(float); }
 
-int64_t KvCache::slot_of(int64_t pos) const {
-  if (dims_.sliding_window == 0 || pos < prefix_) return pos;
-  return prefix_ + (pos - prefix_) % dims_.sliding_window;
-}
-
-int64_t KvCache::visible_slots(int64_t pos) const {
-  if (dims_.sliding_window == 0 || pos < prefix_) return pos + 1;
-  return prefix_ + std::min(pos - prefix_ + 1, dims_.sliding_window);
-}
-
 void KvCache::reserve_rows(int64_t rows) {
   if (rows <= capacity_rows_) return;
-  // Room for the next kGrowthRows tokens beyond the request, and at least half again the current
-  // size: a long prefill is not followed by a full copy of its cache on the first decode step.
-  constexpr int64_t kGrowthRows = 256;
-  int64_t target = std::max(rows + kGrowthRows, capacity_rows_ + capacity_rows_ / 2);
-  int64_t limit = dims_.max_positions;
-  if (dims_.sliding_window > 0 && prefix_ >= 0) limit = std::min(limit, prefix_ + dims_.sliding_window);
-  target = std::max(rows, std::min(target, limit));
+  const int64_t target = rules_.grown_capacity(rows, capacity_rows_);
   for (int64_t l = 0; l < dims_.layers; ++l) {
     k_[l].resize(target * row_width_);
     v_[l].resize(target * row_width_);
   }
   capacity_rows_ = target;
+}
+
+void check_forward_entry(const DecoderDims& dims, const ForwardEntry& entry, const KvSlotRules& rules) {
+  const int64_t n = static_cast<int64_t>(entry.ids.size());
+  if (n == 0) throw std::invalid_argument("forward: a sequence was given no tokens");
+  for (int32_t id : entry.ids)
+    if (id < 0 || id >= dims.vocab)
+      throw std::invalid_argument("forward: token id " + std::to_string(id) + " outside the vocabulary [0, " +
+                                  std::to_string(dims.vocab) + ")");
+  rules.check_append(n);
+  if (entry.embeds.size() != entry.embed_rows.size() * static_cast<size_t>(dims.hidden))
+    throw std::invalid_argument("forward: embeds must hold hidden_size floats per replaced row");
+  for (int32_t row : entry.embed_rows)
+    if (row < 0 || row >= n) throw std::invalid_argument("forward: embed row outside the sequence's new tokens");
+  for (int32_t id : entry.banned)
+    if (id < 0 || id >= dims.vocab) throw std::invalid_argument("forward: banned id outside the vocabulary");
 }
 
 Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool)
@@ -96,24 +96,8 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t
   for (const ForwardEntry& entry : entries) {
     if (!entry.cache) throw std::invalid_argument("forward: entry without a sequence");
     if (!seen.insert(entry.cache).second) throw std::invalid_argument("forward: a sequence appears twice in one batch");
-    const int64_t n = static_cast<int64_t>(entry.ids.size());
-    if (n == 0) throw std::invalid_argument("forward: a sequence was given no tokens");
-    for (int32_t id : entry.ids)
-      if (id < 0 || id >= dims_.vocab)
-        throw std::invalid_argument("forward: token id " + std::to_string(id) + " outside the vocabulary [0, " +
-                                    std::to_string(dims_.vocab) + ")");
-    if (entry.cache->length_ + n > dims_.max_positions)
-      throw std::invalid_argument("forward: context full: " + std::to_string(entry.cache->length_ + n) +
-                                  " positions exceed max_position_embeddings " + std::to_string(dims_.max_positions));
-    if (dims_.sliding_window > 0 && entry.cache->prefix_ >= 0 && n != 1)
-      throw std::invalid_argument("forward: with a sliding window, calls after the prefill take one token each");
-    if (entry.embeds.size() != entry.embed_rows.size() * static_cast<size_t>(H))
-      throw std::invalid_argument("forward: embeds must hold hidden_size floats per replaced row");
-    for (int32_t row : entry.embed_rows)
-      if (row < 0 || row >= n) throw std::invalid_argument("forward: embed row outside the sequence's new tokens");
-    for (int32_t id : entry.banned)
-      if (id < 0 || id >= dims_.vocab) throw std::invalid_argument("forward: banned id outside the vocabulary");
-    rows += n;
+    check_forward_entry(dims_, entry, entry.cache->rules_);
+    rows += static_cast<int64_t>(entry.ids.size());
   }
 
   const int64_t QW = dims_.heads * dims_.head_dim, KW = dims_.kv_heads * dims_.head_dim;
@@ -135,12 +119,10 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t
     ForwardEntry& entry = entries[b];
     KvCache& cache = *entry.cache;
     const int64_t n = static_cast<int64_t>(entry.ids.size());
-    if (cache.prefix_ < 0) cache.prefix_ = n;
-    const int64_t last = cache.length_ + n - 1;
-    cache.reserve_rows(std::max(cache.slot_of(last), cache.slot_of(cache.length_)) + 1);
-    queries_.push_back({&cache, r, n, cache.length_});
+    cache.reserve_rows(cache.rules_.begin_append(n));
+    queries_.push_back({&cache, r, n, cache.length()});
     for (int64_t i = 0; i < n; ++i, ++r) {
-      row_pos_[r] = cache.length_ + i;
+      row_pos_[r] = cache.length() + i;
       row_entry_[r] = static_cast<int64_t>(b);
       const bf16_t* src = embed_ + static_cast<int64_t>(entry.ids[i]) * H;
       for (int64_t j = 0; j < H; ++j) x_[r * H + j] = bf16_to_f32(src[j]);
@@ -159,7 +141,7 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t
       kernels_.rmsnorm(x_.data() + i * H, layer.post_norm, norm_.data() + i * H, H, dims_.rms_eps);
     feed_forward(layer, rows);
   }
-  for (ForwardEntry& entry : entries) entry.cache->length_ += static_cast<int64_t>(entry.ids.size());
+  for (ForwardEntry& entry : entries) entry.cache->rules_.end_append(static_cast<int64_t>(entry.ids.size()));
 
   // Only each sequence's last token needs logits.
   int64_t end = 0;
@@ -228,7 +210,7 @@ void Decoder::attention(int64_t l, std::vector<ForwardEntry>& entries, int64_t r
     KvCache& cache = *entries[row_entry_[r]].cache;
     rope_rotate_half(q_.data() + r * QW, dims_.heads, D, row_pos_[r], dims_.rope_theta);
     rope_rotate_half(k_.data() + r * KW, dims_.kv_heads, D, row_pos_[r], dims_.rope_theta);
-    const int64_t slot = cache.slot_of(row_pos_[r]);
+    const int64_t slot = cache.rules_.slot_of(row_pos_[r]);
     std::copy_n(k_.data() + r * KW, KW, cache.k_[l].data() + slot * KW);
     std::copy_n(v_.data() + r * KW, KW, cache.v_[l].data() + slot * KW);
   }

@@ -13,6 +13,7 @@
 #include "attention.h"
 #include "decoder_dims.h"
 #include "decoder_weights.h"
+#include "kv_slot_rules.h"
 #include "kernels.h"
 #include "ops.h"
 #include "safetensors.h"
@@ -21,32 +22,28 @@
 namespace scriptorium {
 
 // Keys and values of one sequence, per layer, rows of kv_heads*head_dim floats with RoPE already
-// applied. Slots [0, prefix) hold the first forward call's tokens; with a sliding window W, the
-// generated token g (0-based) lives in slot prefix + g % W, so memory stops growing after W tokens.
+// applied, in the slots KvSlotRules gives (kv_slot_rules.h).
 class KvCache {
  public:
   explicit KvCache(const DecoderDims& dims);
 
-  int64_t length() const { return length_; }        // tokens consumed = next absolute position
-  int64_t prefix_length() const { return prefix_; }  // -1 before the first forward call
+  int64_t length() const { return rules_.length(); }
+  int64_t prefix_length() const { return rules_.prefix_length(); }
   int64_t slots() const { return capacity_rows_; }
   size_t bytes() const;
   // Keys / values of one layer: slots() rows of kv_heads*head_dim floats.
   const float* keys(int64_t layer) const { return k_[layer].data(); }
   const float* values(int64_t layer) const { return v_[layer].data(); }
   // Number of leading slots a query at `pos` attends to (all visible keys are slots [0, n)).
-  int64_t visible_slots(int64_t pos) const;
+  int64_t visible_slots(int64_t pos) const { return rules_.visible_slots(pos); }
 
  private:
   friend class Decoder;
-  // Slot where the token at absolute position `pos` is stored.
-  int64_t slot_of(int64_t pos) const;
   void reserve_rows(int64_t rows);
 
   DecoderDims dims_;
+  KvSlotRules rules_;
   int64_t row_width_;
-  int64_t length_ = 0;
-  int64_t prefix_ = -1;
   int64_t capacity_rows_ = 0;
   std::vector<std::vector<float>> k_, v_;  // [layers][capacity_rows_ * row_width_]
 };
@@ -60,6 +57,11 @@ struct ForwardEntry {
   bool want_logits = true;             // write the full logits row of the last token
   std::vector<int32_t> banned;         // ids the returned argmax skips (any order)
 };
+
+// Throws std::invalid_argument unless `entry` can be appended to a sequence in the state `rules`:
+// ids and banned ids inside the vocabulary, at least one token, room in the context, one token per
+// call after a windowed prefill, hidden_size floats per replaced embedding row inside the tokens.
+void check_forward_entry(const DecoderDims& dims, const ForwardEntry& entry, const KvSlotRules& rules);
 
 class Decoder {
  public:

@@ -14,27 +14,13 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 
 }  // namespace
 
-int64_t GpuKvCache::slot_of(int64_t pos) const {
-  if (dims_.sliding_window == 0 || pos < prefix_) return pos;
-  return prefix_ + (pos - prefix_) % dims_.sliding_window;
-}
-
-int64_t GpuKvCache::visible_slots(int64_t pos) const {
-  if (dims_.sliding_window == 0 || pos < prefix_) return pos + 1;
-  return prefix_ + std::min(pos - prefix_ + 1, dims_.sliding_window);
-}
-
 void GpuKvCache::reserve_rows(CommandBatch& batch, int64_t rows) {
   if (rows <= capacity_) return;
-  constexpr int64_t kGrowthRows = 256;  // as KvCache: room for the next tokens, at least half again
-  int64_t target = std::max(rows + kGrowthRows, capacity_ + capacity_ / 2);
-  int64_t limit = dims_.max_positions;
-  if (dims_.sliding_window > 0 && prefix_ >= 0) limit = std::min(limit, prefix_ + dims_.sliding_window);
-  target = std::max(rows, std::min(target, limit));
+  const int64_t target = rules_.grown_capacity(rows, capacity_);
   const uint64_t row_bytes = static_cast<uint64_t>(dims_.kv_heads * dims_.head_dim) * 4;
   auto k = std::make_unique<Buffer>(device_, dims_.layers * target * row_bytes);
   auto v = std::make_unique<Buffer>(device_, dims_.layers * target * row_bytes);
-  if (length_ > 0) {
+  if (rules_.length() > 0) {
     for (int64_t l = 0; l < dims_.layers; ++l) {
       batch.copy(*k_, l * capacity_ * row_bytes, *k, l * target * row_bytes, capacity_ * row_bytes);
       batch.copy(*v_, l * capacity_ * row_bytes, *v, l * target * row_bytes, capacity_ * row_bytes);
@@ -86,23 +72,7 @@ void GpuDecoder::validate(const std::vector<ForwardEntry>& entries, const std::v
     const GpuKvCache* cache = caches[b];
     if (!cache) throw std::invalid_argument("forward: entry without a sequence");
     if (!seen.insert(cache).second) throw std::invalid_argument("forward: a sequence appears twice in one batch");
-    const int64_t n = static_cast<int64_t>(entry.ids.size());
-    if (n == 0) throw std::invalid_argument("forward: a sequence was given no tokens");
-    for (int32_t id : entry.ids)
-      if (id < 0 || id >= dims_.vocab)
-        throw std::invalid_argument("forward: token id " + std::to_string(id) + " outside the vocabulary [0, " +
-                                    std::to_string(dims_.vocab) + ")");
-    if (cache->length_ + n > dims_.max_positions)
-      throw std::invalid_argument("forward: context full: " + std::to_string(cache->length_ + n) +
-                                  " positions exceed max_position_embeddings " + std::to_string(dims_.max_positions));
-    if (dims_.sliding_window > 0 && cache->prefix_ >= 0 && n != 1)
-      throw std::invalid_argument("forward: with a sliding window, calls after the prefill take one token each");
-    if (entry.embeds.size() != entry.embed_rows.size() * static_cast<size_t>(dims_.hidden))
-      throw std::invalid_argument("forward: embeds must hold hidden_size floats per replaced row");
-    for (int32_t row : entry.embed_rows)
-      if (row < 0 || row >= n) throw std::invalid_argument("forward: embed row outside the sequence's new tokens");
-    for (int32_t id : entry.banned)
-      if (id < 0 || id >= dims_.vocab) throw std::invalid_argument("forward: banned id outside the vocabulary");
+    check_forward_entry(dims_, entry, cache->rules_);
   }
 }
 
@@ -207,15 +177,14 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
     ForwardEntry& entry = entries[b];
     GpuKvCache& cache = *caches[b];
     const int64_t n = static_cast<int64_t>(entry.ids.size());
-    if (cache.prefix_ < 0) cache.prefix_ = n;
-    cache.reserve_rows(batch_, std::max(cache.slot_of(cache.length_ + n - 1), cache.slot_of(cache.length_)) + 1);
+    cache.reserve_rows(batch_, cache.rules_.begin_append(n));
     for (int64_t i = 0; i < n; ++i, ++r) {
-      const int64_t pos = cache.length_ + i;
+      const int64_t pos = cache.length() + i;
       ids.push_back(entry.ids[i]);
       positions.push_back(static_cast<int32_t>(pos));
       for (int64_t l = 0; l < L; ++l) {
         rowinfo[(l * rows + r) * 2] = static_cast<int32_t>(l * cache.capacity_ * KW);
-        rowinfo[(l * rows + r) * 2 + 1] = static_cast<int32_t>(cache.visible_slots(pos));
+        rowinfo[(l * rows + r) * 2 + 1] = static_cast<int32_t>(cache.rules_.visible_slots(pos));
       }
     }
     last_index.push_back(static_cast<int32_t>(r - 1));
@@ -258,7 +227,7 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
     for (int64_t b = 0, r0 = 0; b < B; ++b) {
       const GpuKvCache& cache = *caches[b];
       const int64_t n = static_cast<int64_t>(entries[b].ids.size());
-      const uint64_t dst = static_cast<uint64_t>(l * cache.capacity_ + cache.slot_of(cache.length_)) * KW * 4;
+      const uint64_t dst = static_cast<uint64_t>(l * cache.capacity_ + cache.rules_.slot_of(cache.length())) * KW * 4;
       batch_.copy(*k_, r0 * KW * 4, *cache.k_, dst, n * KW * 4);
       batch_.copy(*v_, r0 * KW * 4, *cache.v_, dst, n * KW * 4);
       r0 += n;
@@ -276,7 +245,7 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
     ops_.rmsnorm(batch_, {x_.get(), 0}, u32(H), layer.post_norm, {norm_.get(), 0}, u32(H), R, u32(H), dims_.rms_eps);
     feed_forward(layer, R);
   }
-  for (int64_t b = 0; b < B; ++b) caches[b]->length_ += static_cast<int64_t>(entries[b].ids.size());
+  for (int64_t b = 0; b < B; ++b) caches[b]->rules_.end_append(static_cast<int64_t>(entries[b].ids.size()));
 
   // Head: each sequence's last row through the final norm and lm_head; argmax on the device.
   const uint32_t V = u32(dims_.vocab);
