@@ -43,19 +43,41 @@ void DecoderDims::validate() const {
     throw std::invalid_argument("config.json: negative n_shared_experts, first_k_dense_replace or sliding window");
 }
 
-KvCache::KvCache(const DecoderDims& dims)
-    : dims_(dims), rules_(dims), row_width_(dims.kv_heads * dims.head_dim), k_(dims.layers), v_(dims.layers) {}
+KvCache::KvCache(const DecoderDims& dims, KvCacheDtype dtype)
+    : dims_(dims), dtype_(dtype), rules_(dims), row_width_(dims.kv_heads * dims.head_dim) {
+  if (dtype_ == KvCacheDtype::F32) k32_.resize(dims.layers), v32_.resize(dims.layers);
+  else k16_.resize(dims.layers), v16_.resize(dims.layers);
+}
 
-size_t KvCache::bytes() const { return 2 * static_cast<size_t>(dims_.layers * capacity_rows_ * row_width_) * sizeof(float); }
+size_t KvCache::bytes() const {
+  const size_t element = dtype_ == KvCacheDtype::F32 ? sizeof(float) : sizeof(f16_t);
+  return 2 * static_cast<size_t>(dims_.layers * capacity_rows_ * row_width_) * element;
+}
 
 void KvCache::reserve_rows(int64_t rows) {
   if (rows <= capacity_rows_) return;
   const int64_t target = rules_.grown_capacity(rows, capacity_rows_);
   for (int64_t l = 0; l < dims_.layers; ++l) {
-    k_[l].resize(target * row_width_);
-    v_[l].resize(target * row_width_);
+    if (dtype_ == KvCacheDtype::F32) {
+      k32_[l].resize(target * row_width_);
+      v32_[l].resize(target * row_width_);
+    } else {
+      k16_[l].resize(target * row_width_);
+      v16_[l].resize(target * row_width_);
+    }
   }
   capacity_rows_ = target;
+}
+
+void KvCache::store(const KernelSet& kernels, int64_t layer, int64_t slot, const float* key, const float* value) {
+  const int64_t at = slot * row_width_;
+  if (dtype_ == KvCacheDtype::F32) {
+    std::copy_n(key, row_width_, k32_[layer].data() + at);
+    std::copy_n(value, row_width_, v32_[layer].data() + at);
+  } else {
+    kernels.to_f16(key, k16_[layer].data() + at, row_width_);
+    kernels.to_f16(value, v16_[layer].data() + at, row_width_);
+  }
 }
 
 void check_forward_entry(const DecoderDims& dims, const ForwardEntry& entry, const KvSlotRules& rules) {
@@ -210,12 +232,10 @@ void Decoder::attention(int64_t l, std::vector<ForwardEntry>& entries, int64_t r
     KvCache& cache = *entries[row_entry_[r]].cache;
     rope_rotate_half(q_.data() + r * QW, dims_.heads, D, row_pos_[r], dims_.rope_theta);
     rope_rotate_half(k_.data() + r * KW, dims_.kv_heads, D, row_pos_[r], dims_.rope_theta);
-    const int64_t slot = cache.rules_.slot_of(row_pos_[r]);
-    std::copy_n(k_.data() + r * KW, KW, cache.k_[l].data() + slot * KW);
-    std::copy_n(v_.data() + r * KW, KW, cache.v_[l].data() + slot * KW);
+    cache.store(kernels_, l, cache.rules_.slot_of(row_pos_[r]), k_.data() + r * KW, v_.data() + r * KW);
   }
 
-  attend_caches(pool_, kernels_, dims_, l, queries_, q_.data(), attn_.data(), single_rows_);
+  attend_caches(pool_, kernels_, dims_, l, queries_, q_.data(), attn_.data(), attention_scratch_);
   matmul_bf16(pool_, attn_.data(), layer.wo, proj_.data(), rows, H, QW);
 }
 

@@ -21,31 +21,43 @@
 
 namespace scriptorium {
 
-// Keys and values of one sequence, per layer, rows of kv_heads*head_dim floats with RoPE already
-// applied, in the slots KvSlotRules gives (kv_slot_rules.h).
+// How a KV cache stores its rows: F32, or IEEE half (half the bytes per decode step; rounding
+// errors measured in docs/model.md, "KV cache").
+enum class KvCacheDtype { F32, F16 };
+
+// Keys and values of one sequence, per layer, rows of kv_heads*head_dim values with RoPE already
+// applied, in the slots KvSlotRules gives (kv_slot_rules.h), stored as `dtype`.
 class KvCache {
  public:
-  explicit KvCache(const DecoderDims& dims);
+  KvCache(const DecoderDims& dims, KvCacheDtype dtype);
 
+  KvCacheDtype dtype() const { return dtype_; }
   int64_t length() const { return rules_.length(); }
   int64_t prefix_length() const { return rules_.prefix_length(); }
   int64_t slots() const { return capacity_rows_; }
   size_t bytes() const;
-  // Keys / values of one layer: slots() rows of kv_heads*head_dim floats.
-  const float* keys(int64_t layer) const { return k_[layer].data(); }
-  const float* values(int64_t layer) const { return v_[layer].data(); }
+  // Keys / values of one layer: slots() rows of kv_heads*head_dim values, of the cache's dtype.
+  const float* keys_f32(int64_t layer) const { return k32_[layer].data(); }
+  const float* values_f32(int64_t layer) const { return v32_[layer].data(); }
+  const f16_t* keys_f16(int64_t layer) const { return k16_[layer].data(); }
+  const f16_t* values_f16(int64_t layer) const { return v16_[layer].data(); }
   // Number of leading slots a query at `pos` attends to (all visible keys are slots [0, n)).
   int64_t visible_slots(int64_t pos) const { return rules_.visible_slots(pos); }
 
  private:
   friend class Decoder;
   void reserve_rows(int64_t rows);
+  // Stores one token's key and value rows (F32, kv_heads*head_dim each) at `slot` of `layer`.
+  void store(const KernelSet& kernels, int64_t layer, int64_t slot, const float* key, const float* value);
 
   DecoderDims dims_;
+  KvCacheDtype dtype_;
   KvSlotRules rules_;
   int64_t row_width_;
   int64_t capacity_rows_ = 0;
-  std::vector<std::vector<float>> k_, v_;  // [layers][capacity_rows_ * row_width_]
+  // [layers][capacity_rows_ * row_width_]: the pair of the cache's dtype is used, the other stays empty.
+  std::vector<std::vector<float>> k32_, v32_;
+  std::vector<std::vector<f16_t>> k16_, v16_;
 };
 
 // One sequence's new tokens in a batched forward call.
@@ -106,7 +118,7 @@ class Decoder {
   std::vector<float> expert_in_, expert_out_, last_rows_;
   std::vector<int64_t> row_pos_, row_entry_;
   std::vector<CachedQueries> queries_;                  // [entries] their rows of q_ and attn_
-  std::vector<std::pair<int64_t, int64_t>> single_rows_;  // attention scratch
+  CachedAttentionScratch attention_scratch_;
   std::vector<std::vector<std::pair<int64_t, float>>> rows_of_expert_;  // [n_routed] (row, weight)
   std::vector<int64_t> expert_order_;                                   // [n_routed]
   std::vector<std::pair<int64_t, float>> all_rows_;                     // every row, weight 1

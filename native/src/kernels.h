@@ -87,6 +87,8 @@ struct KernelSet {
   // y[i] = x[i] rounded to the nearest IEEE half (ties to even), saturated to +-65504 so a value
   // beyond the half range stays finite; NaN stays NaN. Bitwise the same in every set.
   void (*to_f16)(const float* x, f16_t* y, int64_t n);
+  // y[i] = x[i] widened from IEEE half (exact).
+  void (*from_f16)(const f16_t* x, float* y, int64_t n);
 };
 
 // Individual sets, one per kernels_<isa>.cc. Calling into a set the CPU lacks is undefined

@@ -355,6 +355,13 @@ void axpy(float* y, float a, const float* x, int64_t n) {
     store_tail(y + i, n - i, _mm256_fmadd_ps(va, load_tail(x + i, n - i), load_tail(y + i, n - i)));
 }
 
+/* y[n] = x[n] widened from IEEE half */
+void from_f16(const f16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load_f16(x + i));
+  if (i < n) store_tail(y + i, n - i, load_f16(x + i, n - i));
+}
+
 /* y[n] += a * x[n], x in IEEE half */
 inline void axpy_f16(float* y, float a, const f16_t* x, int64_t n) {
   const __m256 va = _mm256_set1_ps(a);
@@ -455,7 +462,7 @@ int64_t argmax(const float* x, int64_t n) {
 
 const KernelSet& kernels_avx2() {
   static const KernelSet set = {"avx2", gemm_bf16, gemm_f32,       gemm_nn_f32, rmsnorm,
-                                swiglu, softmax,   attention_head, attention_head_f16, gelu_erf, axpy,        argmax, to_f16};
+                                swiglu, softmax,   attention_head, attention_head_f16, gelu_erf, axpy,        argmax, to_f16, from_f16};
   return set;
 }
 

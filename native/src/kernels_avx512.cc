@@ -348,6 +348,16 @@ inline float dot_f16(const float* a, const f16_t* b, int64_t n) {
   return _mm512_reduce_add_ps(acc);
 }
 
+/* y[n] = x[n] widened from IEEE half */
+void from_f16(const f16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, load_f16(x + i));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, load_f16(x + i, m));
+  }
+}
+
 /* y[n] += a * x[n], x in IEEE half */
 inline void axpy_f16(float* y, float a, const f16_t* x, int64_t n) {
   const __m512 va = _mm512_set1_ps(a);
@@ -454,7 +464,7 @@ int64_t argmax(const float* x, int64_t n) {
 
 const KernelSet& kernels_avx512() {
   static const KernelSet set = {"avx512", gemm_bf16, gemm_f32, gemm_nn_f32, rmsnorm,
-                                swiglu,   softmax,   attention_head, attention_head_f16, gelu_erf, axpy, argmax, to_f16};
+                                swiglu,   softmax,   attention_head, attention_head_f16, gelu_erf, axpy, argmax, to_f16, from_f16};
   return set;
 }
 

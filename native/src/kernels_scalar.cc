@@ -146,6 +146,11 @@ void to_f16(const float* x, f16_t* y, int64_t n) {
   }
 }
 
+/* y[n] = x[n] widened from IEEE half */
+void from_f16(const f16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = to_f32(Half{x[i]});
+}
+
 /* Y[M, n0:n1] = X[M,K] @ B[K, n0:n1] */
 void gemm_nn_f32(const float* X, int64_t ldx, const float* B, int64_t ldb, float* Y, int64_t ldy,
                  int64_t M, int64_t n0, int64_t n1, int64_t K) {
@@ -179,7 +184,7 @@ int64_t argmax(const float* x, int64_t n) {
 const KernelSet& kernels_scalar() {
   static const KernelSet set = {"scalar", gemm_bf16, gemm_f32,       gemm_nn_f32, rmsnorm,
                                 swiglu,   softmax,   attention_head, attention_head_f16,
-                                gelu_erf, axpy,      argmax,         to_f16};
+                                gelu_erf, axpy,      argmax,         to_f16, from_f16};
   return set;
 }
 

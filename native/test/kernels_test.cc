@@ -487,6 +487,26 @@ void test_to_f16(const KernelSet& ks) {
   });
 }
 
+// from_f16 against the hand decoder over every half bit pattern (NaNs stay NaN).
+void test_from_f16(const KernelSet& ks) {
+  run(std::string(ks.name) + "/from_f16", [&](std::string& note) -> std::string {
+    std::vector<f16_t> x(65536 + 1);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<f16_t>(i);
+    for (int64_t n : {static_cast<int64_t>(x.size()), int64_t{1}, int64_t{15}, int64_t{17}}) {
+      std::vector<float> y(n + 1, 7.0f);
+      ks.from_f16(x.data(), y.data(), n);
+      if (y[n] != 7.0f) return fmt("n=%g: wrote past the end", n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = half_value(x[i]);
+        if (std::isnan(want) ? !std::isnan(y[i]) : (y[i] != want || std::signbit(y[i]) != std::signbit(want)))
+          return fmt("pattern %g gave %.9g, want %.9g", x[i], y[i], want);
+      }
+    }
+    note = "every half pattern exact";
+    return "";
+  });
+}
+
 void test_attention(const KernelSet& ks) {
   run(std::string(ks.name) + "/attention_head", [&](std::string& note) -> std::string {
     double worst = 0;
@@ -657,6 +677,7 @@ int main() {
     test_attention(*ks);
     test_attention_f16(*ks);
     test_to_f16(*ks);
+    test_from_f16(*ks);
     test_axpy(*ks);
     test_argmax(*ks);
   }
