@@ -9,6 +9,7 @@ import { UsageError } from '../src/cli/usage.js';
 import type { Variant } from '../src/engine/model-config.js';
 import { parseBenchArgs, USAGE, type BenchOptions } from './bench-options.js';
 import { benchCheckpoint } from './checkpoints.js';
+import { kvCacheText, summariseKvCache, type KvCacheSummary } from './kv-cache-report.js';
 import { runMeasureProcess } from './measure-client.js';
 import { measureCeilings, type MachineCeilings } from './native-probes.js';
 import { batchText, ceilingsText, decoderText, encodersText, latencyText } from './report-table.js';
@@ -27,6 +28,8 @@ const BATCH_VARIANT: Variant = 'v1';
 const BATCH_PREFIX_TOKENS = 256;
 const LATENCY_VARIANTS: readonly Variant[] = ['v1', 'v3'];
 const LATENCY_PAGES = 10;
+const KV_CACHE_VARIANT: Variant = 'v1';
+const KV_CACHE_PREFIX_TOKENS = 3000;
 const PLOT_COLORS: Record<Variant, string> = { v1: '#1f77b4', v2: '#2ca02c', v3: '#d62728' };
 
 interface BenchResults {
@@ -39,6 +42,7 @@ interface BenchResults {
   batch?: BatchSummary;
   latency: LatencySummary[];
   latencyPlot?: string;
+  kvCache: KvCacheSummary[];
 }
 
 function latencyPlot(latency: readonly LatencySummary[]): string {
@@ -82,6 +86,7 @@ async function main(args: string[]): Promise<number> {
     ceilings: await measureCeilings({ threads: options.threads, ...options.ceilings }),
     pages: [],
     latency: [],
+    kvCache: [],
   };
   const save = () => writeFile(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
   await save();
@@ -141,6 +146,22 @@ async function main(args: string[]): Promise<number> {
       await save();
     }
     print(latencyText(results.latency, svgFile));
+  }
+
+  if (parts.has('kvcache')) {
+    for (const kvCache of ['f32', 'f16'] as const) {
+      progress(`decode after ${KV_CACHE_PREFIX_TOKENS} tokens on ${KV_CACHE_VARIANT}, ${kvCache} KV cache`);
+      const answer = await runMeasureProcess({
+        part: 'kvcache',
+        ...settings(await checkpoint(KV_CACHE_VARIANT)),
+        kvCache,
+        prefixTokens: KV_CACHE_PREFIX_TOKENS,
+        steps: options.batchSteps,
+      });
+      results.kvCache.push(summariseKvCache(answer, results.ceilings));
+      await save();
+    }
+    print(kvCacheText(results.kvCache));
   }
 
   results.finishedAt = new Date().toISOString();

@@ -3,6 +3,7 @@
 // job's own. Answers carry raw per-run samples and the work counted from the dims; the parent
 // takes medians and ratios to the ceilings.
 import type { Variant } from '../src/engine/model-config.js';
+import type { KvCacheDtype } from '../src/engine/native-model.js';
 import type { Flops } from './work-counts.js';
 
 interface JobSettings {
@@ -36,7 +37,15 @@ export interface LatencyJob extends JobSettings {
   steps: number;
 }
 
-export type MeasureJob = PageJob | BatchJob | LatencyJob;
+/** Decode steps of one sequence after a long prefix, its KV cache stored as `kvCache`. */
+export interface KvCacheJob extends JobSettings {
+  part: 'kvcache';
+  kvCache: KvCacheDtype;
+  prefixTokens: number;
+  steps: number;
+}
+
+export type MeasureJob = PageJob | BatchJob | LatencyJob | KvCacheJob;
 
 /** Milliseconds of one run's encodeImages calls, summed over the calls, per stage and in all. */
 export interface EncodeSample {
@@ -82,7 +91,19 @@ export interface LatencyAnswer {
   peakRssBytes: number;
 }
 
-export type MeasureAnswer = PageAnswer | BatchAnswer | LatencyAnswer;
+export interface KvCacheAnswer {
+  variant: Variant;
+  kvCache: KvCacheDtype;
+  prefixTokens: number;
+  /** [run][step]: milliseconds of each decode step. */
+  stepMs: number[][];
+  /** Per step on average: the weights it touches and the cache bytes its attention reads. */
+  weightBytes: number;
+  cacheBytes: number;
+  peakRssBytes: number;
+}
+
+export type MeasureAnswer = PageAnswer | BatchAnswer | LatencyAnswer | KvCacheAnswer;
 
 /** Peak resident memory of this process so far, in bytes. */
 export function peakRssBytes(): number {
