@@ -23,22 +23,24 @@ export interface KvCacheSummary {
   peakRssBytes: number;
 }
 
-export function summariseKvCache(answer: KvCacheAnswer, ceilings: MachineCeilings): KvCacheSummary {
-  const steps = medianSeries(answer.stepMs);
-  const msPerStep = median(steps);
-  const bytes = answer.weightBytes + answer.cacheBytes;
-  return {
-    variant: answer.variant,
-    kvCache: answer.kvCache,
-    prefixTokens: answer.prefixTokens,
-    steps: steps.length,
-    msPerStep,
-    weightBytes: answer.weightBytes,
-    cacheBytes: answer.cacheBytes,
-    boundMs: (bytes / (ceilings.readGBps * 1e9)) * 1000,
-    efficiency: bandwidthEfficiency(bytes, msPerStep, ceilings.readGBps),
-    peakRssBytes: answer.peakRssBytes,
-  };
+export function summariseKvCache(answer: KvCacheAnswer, ceilings: MachineCeilings): KvCacheSummary[] {
+  return answer.rows.map((row) => {
+    const steps = medianSeries(row.stepMs);
+    const msPerStep = median(steps);
+    const bytes = answer.weightBytes + row.cacheBytes;
+    return {
+      variant: answer.variant,
+      kvCache: row.kvCache,
+      prefixTokens: answer.prefixTokens,
+      steps: steps.length,
+      msPerStep,
+      weightBytes: answer.weightBytes,
+      cacheBytes: row.cacheBytes,
+      boundMs: (bytes / (ceilings.readGBps * 1e9)) * 1000,
+      efficiency: bandwidthEfficiency(bytes, msPerStep, ceilings.readGBps),
+      peakRssBytes: answer.peakRssBytes,
+    };
+  });
 }
 
 export function kvCacheText(rows: readonly KvCacheSummary[]): string {

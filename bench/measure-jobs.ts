@@ -37,10 +37,10 @@ export interface LatencyJob extends JobSettings {
   steps: number;
 }
 
-/** Decode steps of one sequence after a long prefix, its KV cache stored as `kvCache`. */
+/** Decode steps of one sequence after a long prefix per KV-cache storage, the storages' steps interleaved. */
 export interface KvCacheJob extends JobSettings {
   part: 'kvcache';
-  kvCache: KvCacheDtype;
+  kvCaches: KvCacheDtype[];
   prefixTokens: number;
   steps: number;
 }
@@ -93,13 +93,16 @@ export interface LatencyAnswer {
 
 export interface KvCacheAnswer {
   variant: Variant;
-  kvCache: KvCacheDtype;
   prefixTokens: number;
-  /** [run][step]: milliseconds of each decode step. */
-  stepMs: number[][];
-  /** Per step on average: the weights it touches and the cache bytes its attention reads. */
+  /** Bytes of the weights one step touches. */
   weightBytes: number;
-  cacheBytes: number;
+  rows: {
+    kvCache: KvCacheDtype;
+    /** [run][step]: milliseconds of each decode step. */
+    stepMs: number[][];
+    /** Cache bytes a step's attention reads, on average over the steps. */
+    cacheBytes: number;
+  }[];
   peakRssBytes: number;
 }
 
