@@ -390,15 +390,12 @@ void LoadWorker::OnOK() {
   deferred_.Resolve(env.GetInstanceData<Addon>()->model_constructor.New({holder}));
 }
 
-// createSequence(kvCache?: 'f16' | 'f32') -> NativeSequence (default f16; see KvCacheDtype)
+// createSequence(kvCache: 'f16' | 'f32') -> NativeSequence whose KV cache stores keys and values as kvCache
 Napi::Value ModelWrap::CreateSequence(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  KvCacheDtype dtype = KvCacheDtype::F16;
-  if (info.Length() > 0 && !info[0].IsUndefined()) {
-    const std::string name = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
-    if (name != "f16" && name != "f32") throw Napi::TypeError::New(env, "createSequence: kvCache must be 'f16' or 'f32'");
-    dtype = name == "f32" ? KvCacheDtype::F32 : KvCacheDtype::F16;
-  }
+  const std::string name = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+  if (name != "f16" && name != "f32") throw Napi::TypeError::New(env, "createSequence: kvCache must be 'f16' or 'f32'");
+  const KvCacheDtype dtype = name == "f32" ? KvCacheDtype::F32 : KvCacheDtype::F16;
   Napi::Object object = env.GetInstanceData<Addon>()->sequence_constructor.New({});
   SequenceWrap* sequence = SequenceWrap::Unwrap(object);
   sequence->engine = engine_;

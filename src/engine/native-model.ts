@@ -78,7 +78,7 @@ export type KvCacheDtype = 'f16' | 'f32';
 export const DEFAULT_KV_CACHE: KvCacheDtype = 'f16';
 
 interface NativeModelHandle {
-  createSequence(kvCache?: KvCacheDtype): NativeSequence;
+  createSequence(kvCache: KvCacheDtype): NativeSequence;
   forward(batch: ForwardInput[]): Promise<{ best: Int32Array; logits: Float32Array }>;
   encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViewBatch>;
   specialVector(name: SpecialVectorName): Float32Array;
