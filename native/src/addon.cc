@@ -114,36 +114,7 @@ Napi::Float32Array to_float32_array(Napi::Env env, const std::vector<float>& val
   return out;
 }
 
-class SequenceWrap : public Napi::ObjectWrap<SequenceWrap> {
- public:
-  static Napi::Function Init(Napi::Env env) {
-    return DefineClass(env, "NativeSequence",
-                       {InstanceAccessor<&SequenceWrap::Length>("length"),
-                        InstanceAccessor<&SequenceWrap::PrefixLength>("prefixLength"),
-                        InstanceAccessor<&SequenceWrap::CacheBytes>("cacheBytes"),
-                        InstanceMethod<&SequenceWrap::Release>("release")});
-  }
-  explicit SequenceWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SequenceWrap>(info) {}
-
-  std::shared_ptr<Engine> engine;
-  std::shared_ptr<KvCache> cache;
-
- private:
-  Napi::Value Length(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->length()) : 0);
-  }
-  Napi::Value PrefixLength(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->prefix_length()) : -1);
-  }
-  Napi::Value CacheBytes(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->bytes()) : 0);
-  }
-  // Frees the KV cache now rather than at garbage collection; the sequence is unusable afterwards.
-  Napi::Value Release(const Napi::CallbackInfo& info) {
-    cache.reset();
-    return info.Env().Undefined();
-  }
-};
+using SequenceWrap = SequenceWrapOf<Engine, KvCache>;
 
 class EncodeWorker : public Napi::AsyncWorker {
  public:
@@ -358,7 +329,7 @@ Napi::Value ReadSafetensorsHeader(const Napi::CallbackInfo& info) {
 class Addon : public Napi::Addon<Addon> {
  public:
   Addon(Napi::Env env, Napi::Object exports) {
-    Napi::Function sequence = SequenceWrap::Init(env);
+    Napi::Function sequence = SequenceWrap::Init(env, "NativeSequence");
     sequence_constructor = Napi::Persistent(sequence);
     Napi::Function model = ModelWrap::Init(env);
     model_constructor = Napi::Persistent(model);

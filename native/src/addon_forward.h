@@ -13,6 +13,42 @@
 
 namespace scriptorium {
 
+// A model's sequence for JavaScript (NativeSequence, NativeGpuSequence): one KV cache (KvCache on
+// the CPU, GpuKvCache on the device) and the engine that made it.
+template <typename Engine, typename Cache>
+class SequenceWrapOf : public Napi::ObjectWrap<SequenceWrapOf<Engine, Cache>> {
+ public:
+  static Napi::Function Init(Napi::Env env, const char* class_name) {
+    using Self = SequenceWrapOf;
+    return Self::DefineClass(env, class_name,
+                             {Self::template InstanceAccessor<&Self::Length>("length"),
+                              Self::template InstanceAccessor<&Self::PrefixLength>("prefixLength"),
+                              Self::template InstanceAccessor<&Self::CacheBytes>("cacheBytes"),
+                              Self::template InstanceMethod<&Self::Release>("release")});
+  }
+  explicit SequenceWrapOf(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SequenceWrapOf>(info) {}
+
+  std::shared_ptr<Engine> engine;
+  std::shared_ptr<Cache> cache;
+
+ private:
+  Napi::Value Length(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->length()) : 0);
+  }
+  Napi::Value PrefixLength(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->prefix_length()) : -1);
+  }
+  Napi::Value CacheBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->bytes()) : 0);
+  }
+  // Frees the cache now rather than at garbage collection (a forward call in flight keeps it until
+  // it ends); the sequence is unusable afterwards.
+  Napi::Value Release(const Napi::CallbackInfo& info) {
+    cache.reset();
+    return info.Env().Undefined();
+  }
+};
+
 // The DecoderDims object of src/engine/model-config.ts; throws a TypeError naming a missing field.
 DecoderDims read_decoder_dims(const Napi::Object& o);
 

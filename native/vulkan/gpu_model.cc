@@ -30,36 +30,7 @@ struct GpuClasses {
   Napi::FunctionReference model, sequence;
 };
 
-class GpuSequenceWrap : public Napi::ObjectWrap<GpuSequenceWrap> {
- public:
-  static Napi::Function Init(Napi::Env env) {
-    return DefineClass(env, "NativeGpuSequence",
-                       {InstanceAccessor<&GpuSequenceWrap::Length>("length"),
-                        InstanceAccessor<&GpuSequenceWrap::PrefixLength>("prefixLength"),
-                        InstanceAccessor<&GpuSequenceWrap::CacheBytes>("cacheBytes"),
-                        InstanceMethod<&GpuSequenceWrap::Release>("release")});
-  }
-  explicit GpuSequenceWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<GpuSequenceWrap>(info) {}
-
-  std::shared_ptr<GpuEngine> engine;
-  std::shared_ptr<vk::GpuKvCache> cache;
-
- private:
-  Napi::Value Length(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->length()) : 0);
-  }
-  Napi::Value PrefixLength(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->prefix_length()) : -1);
-  }
-  Napi::Value CacheBytes(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->bytes()) : 0);
-  }
-  // Frees the device cache once no forward call holds it; the sequence is unusable afterwards.
-  Napi::Value Release(const Napi::CallbackInfo& info) {
-    cache.reset();
-    return info.Env().Undefined();
-  }
-};
+using GpuSequenceWrap = SequenceWrapOf<GpuEngine, vk::GpuKvCache>;
 
 class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
  public:
@@ -173,7 +144,7 @@ Napi::Value load_gpu_model(const Napi::CallbackInfo& info) {
 void register_gpu_model(Napi::Env env, Napi::Object exports) {
   auto* classes = new GpuClasses();
   env.AddCleanupHook([classes] { delete classes; });
-  Napi::Function sequence = GpuSequenceWrap::Init(env);
+  Napi::Function sequence = GpuSequenceWrap::Init(env, "NativeGpuSequence");
   classes->sequence = Napi::Persistent(sequence);
   classes->model = Napi::Persistent(GpuModelWrap::Init(env, classes));
   exports.Set("NativeGpuSequence", sequence);
