@@ -22,7 +22,7 @@
 namespace scriptorium {
 
 // How a KV cache stores its rows: F32, or IEEE half (half the bytes per decode step; rounding
-// errors measured in docs/model.md, "KV cache").
+// errors measured in docs/model.md §7.5).
 enum class KvCacheDtype { F32, F16 };
 
 // Keys and values of one sequence, per layer, rows of kv_heads*head_dim values with RoPE already

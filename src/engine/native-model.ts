@@ -74,7 +74,7 @@ export type SpecialVectorName = 'image_newline' | 'view_seperator';
  */
 export type KvCacheDtype = 'f16' | 'f32';
 
-/** The CPU decoder's default: half, within the reference tolerances (docs/model.md, "KV cache"). */
+/** The CPU decoder's default: half, within the reference tolerances (docs/model.md §7.5). */
 export const DEFAULT_KV_CACHE: KvCacheDtype = 'f16';
 
 interface NativeModelHandle {
