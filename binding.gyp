@@ -40,7 +40,7 @@
         "native/src/ops.cc",
         "native/src/attention.cc",
         "native/src/decoder.cc",
-        "native/src/addon_forward_input.cc",
+        "native/src/addon_forward.cc",
         "native/src/vision_ops.cc",
         "native/src/sam_encoder.cc",
         "native/src/clip_encoder.cc",

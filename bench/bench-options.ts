@@ -10,7 +10,7 @@ import { DEVICE_CHOICES, type DeviceSpec } from '../src/engine/compute-device.js
 import type { ModelSize } from '../src/model/synth/model-configs.js';
 import { PAGE_CASES, type PageCase } from './page-cases.js';
 
-export const PARTS = ['ceilings', 'encoders', 'decode', 'latency', 'batch'] as const;
+export const PARTS = ['ceilings', 'encoders', 'decode', 'latency', 'batch', 'kvcache'] as const;
 export type Part = (typeof PARTS)[number];
 
 export const USAGE = `Usage: npm run bench -- [options]
@@ -29,7 +29,7 @@ a table on stdout, JSON and an SVG plot in --out; progress on stderr.
   --cases IDS          page cases for encoders and decode: ${PAGE_CASES.map((c) => c.id).join(', ')} (default all)
   --max-len N          generated tokens of the latency sweep (default 4096)
   --decode-tokens N    tokens generated per page case (default 128)
-  --batch-steps N      decode steps per batch size (default 32)
+  --batch-steps N      decode steps per batch size, and per KV-cache storage in kvcache (default 32)
   --threads N          engine threads (default: every CPU)
   --device D           where the decoder runs: ${DEVICE_CHOICES} (default cpu); on a GPU the
                        device's ceilings are measured too and the decoder's figures are ratios to them

@@ -10,6 +10,7 @@ import { resolveDevice } from '../src/engine/compute-device.js';
 import type { Variant } from '../src/engine/model-config.js';
 import { parseBenchArgs, USAGE, type BenchOptions } from './bench-options.js';
 import { benchCheckpoint } from './checkpoints.js';
+import { kvCacheText, summariseKvCache, type KvCacheSummary } from './kv-cache-report.js';
 import { runMeasureProcess } from './measure-client.js';
 import { gpuDecoderCeilings, measureCeilings, measureGpuCeilings, type GpuCeilings, type MachineCeilings } from './native-probes.js';
 import { batchText, ceilingsText, decoderText, encodersText, gpuCeilingsText, latencyText } from './report-table.js';
@@ -30,6 +31,8 @@ const BATCH_VARIANT: Variant = 'v1';
 const BATCH_PREFIX_TOKENS = 256;
 const LATENCY_VARIANTS: readonly Variant[] = ['v1', 'v3'];
 const LATENCY_PAGES = 10;
+const KV_CACHE_VARIANT: Variant = 'v1';
+const KV_CACHE_PREFIX_TOKENS = 3000;
 const PLOT_COLORS: Record<Variant, string> = { v1: '#1f77b4', v2: '#2ca02c', v3: '#d62728' };
 
 interface BenchResults {
@@ -44,6 +47,7 @@ interface BenchResults {
   batch?: BatchSummary;
   latency: LatencySummary[];
   latencyPlot?: string;
+  kvCache: KvCacheSummary[];
 }
 
 function latencyPlot(latency: readonly LatencySummary[]): string {
@@ -88,6 +92,7 @@ async function main(args: string[]): Promise<number> {
     ceilings: await measureCeilings({ threads: options.threads, ...options.ceilings }),
     pages: [],
     latency: [],
+    kvCache: [],
   };
   const save = () => writeFile(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
   await save();
@@ -155,6 +160,20 @@ async function main(args: string[]): Promise<number> {
       await save();
     }
     print(latencyText(results.latency, svgFile));
+  }
+
+  if (parts.has('kvcache')) {
+    progress(`decode after ${KV_CACHE_PREFIX_TOKENS} tokens on ${KV_CACHE_VARIANT}, F32 and half KV caches in turns`);
+    const answer = await runMeasureProcess({
+      part: 'kvcache',
+      ...settings(await checkpoint(KV_CACHE_VARIANT)),
+      kvCaches: ['f32', 'f16'],
+      prefixTokens: KV_CACHE_PREFIX_TOKENS,
+      steps: options.batchSteps,
+    });
+    results.kvCache = summariseKvCache(answer, results.ceilings);
+    await save();
+    print(kvCacheText(results.kvCache));
   }
 
   results.finishedAt = new Date().toISOString();

@@ -4,7 +4,7 @@
 import { NativeModel } from '../src/engine/native-model.js';
 import { randomIds, warmUpDecoder } from './decoder-warm-up.js';
 import { peakRssBytes, type BatchAnswer, type BatchJob } from './measure-jobs.js';
-import { decodeRunBytes } from './work-counts.js';
+import { decodeRunBytes, KV_ELEMENT_BYTES } from './work-counts.js';
 
 export async function measureBatch(job: BatchJob, progress: (line: string) => void): Promise<BatchAnswer> {
   const model = await NativeModel.load(job.modelDir, { threads: job.threads, device: job.device });
@@ -32,7 +32,7 @@ export async function measureBatch(job: BatchJob, progress: (line: string) => vo
         for (const sequence of sequences) sequence.release();
       }
     }
-    rows.push({ batch, ms, bytes: decodeRunBytes(model.config.decoder, batch, job.prefixTokens, job.steps) });
+    rows.push({ batch, ms, bytes: decodeRunBytes(model.config.decoder, batch, job.prefixTokens, job.steps, KV_ELEMENT_BYTES[model.kvCache]) });
   }
   return { variant: model.config.variant, prefixTokens: job.prefixTokens, steps: job.steps, rows, peakRssBytes: peakRssBytes() };
 }

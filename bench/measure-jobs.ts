@@ -4,6 +4,7 @@
 // takes medians and ratios to the ceilings.
 import type { DeviceSpec } from '../src/engine/compute-device.js';
 import type { Variant } from '../src/engine/model-config.js';
+import type { KvCacheDtype } from '../src/engine/native-model.js';
 import type { Flops } from './work-counts.js';
 
 interface JobSettings {
@@ -39,7 +40,15 @@ export interface LatencyJob extends JobSettings {
   steps: number;
 }
 
-export type MeasureJob = PageJob | BatchJob | LatencyJob;
+/** Decode steps of one sequence after a long prefix per KV-cache storage, the storages' steps interleaved. */
+export interface KvCacheJob extends JobSettings {
+  part: 'kvcache';
+  kvCaches: KvCacheDtype[];
+  prefixTokens: number;
+  steps: number;
+}
+
+export type MeasureJob = PageJob | BatchJob | LatencyJob | KvCacheJob;
 
 /** Milliseconds of one run's encodeImages calls, summed over the calls, per stage and in all. */
 export interface EncodeSample {
@@ -85,7 +94,22 @@ export interface LatencyAnswer {
   peakRssBytes: number;
 }
 
-export type MeasureAnswer = PageAnswer | BatchAnswer | LatencyAnswer;
+export interface KvCacheAnswer {
+  variant: Variant;
+  prefixTokens: number;
+  /** Bytes of the weights one step touches. */
+  weightBytes: number;
+  rows: {
+    kvCache: KvCacheDtype;
+    /** [run][step]: milliseconds of each decode step. */
+    stepMs: number[][];
+    /** Cache bytes a step's attention reads, on average over the steps. */
+    cacheBytes: number;
+  }[];
+  peakRssBytes: number;
+}
+
+export type MeasureAnswer = PageAnswer | BatchAnswer | LatencyAnswer | KvCacheAnswer;
 
 /** Peak resident memory of this process so far, in bytes. */
 export function peakRssBytes(): number {

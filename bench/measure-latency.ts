@@ -8,7 +8,7 @@ import { buildPromptIds, promptText } from '../src/engine/prompts.js';
 import { Tokenizer } from '../src/engine/tokenizer.js';
 import { warmUpDecoder } from './decoder-warm-up.js';
 import { peakRssBytes, type LatencyAnswer, type LatencyJob } from './measure-jobs.js';
-import { decodeWeightBytes, kvReadBytes } from './work-counts.js';
+import { decodeWeightBytes, KV_ELEMENT_BYTES, kvReadBytes } from './work-counts.js';
 
 export async function measureLatency(job: LatencyJob, progress: (line: string) => void): Promise<LatencyAnswer> {
   const [model, tokenizer] = await Promise.all([NativeModel.load(job.modelDir, { threads: job.threads, device: job.device }), Tokenizer.fromDir(job.modelDir)]);
@@ -25,7 +25,7 @@ export async function measureLatency(job: LatencyJob, progress: (line: string) =
     prefixTokens: prefix.length,
     prefillMs: [],
     stepMs: [],
-    stepBytes: Array.from({ length: job.steps }, (_, step) => decodeWeightBytes(dims, 1) + kvReadBytes(dims, prefix.length, prefix.length + step)),
+    stepBytes: Array.from({ length: job.steps }, (_, step) => decodeWeightBytes(dims, 1) + kvReadBytes(dims, prefix.length, prefix.length + step, KV_ELEMENT_BYTES[model.kvCache])),
     peakRssBytes: 0,
   };
   progress('warming up the decoder');

@@ -6,7 +6,7 @@ import { OcrEngine, type PreparedPrompt } from '../src/engine/ocr-engine.js';
 import { warmUpDecoder } from './decoder-warm-up.js';
 import { peakRssBytes, type EncodeSample, type PageAnswer, type PageJob } from './measure-jobs.js';
 import { pageCase, syntheticPage } from './page-cases.js';
-import { addFlops, decodeRunBytes, encodeFlops, NO_FLOPS, prefillFlops } from './work-counts.js';
+import { addFlops, decodeRunBytes, encodeFlops, KV_ELEMENT_BYTES, NO_FLOPS, prefillFlops } from './work-counts.js';
 
 interface EncodeCall {
   pixels: Float32Array;
@@ -57,7 +57,7 @@ export async function measurePage(job: PageJob, progress: (line: string) => void
       encoder: addFlops(...stages.map((s) => s.encoder)),
       projector: addFlops(...stages.map((s) => s.projector)),
       prefill: job.decode ? prefillFlops(model.config.decoder, promptTokens) : NO_FLOPS,
-      decodeBytes: job.decode ? decodeRunBytes(model.config.decoder, 1, promptTokens, job.decodeTokens - 1) : 0,
+      decodeBytes: job.decode ? decodeRunBytes(model.config.decoder, 1, promptTokens, job.decodeTokens - 1, KV_ELEMENT_BYTES[model.kvCache]) : 0,
     },
     encode: [],
     prefillMs: [],

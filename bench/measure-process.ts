@@ -1,6 +1,7 @@
 // A measuring process: runs the one job given as its JSON argument and sends the answer (or the
 // error) to the parent over IPC. Started by runMeasureProcess (measure-client.ts).
 import { measureBatch } from './measure-batch.js';
+import { measureKvCache } from './measure-kv-cache.js';
 import { measureLatency } from './measure-latency.js';
 import { measurePage } from './measure-page.js';
 import type { MeasureAnswer, MeasureJob } from './measure-jobs.js';
@@ -16,6 +17,7 @@ async function run(job: MeasureJob): Promise<MeasureAnswer> {
     process.stderr.write(`bench [${label(job)}] ${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s  ${line}\n`);
   if (job.part === 'page') return measurePage(job, progress);
   if (job.part === 'batch') return measureBatch(job, progress);
+  if (job.part === 'kvcache') return measureKvCache(job, progress);
   return measureLatency(job, progress);
 }
 

@@ -6,6 +6,7 @@
 // gemm_bf16; activation-by-activation products (attention scores and values, SAM's relative
 // position terms, the MoE router) run on gemm_f32. Norms, activations and softmax are not counted.
 import type { DecoderDims } from '../src/engine/model-config.js';
+import type { KvCacheDtype } from '../src/engine/native-model.js';
 import type { ClipDims, Qwen2Dims, SamDims, VisionDims } from '../src/engine/vision-config.js';
 
 export interface Flops {
@@ -177,17 +178,23 @@ export function visibleSlots(d: DecoderDims, prefix: number, pos: number): numbe
   return prefix + Math.min(pos - prefix + 1, d.slidingWindow);
 }
 
-/** Bytes of the F32 keys and values one sequence's decode step at absolute position `pos` reads. */
-export function kvReadBytes(d: DecoderDims, prefix: number, pos: number): number {
-  return d.layers * visibleSlots(d, prefix, pos) * 2 * d.kvHeads * d.headDim * F32_BYTES;
+/** Bytes of one cached key or value element per KV-cache storage. */
+export const KV_ELEMENT_BYTES: Record<KvCacheDtype, number> = { f32: F32_BYTES, f16: 2 };
+
+/**
+ * Bytes of the keys and values one sequence's decode step at absolute position `pos` reads, each
+ * value `elementBytes` wide (F32 by default; 2 for the half cache).
+ */
+export function kvReadBytes(d: DecoderDims, prefix: number, pos: number, elementBytes = F32_BYTES): number {
+  return d.layers * visibleSlots(d, prefix, pos) * 2 * d.kvHeads * d.headDim * elementBytes;
 }
 
 /**
  * Bytes read by `steps` decode steps of `batch` sequences that each hold `prefix` prompt tokens and
  * feed their first generated token at position `prefix`, the next at prefix + 1, and so on.
  */
-export function decodeRunBytes(d: DecoderDims, batch: number, prefix: number, steps: number): number {
+export function decodeRunBytes(d: DecoderDims, batch: number, prefix: number, steps: number, elementBytes = F32_BYTES): number {
   let bytes = steps * decodeWeightBytes(d, batch);
-  for (let step = 0; step < steps; step++) bytes += batch * kvReadBytes(d, prefix, prefix + step);
+  for (let step = 0; step < steps; step++) bytes += batch * kvReadBytes(d, prefix, prefix + step, elementBytes);
   return bytes;
 }

@@ -7,6 +7,7 @@ import {
   decodeRunBytes,
   decodeWeightBytes,
   expectedDistinctExperts,
+  KV_ELEMENT_BYTES,
   kvReadBytes,
   prefillFlops,
   qwen2Flops,
@@ -143,6 +144,7 @@ describe('decode bytes', () => {
     assert.deepEqual([4, 5, 7, 9, 20].map((pos) => visibleSlots(rswa, 5, pos)), [5, 6, 8, 8, 8]);
     assert.deepEqual([4, 5, 7, 9, 20].map((pos) => visibleSlots(DECODER, 5, pos)), [5, 6, 8, 10, 21]);
     assert.equal(kvReadBytes(rswa, 5, 9), 2 * 8 * 2 * 2 * 4); // layers × slots × (K, V) × kv width × F32
+    assert.equal(kvReadBytes(rswa, 5, 9, KV_ELEMENT_BYTES.f16), 2 * 8 * 2 * 2 * 2); // the half cache
   });
 
   test('a decode run feeds its first token at the prefix length and grows the cache by one per step', () => {

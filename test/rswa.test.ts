@@ -46,7 +46,7 @@ describe('R-SWA decode (V3) compared with full attention (V1)', () => {
     await v3Decoder.forward([{ sequence, ids: Int32Array.from(PROMPT) }]);
     for (let i = 0; i < 400; i++) await v3Decoder.forward([{ sequence, ids: Int32Array.of(3000 + i) }]);
     assert.equal(sequence.length, PROMPT.length + 400);
-    const rowBytes = 2 * dims.layers * dims.kvHeads * dims.headDim * 4;
+    const rowBytes = 2 * dims.layers * dims.kvHeads * dims.headDim * 2; // keys and values in IEEE half
     assert.equal(sequence.cacheBytes, (PROMPT.length + WINDOW) * rowBytes);
     sequence.release();
   });

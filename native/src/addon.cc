@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "addon_forward.h"
 #include "decoder.h"
-#include "addon_forward_input.h"
 #include "gpu_backend.h"
 #include "kernels.h"
 #include "safetensors.h"
@@ -43,30 +43,6 @@ float read_float(const Napi::Object& obj, const char* key) {
   Napi::Value v = obj.Get(key);
   if (!v.IsNumber()) throw Napi::TypeError::New(obj.Env(), std::string("dims.") + key + " must be a number");
   return v.As<Napi::Number>().FloatValue();
-}
-
-DecoderDims read_dims(const Napi::Object& o) {
-  DecoderDims d;
-  d.hidden = read_int(o, "hidden");
-  d.layers = read_int(o, "layers");
-  d.heads = read_int(o, "heads");
-  d.kv_heads = read_int(o, "kvHeads");
-  d.head_dim = read_int(o, "headDim");
-  d.intermediate = read_int(o, "intermediate");
-  d.moe_intermediate = read_int(o, "moeIntermediate");
-  d.n_routed = read_int(o, "routedExperts");
-  d.top_k = read_int(o, "expertsPerToken");
-  d.n_shared = read_int(o, "sharedExperts");
-  d.first_k_dense = read_int(o, "firstDenseLayers");
-  d.moe_layer_freq = read_int(o, "moeLayerFreq");
-  d.vocab = read_int(o, "vocab");
-  d.max_positions = read_int(o, "maxPositions");
-  d.rms_eps = read_float(o, "rmsEps");
-  d.rope_theta = read_float(o, "ropeTheta");
-  d.routed_scaling = read_float(o, "routedScaling");
-  d.norm_topk = o.Get("normTopk").ToBoolean().Value();
-  d.sliding_window = read_int(o, "slidingWindow");
-  return d;
 }
 
 Napi::Object read_object(const Napi::Object& obj, const char* key) {
@@ -138,83 +114,7 @@ Napi::Float32Array to_float32_array(Napi::Env env, const std::vector<float>& val
   return out;
 }
 
-class SequenceWrap : public Napi::ObjectWrap<SequenceWrap> {
- public:
-  static Napi::Function Init(Napi::Env env) {
-    return DefineClass(env, "NativeSequence",
-                       {InstanceAccessor<&SequenceWrap::Length>("length"),
-                        InstanceAccessor<&SequenceWrap::PrefixLength>("prefixLength"),
-                        InstanceAccessor<&SequenceWrap::CacheBytes>("cacheBytes"),
-                        InstanceMethod<&SequenceWrap::Release>("release")});
-  }
-  explicit SequenceWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SequenceWrap>(info) {}
-
-  std::shared_ptr<Engine> engine;
-  std::shared_ptr<KvCache> cache;
-
- private:
-  Napi::Value Length(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->length()) : 0);
-  }
-  Napi::Value PrefixLength(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->prefix_length()) : -1);
-  }
-  Napi::Value CacheBytes(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->bytes()) : 0);
-  }
-  // Frees the KV cache now rather than at garbage collection; the sequence is unusable afterwards.
-  Napi::Value Release(const Napi::CallbackInfo& info) {
-    cache.reset();
-    return info.Env().Undefined();
-  }
-};
-
-class ForwardWorker : public Napi::AsyncWorker {
- public:
-  ForwardWorker(Napi::Env env, std::shared_ptr<Engine> engine, std::vector<ForwardEntry> entries,
-                std::vector<std::shared_ptr<KvCache>> caches)
-      : Napi::AsyncWorker(env),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        engine_(std::move(engine)),
-        entries_(std::move(entries)),
-        caches_(std::move(caches)) {}
-
-  Napi::Promise promise() const { return deferred_.Promise(); }
-
-  void Execute() override {
-    std::lock_guard<std::mutex> lock(engine_->mutex);
-    try {
-      size_t rows = 0;
-      for (const ForwardEntry& entry : entries_) rows += entry.want_logits ? 1 : 0;
-      logits_.resize(rows * engine_->decoder->dims().vocab);
-      best_.resize(entries_.size());
-      engine_->decoder->forward(entries_, logits_.data(), best_.data());
-    } catch (const std::exception& e) {
-      SetError(e.what());
-    }
-  }
-
-  void OnOK() override {
-    Napi::Float32Array logits = Napi::Float32Array::New(Env(), logits_.size());
-    std::memcpy(logits.Data(), logits_.data(), logits_.size() * sizeof(float));
-    Napi::Int32Array best = Napi::Int32Array::New(Env(), best_.size());
-    std::memcpy(best.Data(), best_.data(), best_.size() * sizeof(int32_t));
-    Napi::Object out = Napi::Object::New(Env());
-    out.Set("logits", logits);
-    out.Set("best", best);
-    deferred_.Resolve(out);
-  }
-
-  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  std::shared_ptr<Engine> engine_;
-  std::vector<ForwardEntry> entries_;
-  std::vector<std::shared_ptr<KvCache>> caches_;  // keep the caches alive while the worker runs
-  std::vector<float> logits_;
-  std::vector<int32_t> best_;
-};
+using SequenceWrap = SequenceWrapOf<Engine, KvCache>;
 
 class EncodeWorker : public Napi::AsyncWorker {
  public:
@@ -373,7 +273,7 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   if (info.Length() < 3 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber() ||
       (info.Length() > 3 && !info[3].IsUndefined() && !info[3].IsObject()))
     throw Napi::TypeError::New(env, "loadModel(dir: string, dims: object, threads: number, visionDims?: object)");
-  const DecoderDims dims = read_dims(info[1].As<Napi::Object>());
+  const DecoderDims dims = read_decoder_dims(info[1].As<Napi::Object>());
   const bool with_vision = info.Length() > 3 && info[3].IsObject();
   VisionDims vision_dims;
   if (with_vision) vision_dims = read_vision_dims(info[3].As<Napi::Object>());
@@ -429,7 +329,7 @@ Napi::Value ReadSafetensorsHeader(const Napi::CallbackInfo& info) {
 class Addon : public Napi::Addon<Addon> {
  public:
   Addon(Napi::Env env, Napi::Object exports) {
-    Napi::Function sequence = SequenceWrap::Init(env);
+    Napi::Function sequence = SequenceWrap::Init(env, "NativeSequence");
     sequence_constructor = Napi::Persistent(sequence);
     Napi::Function model = ModelWrap::Init(env);
     model_constructor = Napi::Persistent(model);
@@ -461,12 +361,16 @@ void LoadWorker::OnOK() {
   deferred_.Resolve(env.GetInstanceData<Addon>()->model_constructor.New({holder}));
 }
 
+// createSequence(kvCache: 'f16' | 'f32') -> NativeSequence whose KV cache stores keys and values as kvCache
 Napi::Value ModelWrap::CreateSequence(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  const std::string name = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+  if (name != "f16" && name != "f32") throw Napi::TypeError::New(env, "createSequence: kvCache must be 'f16' or 'f32'");
+  const KvCacheDtype dtype = name == "f32" ? KvCacheDtype::F32 : KvCacheDtype::F16;
   Napi::Object object = env.GetInstanceData<Addon>()->sequence_constructor.New({});
   SequenceWrap* sequence = SequenceWrap::Unwrap(object);
   sequence->engine = engine_;
-  sequence->cache = std::make_shared<KvCache>(engine_->decoder->dims());
+  sequence->cache = std::make_shared<KvCache>(engine_->decoder->dims(), dtype);
   return object;
 }
 
@@ -476,29 +380,15 @@ Napi::Value ModelWrap::CreateSequence(const Napi::CallbackInfo& info) {
 //   best: each sequence's argmax over the ids not banned; logits of its last new token when asked
 Napi::Value ModelWrap::Forward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsArray()) throw Napi::TypeError::New(env, "forward(batch: array)");
-  Napi::Array batch = info[0].As<Napi::Array>();
-  Napi::Function sequence_class = env.GetInstanceData<Addon>()->sequence_constructor.Value();
-  std::vector<ForwardEntry> entries(batch.Length());
-  std::vector<std::shared_ptr<KvCache>> caches;
-  for (uint32_t i = 0; i < batch.Length(); ++i) {
-    Napi::Value item_value = batch.Get(i);
-    if (!item_value.IsObject()) throw Napi::TypeError::New(env, "forward: batch entries must be objects");
-    Napi::Object item = item_value.As<Napi::Object>();
-    Napi::Value seq_value = item.Get("sequence");
-    if (!seq_value.IsObject() || !seq_value.As<Napi::Object>().InstanceOf(sequence_class))
-      throw Napi::TypeError::New(env, "forward: entry.sequence must come from createSequence()");
-    SequenceWrap* sequence = SequenceWrap::Unwrap(seq_value.As<Napi::Object>());
-    if (!sequence->cache) throw Napi::Error::New(env, "forward: the sequence was released");
-    if (sequence->engine != engine_) throw Napi::Error::New(env, "forward: the sequence belongs to another model");
-    read_forward_input(item, entries[i]);
-    entries[i].cache = sequence->cache.get();
-    caches.push_back(sequence->cache);
-  }
-  auto* worker = new ForwardWorker(env, engine_, std::move(entries), std::move(caches));
-  Napi::Promise promise = worker->promise();
-  worker->Queue();
-  return promise;
+  std::vector<ForwardEntry> entries;
+  auto caches = read_forward_batch<SequenceWrap>(info, env.GetInstanceData<Addon>()->sequence_constructor.Value(),
+                                                 engine_, entries);
+  for (size_t i = 0; i < entries.size(); ++i) entries[i].cache = caches[i].get();
+  std::shared_ptr<Engine> engine = engine_;
+  return queue_forward(env, engine->mutex, engine->decoder->dims().vocab, std::move(entries),
+                       [engine, caches](std::vector<ForwardEntry>& batch, float* logits, int32_t* best) {
+                         engine->decoder->forward(batch, logits, best);
+                       });
 }
 
 // encodeImages(pixels: Float32Array [n, 3, side, side], n: number, side: number, keepIntermediates: boolean)

@@ -64,25 +64,42 @@ void attention(ThreadPool& pool, const AttentionTensors& t, const AttentionShape
 /* out[r, h*D:(h+1)*D] = softmax(q_r,h . K^T / sqrt(D)) V over the slots row r sees, every row */
 void attend_caches(ThreadPool& pool, const KernelSet& kernels, const DecoderDims& dims, int64_t layer,
                    const std::vector<CachedQueries>& sequences, const float* q, float* out,
-                   std::vector<std::pair<int64_t, int64_t>>& single_rows) {
+                   CachedAttentionScratch& scratch) {
   const int64_t D = dims.head_dim, QW = dims.heads * D, KW = dims.kv_heads * D;
   // New tokens of a sequence sit in consecutive slots equal to their positions (a window only
   // starts after the prefill), so query t of a run starting at `first` sees slots [0, first + t].
   constexpr int64_t kBlockedQueries = 16;
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
-  single_rows.clear();  // (row, its sequence)
+  std::vector<std::pair<int64_t, int64_t>>& single_rows = scratch.single_rows;
+  single_rows.clear();
   for (int64_t s = 0; s < static_cast<int64_t>(sequences.size()); ++s) {
     const CachedQueries& run = sequences[s];
     if (run.rows < kBlockedQueries) {
       for (int64_t i = 0; i < run.rows; ++i) single_rows.emplace_back(run.first_row + i, s);
       continue;
     }
-    const int64_t first = run.first_position;
-    const AttentionTensors tensors{q + run.first_row * QW, QW, run.cache->keys(layer), KW, run.cache->values(layer), KW,
-                                   out + run.first_row * QW, QW};
+    const int64_t first = run.first_position, keys = first + run.rows;
+    const float* k = nullptr;
+    const float* v = nullptr;
+    if (run.cache->dtype() == KvCacheDtype::F32) {
+      k = run.cache->keys_f32(layer);
+      v = run.cache->values_f32(layer);
+    } else {
+      scratch.keys.resize(keys * KW);
+      scratch.values.resize(keys * KW);
+      const f16_t* k16 = run.cache->keys_f16(layer);
+      const f16_t* v16 = run.cache->values_f16(layer);
+      pool.parallel_for(keys, 64, [&](int64_t r0, int64_t r1) {
+        kernels.from_f16(k16 + r0 * KW, scratch.keys.data() + r0 * KW, (r1 - r0) * KW);
+        kernels.from_f16(v16 + r0 * KW, scratch.values.data() + r0 * KW, (r1 - r0) * KW);
+      });
+      k = scratch.keys.data();
+      v = scratch.values.data();
+    }
+    const AttentionTensors tensors{q + run.first_row * QW, QW, k, KW, v, KW, out + run.first_row * QW, QW};
     AttentionHooks causal;
     causal.visible_keys = [first](int64_t t) { return first + t + 1; };
-    attention(pool, tensors, AttentionShape{1, run.rows, first + run.rows, dims.heads, dims.kv_heads, D, scale}, causal);
+    attention(pool, tensors, AttentionShape{1, run.rows, keys, dims.heads, dims.kv_heads, D, scale}, causal);
   }
   const int64_t group = dims.heads / dims.kv_heads;
   pool.parallel_for(static_cast<int64_t>(single_rows.size()) * dims.heads, 1, [&](int64_t begin, int64_t end) {
@@ -90,10 +107,15 @@ void attend_caches(ThreadPool& pool, const KernelSet& kernels, const DecoderDims
       const auto [r, s] = single_rows[task / dims.heads];
       const int64_t h = task % dims.heads;
       const CachedQueries& run = sequences[s];
+      const KvCache& cache = *run.cache;
       const int64_t kv_offset = (h / group) * D;
-      kernels.attention_head(q + r * QW + h * D, run.cache->keys(layer) + kv_offset, run.cache->values(layer) + kv_offset,
-                             KW, run.cache->visible_slots(run.first_position + r - run.first_row), D, scale,
-                             out + r * QW + h * D);
+      const int64_t visible = cache.visible_slots(run.first_position + r - run.first_row);
+      if (cache.dtype() == KvCacheDtype::F32)
+        kernels.attention_head(q + r * QW + h * D, cache.keys_f32(layer) + kv_offset, cache.values_f32(layer) + kv_offset,
+                               KW, visible, D, scale, out + r * QW + h * D);
+      else
+        kernels.attention_head_f16(q + r * QW + h * D, cache.keys_f16(layer) + kv_offset,
+                                   cache.values_f16(layer) + kv_offset, KW, visible, D, scale, out + r * QW + h * D);
     }
   });
 }

@@ -56,12 +56,19 @@ struct CachedQueries {
   int64_t first_row = 0, rows = 0, first_position = 0;
 };
 
+// Buffers attend_caches reuses across calls.
+struct CachedAttentionScratch {
+  std::vector<std::pair<int64_t, int64_t>> single_rows;  // (row, its sequence)
+  std::vector<float> keys, values;                       // a half cache's visible rows widened to F32
+};
+
 /* out[r, h*D:(h+1)*D] = softmax(q[r, h*D:(h+1)*D] . K^T / sqrt(D)) V over the cache slots row r
    sees at `layer` (KvCache::visible_slots), for every row of every sequence; q, out [rows, heads*D].
-   A prefill's rows go through attention() in blocks of queries; single new tokens (decode steps)
-   one head at a time through the kernel set's attention_head. `single_rows` is scratch. */
+   A prefill's rows go through attention() in blocks of queries (a half cache's rows widened to F32
+   first); single new tokens (decode steps) one head at a time through the kernel set's
+   attention_head, or attention_head_f16 reading a half cache in place. */
 void attend_caches(ThreadPool& pool, const KernelSet& kernels, const DecoderDims& dims, int64_t layer,
                    const std::vector<CachedQueries>& sequences, const float* q, float* out,
-                   std::vector<std::pair<int64_t, int64_t>>& single_rows);
+                   CachedAttentionScratch& scratch);
 
 }  // namespace scriptorium

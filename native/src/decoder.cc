@@ -43,71 +43,71 @@ void DecoderDims::validate() const {
     throw std::invalid_argument("config.json: negative n_shared_experts, first_k_dense_replace or sliding window");
 }
 
-KvCache::KvCache(const DecoderDims& dims)
-    : dims_(dims), row_width_(dims.kv_heads * dims.head_dim), k_(dims.layers), v_(dims.layers) {}
-
-size_t KvCache::bytes() const { return 2 * static_cast<size_t>(dims_.layers * capacity_rows_ * row_width_) * sizeof(float); }
-
-int64_t KvCache::slot_of(int64_t pos) const {
-  if (dims_.sliding_window == 0 || pos < prefix_) return pos;
-  return prefix_ + (pos - prefix_) % dims_.sliding_window;
+KvCache::KvCache(const DecoderDims& dims, KvCacheDtype dtype)
+    : dims_(dims), dtype_(dtype), rules_(dims), row_width_(dims.kv_heads * dims.head_dim) {
+  if (dtype_ == KvCacheDtype::F32) k32_.resize(dims.layers), v32_.resize(dims.layers);
+  else k16_.resize(dims.layers), v16_.resize(dims.layers);
 }
 
-int64_t KvCache::visible_slots(int64_t pos) const {
-  if (dims_.sliding_window == 0 || pos < prefix_) return pos + 1;
-  return prefix_ + std::min(pos - prefix_ + 1, dims_.sliding_window);
+size_t KvCache::bytes() const {
+  const size_t element = dtype_ == KvCacheDtype::F32 ? sizeof(float) : sizeof(f16_t);
+  return 2 * static_cast<size_t>(dims_.layers * capacity_rows_ * row_width_) * element;
 }
 
 void KvCache::reserve_rows(int64_t rows) {
   if (rows <= capacity_rows_) return;
-  // Room for the next kGrowthRows tokens beyond the request, and at least half again the current
-  // size: a long prefill is not followed by a full copy of its cache on the first decode step.
-  constexpr int64_t kGrowthRows = 256;
-  int64_t target = std::max(rows + kGrowthRows, capacity_rows_ + capacity_rows_ / 2);
-  int64_t limit = dims_.max_positions;
-  if (dims_.sliding_window > 0 && prefix_ >= 0) limit = std::min(limit, prefix_ + dims_.sliding_window);
-  target = std::max(rows, std::min(target, limit));
+  const int64_t target = rules_.grown_capacity(rows, capacity_rows_);
   for (int64_t l = 0; l < dims_.layers; ++l) {
-    k_[l].resize(target * row_width_);
-    v_[l].resize(target * row_width_);
+    if (dtype_ == KvCacheDtype::F32) {
+      k32_[l].resize(target * row_width_);
+      v32_[l].resize(target * row_width_);
+    } else {
+      k16_[l].resize(target * row_width_);
+      v16_[l].resize(target * row_width_);
+    }
   }
   capacity_rows_ = target;
+}
+
+void KvCache::store(const KernelSet& kernels, int64_t layer, int64_t slot, const float* key, const float* value) {
+  const int64_t at = slot * row_width_;
+  if (dtype_ == KvCacheDtype::F32) {
+    std::copy_n(key, row_width_, k32_[layer].data() + at);
+    std::copy_n(value, row_width_, v32_[layer].data() + at);
+  } else {
+    kernels.to_f16(key, k16_[layer].data() + at, row_width_);
+    kernels.to_f16(value, v16_[layer].data() + at, row_width_);
+  }
+}
+
+void check_forward_entry(const DecoderDims& dims, const ForwardEntry& entry, const KvSlotRules& rules) {
+  const int64_t n = static_cast<int64_t>(entry.ids.size());
+  if (n == 0) throw std::invalid_argument("forward: a sequence was given no tokens");
+  for (int32_t id : entry.ids)
+    if (id < 0 || id >= dims.vocab)
+      throw std::invalid_argument("forward: token id " + std::to_string(id) + " outside the vocabulary [0, " +
+                                  std::to_string(dims.vocab) + ")");
+  rules.check_append(n);
+  if (entry.embeds.size() != entry.embed_rows.size() * static_cast<size_t>(dims.hidden))
+    throw std::invalid_argument("forward: embeds must hold hidden_size floats per replaced row");
+  for (int32_t row : entry.embed_rows)
+    if (row < 0 || row >= n) throw std::invalid_argument("forward: embed row outside the sequence's new tokens");
+  for (int32_t id : entry.banned)
+    if (id < 0 || id >= dims.vocab) throw std::invalid_argument("forward: banned id outside the vocabulary");
 }
 
 Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool)
     : dims_(dims), pool_(pool), kernels_(active_kernels()) {
   dims_.validate();
-  const int64_t H = dims_.hidden, QW = dims_.heads * dims_.head_dim, KW = dims_.kv_heads * dims_.head_dim;
-  auto bf16 = [&](const std::string& name, std::vector<int64_t> shape) {
+  auto bf16 = [&](const std::string& name, const std::vector<int64_t>& shape) {
     return reinterpret_cast<const bf16_t*>(checkpoint.get(name, shape).data);
   };
-  auto expert = [&](const std::string& prefix, int64_t width) {
-    return Expert{bf16(prefix + "gate_proj.weight", {width, H}), bf16(prefix + "up_proj.weight", {width, H}),
-                  bf16(prefix + "down_proj.weight", {H, width})};
-  };
-  embed_ = bf16("model.embed_tokens.weight", {dims_.vocab, H});
-  layers_.resize(dims_.layers);
-  for (int64_t l = 0; l < dims_.layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    Layer& layer = layers_[l];
-    layer.input_norm = bf16(p + "input_layernorm.weight", {H});
-    layer.post_norm = bf16(p + "post_attention_layernorm.weight", {H});
-    layer.wq = bf16(p + "self_attn.q_proj.weight", {QW, H});
-    layer.wk = bf16(p + "self_attn.k_proj.weight", {KW, H});
-    layer.wv = bf16(p + "self_attn.v_proj.weight", {KW, H});
-    layer.wo = bf16(p + "self_attn.o_proj.weight", {H, QW});
-    layer.moe = dims_.is_moe_layer(l);
-    if (!layer.moe) {
-      layer.dense = expert(p + "mlp.", dims_.intermediate);
-      continue;
-    }
-    layer.router = checkpoint.f32(p + "mlp.gate.weight", {dims_.n_routed, H});
-    for (int64_t e = 0; e < dims_.n_routed; ++e)
-      layer.experts.push_back(expert(p + "mlp.experts." + std::to_string(e) + ".", dims_.moe_intermediate));
-    if (dims_.n_shared > 0) layer.shared = expert(p + "mlp.shared_experts.", dims_.n_shared * dims_.moe_intermediate);
-  }
-  final_norm_ = bf16("model.norm.weight", {H});
-  lm_head_ = bf16("lm_head.weight", {dims_.vocab, H});
+  auto f32 = [&](const std::string& name, const std::vector<int64_t>& shape) { return checkpoint.f32(name, shape); };
+  auto weights = load_decoder_weights<const bf16_t*, std::vector<float>>(dims_, bf16, f32);
+  embed_ = weights.embed;
+  final_norm_ = weights.final_norm;
+  lm_head_ = weights.lm_head;
+  layers_ = std::move(weights.layers);
 }
 
 void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t* best) {
@@ -118,24 +118,8 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t
   for (const ForwardEntry& entry : entries) {
     if (!entry.cache) throw std::invalid_argument("forward: entry without a sequence");
     if (!seen.insert(entry.cache).second) throw std::invalid_argument("forward: a sequence appears twice in one batch");
-    const int64_t n = static_cast<int64_t>(entry.ids.size());
-    if (n == 0) throw std::invalid_argument("forward: a sequence was given no tokens");
-    for (int32_t id : entry.ids)
-      if (id < 0 || id >= dims_.vocab)
-        throw std::invalid_argument("forward: token id " + std::to_string(id) + " outside the vocabulary [0, " +
-                                    std::to_string(dims_.vocab) + ")");
-    if (entry.cache->length_ + n > dims_.max_positions)
-      throw std::invalid_argument("forward: context full: " + std::to_string(entry.cache->length_ + n) +
-                                  " positions exceed max_position_embeddings " + std::to_string(dims_.max_positions));
-    if (dims_.sliding_window > 0 && entry.cache->prefix_ >= 0 && n != 1)
-      throw std::invalid_argument("forward: with a sliding window, calls after the prefill take one token each");
-    if (entry.embeds.size() != entry.embed_rows.size() * static_cast<size_t>(H))
-      throw std::invalid_argument("forward: embeds must hold hidden_size floats per replaced row");
-    for (int32_t row : entry.embed_rows)
-      if (row < 0 || row >= n) throw std::invalid_argument("forward: embed row outside the sequence's new tokens");
-    for (int32_t id : entry.banned)
-      if (id < 0 || id >= dims_.vocab) throw std::invalid_argument("forward: banned id outside the vocabulary");
-    rows += n;
+    check_forward_entry(dims_, entry, entry.cache->rules_);
+    rows += static_cast<int64_t>(entry.ids.size());
   }
 
   const int64_t QW = dims_.heads * dims_.head_dim, KW = dims_.kv_heads * dims_.head_dim;
@@ -157,12 +141,10 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t
     ForwardEntry& entry = entries[b];
     KvCache& cache = *entry.cache;
     const int64_t n = static_cast<int64_t>(entry.ids.size());
-    if (cache.prefix_ < 0) cache.prefix_ = n;
-    const int64_t last = cache.length_ + n - 1;
-    cache.reserve_rows(std::max(cache.slot_of(last), cache.slot_of(cache.length_)) + 1);
-    queries_.push_back({&cache, r, n, cache.length_});
+    cache.reserve_rows(cache.rules_.begin_append(n));
+    queries_.push_back({&cache, r, n, cache.length()});
     for (int64_t i = 0; i < n; ++i, ++r) {
-      row_pos_[r] = cache.length_ + i;
+      row_pos_[r] = cache.length() + i;
       row_entry_[r] = static_cast<int64_t>(b);
       const bf16_t* src = embed_ + static_cast<int64_t>(entry.ids[i]) * H;
       for (int64_t j = 0; j < H; ++j) x_[r * H + j] = bf16_to_f32(src[j]);
@@ -181,7 +163,7 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t
       kernels_.rmsnorm(x_.data() + i * H, layer.post_norm, norm_.data() + i * H, H, dims_.rms_eps);
     feed_forward(layer, rows);
   }
-  for (ForwardEntry& entry : entries) entry.cache->length_ += static_cast<int64_t>(entry.ids.size());
+  for (ForwardEntry& entry : entries) entry.cache->rules_.end_append(static_cast<int64_t>(entry.ids.size()));
 
   // Only each sequence's last token needs logits.
   int64_t end = 0;
@@ -250,12 +232,10 @@ void Decoder::attention(int64_t l, std::vector<ForwardEntry>& entries, int64_t r
     KvCache& cache = *entries[row_entry_[r]].cache;
     rope_rotate_half(q_.data() + r * QW, dims_.heads, D, row_pos_[r], dims_.rope_theta);
     rope_rotate_half(k_.data() + r * KW, dims_.kv_heads, D, row_pos_[r], dims_.rope_theta);
-    const int64_t slot = cache.slot_of(row_pos_[r]);
-    std::copy_n(k_.data() + r * KW, KW, cache.k_[l].data() + slot * KW);
-    std::copy_n(v_.data() + r * KW, KW, cache.v_[l].data() + slot * KW);
+    cache.store(kernels_, l, cache.rules_.slot_of(row_pos_[r]), k_.data() + r * KW, v_.data() + r * KW);
   }
 
-  attend_caches(pool_, kernels_, dims_, l, queries_, q_.data(), attn_.data(), single_rows_);
+  attend_caches(pool_, kernels_, dims_, l, queries_, q_.data(), attn_.data(), attention_scratch_);
   matmul_bf16(pool_, attn_.data(), layer.wo, proj_.data(), rows, H, QW);
 }
 

@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "attention.h"
+#include "decoder_dims.h"
+#include "decoder_weights.h"
+#include "kv_slot_rules.h"
 #include "kernels.h"
 #include "ops.h"
 #include "safetensors.h"
@@ -18,51 +21,43 @@
 
 namespace scriptorium {
 
-struct DecoderDims {
-  int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
-  int64_t intermediate = 0;      // dense FFN width (layers < first_k_dense)
-  int64_t moe_intermediate = 0;  // width of one routed expert
-  int64_t n_routed = 0, top_k = 0, n_shared = 0, first_k_dense = 0, moe_layer_freq = 1;
-  int64_t vocab = 0, max_positions = 0;
-  float rms_eps = 1e-6f, rope_theta = 10000.f, routed_scaling = 1.f;
-  bool norm_topk = false;
-  int64_t sliding_window = 0;  // 0: full causal attention (V1/V2); W > 0: R-SWA window (V3)
+// How a KV cache stores its rows: F32, or IEEE half (half the bytes per decode step; rounding
+// errors measured in docs/model.md §7.5).
+enum class KvCacheDtype { F32, F16 };
 
-  bool is_moe_layer(int64_t layer) const {
-    return n_routed > 0 && layer >= first_k_dense && layer % moe_layer_freq == 0;
-  }
-  void validate() const;  // throws std::invalid_argument on inconsistent dimensions
-};
-
-// Keys and values of one sequence, per layer, rows of kv_heads*head_dim floats with RoPE already
-// applied. Slots [0, prefix) hold the first forward call's tokens; with a sliding window W, the
-// generated token g (0-based) lives in slot prefix + g % W, so memory stops growing after W tokens.
+// Keys and values of one sequence, per layer, rows of kv_heads*head_dim values with RoPE already
+// applied, in the slots KvSlotRules gives (kv_slot_rules.h), stored as `dtype`.
 class KvCache {
  public:
-  explicit KvCache(const DecoderDims& dims);
+  KvCache(const DecoderDims& dims, KvCacheDtype dtype);
 
-  int64_t length() const { return length_; }        // tokens consumed = next absolute position
-  int64_t prefix_length() const { return prefix_; }  // -1 before the first forward call
+  KvCacheDtype dtype() const { return dtype_; }
+  int64_t length() const { return rules_.length(); }
+  int64_t prefix_length() const { return rules_.prefix_length(); }
   int64_t slots() const { return capacity_rows_; }
   size_t bytes() const;
-  // Keys / values of one layer: slots() rows of kv_heads*head_dim floats.
-  const float* keys(int64_t layer) const { return k_[layer].data(); }
-  const float* values(int64_t layer) const { return v_[layer].data(); }
+  // Keys / values of one layer: slots() rows of kv_heads*head_dim values, of the cache's dtype.
+  const float* keys_f32(int64_t layer) const { return k32_[layer].data(); }
+  const float* values_f32(int64_t layer) const { return v32_[layer].data(); }
+  const f16_t* keys_f16(int64_t layer) const { return k16_[layer].data(); }
+  const f16_t* values_f16(int64_t layer) const { return v16_[layer].data(); }
   // Number of leading slots a query at `pos` attends to (all visible keys are slots [0, n)).
-  int64_t visible_slots(int64_t pos) const;
+  int64_t visible_slots(int64_t pos) const { return rules_.visible_slots(pos); }
 
  private:
   friend class Decoder;
-  // Slot where the token at absolute position `pos` is stored.
-  int64_t slot_of(int64_t pos) const;
   void reserve_rows(int64_t rows);
+  // Stores one token's key and value rows (F32, kv_heads*head_dim each) at `slot` of `layer`.
+  void store(const KernelSet& kernels, int64_t layer, int64_t slot, const float* key, const float* value);
 
   DecoderDims dims_;
+  KvCacheDtype dtype_;
+  KvSlotRules rules_;
   int64_t row_width_;
-  int64_t length_ = 0;
-  int64_t prefix_ = -1;
   int64_t capacity_rows_ = 0;
-  std::vector<std::vector<float>> k_, v_;  // [layers][capacity_rows_ * row_width_]
+  // [layers][capacity_rows_ * row_width_]: the pair of the cache's dtype is used, the other stays empty.
+  std::vector<std::vector<float>> k32_, v32_;
+  std::vector<std::vector<f16_t>> k16_, v16_;
 };
 
 // One sequence's new tokens in a batched forward call.
@@ -74,6 +69,11 @@ struct ForwardEntry {
   bool want_logits = true;             // write the full logits row of the last token
   std::vector<int32_t> banned;         // ids the returned argmax skips (any order)
 };
+
+// Throws std::invalid_argument unless `entry` can be appended to a sequence in the state `rules`:
+// ids and banned ids inside the vocabulary, at least one token, room in the context, one token per
+// call after a windowed prefill, hidden_size floats per replaced embedding row inside the tokens.
+void check_forward_entry(const DecoderDims& dims, const ForwardEntry& entry, const KvSlotRules& rules);
 
 class Decoder {
  public:
@@ -90,17 +90,9 @@ class Decoder {
   void forward(std::vector<ForwardEntry>& entries, float* logits, int32_t* best);
 
  private:
-  struct Expert {
-    const bf16_t *gate = nullptr, *up = nullptr, *down = nullptr;
-  };
-  struct Layer {
-    const bf16_t *input_norm, *post_norm, *wq, *wk, *wv, *wo;
-    Expert dense;                 // layers without experts
-    std::vector<float> router;    // [n_routed, hidden] in F32 (router math runs in F32)
-    std::vector<Expert> experts;  // [n_routed]
-    Expert shared;                // n_shared experts fused into one MLP
-    bool moe = false;
-  };
+  using Expert = MlpWeights<const bf16_t*>;
+  // BF16 weights in place; the router [n_routed, hidden] in F32 (router math runs in F32).
+  using Layer = LayerWeights<const bf16_t*, std::vector<float>>;
 
   void attention(int64_t layer, std::vector<ForwardEntry>& entries, int64_t rows);
   void head(std::vector<ForwardEntry>& entries, float* logits, int32_t* best);
@@ -126,7 +118,7 @@ class Decoder {
   std::vector<float> expert_in_, expert_out_, last_rows_;
   std::vector<int64_t> row_pos_, row_entry_;
   std::vector<CachedQueries> queries_;                  // [entries] their rows of q_ and attn_
-  std::vector<std::pair<int64_t, int64_t>> single_rows_;  // attention scratch
+  CachedAttentionScratch attention_scratch_;
   std::vector<std::vector<std::pair<int64_t, float>>> rows_of_expert_;  // [n_routed] (row, weight)
   std::vector<int64_t> expert_order_;                                   // [n_routed]
   std::vector<std::pair<int64_t, float>> all_rows_;                     // every row, weight 1

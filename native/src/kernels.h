@@ -9,6 +9,7 @@
 namespace scriptorium {
 
 using bf16_t = uint16_t;
+using f16_t = uint16_t;  // IEEE binary16 bit pattern (the 16-bit KV cache)
 
 inline float bf16_to_f32(bf16_t v) {
   uint32_t bits = static_cast<uint32_t>(v) << 16;
@@ -66,6 +67,12 @@ struct KernelSet {
   void (*attention_head)(const float* q, const float* K, const float* V, int64_t ld, int64_t n,
                          int64_t d, float scale, float* out);
 
+  // attention_head over keys and values stored as IEEE half (the 16-bit KV cache): rows of d f16
+  // at K + r*ld / V + r*ld, widened exactly, so the result is bitwise attention_head's on the
+  // widened rows.
+  void (*attention_head_f16)(const float* q, const f16_t* K, const f16_t* V, int64_t ld, int64_t n,
+                             int64_t d, float scale, float* out);
+
   // In place x[i] = 0.5 x (1 + erf(x / sqrt 2)), GELU as nn.GELU() computes it; absolute error
   // about 2e-7 in the vector sets (1 + erf is evaluated as erfc(|z|), with no cancellation).
   void (*gelu_erf)(float* x, int64_t n);
@@ -76,6 +83,12 @@ struct KernelSet {
   // Index of the largest element (first one on ties); x[n], n >= 1. -inf entries are ordinary
   // values (all -inf gives 0); with NaN entries the index is unspecified.
   int64_t (*argmax)(const float* x, int64_t n);
+
+  // y[i] = x[i] rounded to the nearest IEEE half (ties to even), saturated to +-65504 so a value
+  // beyond the half range stays finite; NaN stays NaN. Bitwise the same in every set.
+  void (*to_f16)(const float* x, f16_t* y, int64_t n);
+  // y[i] = x[i] widened from IEEE half (exact).
+  void (*from_f16)(const f16_t* x, float* y, int64_t n);
 };
 
 // Individual sets, one per kernels_<isa>.cc. Calling into a set the CPU lacks is undefined

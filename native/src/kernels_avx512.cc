@@ -332,6 +332,58 @@ void axpy(float* y, float a, const float* x, int64_t n) {
   }
 }
 
+/* IEEE half rows of the KV cache, widened exactly */
+inline __m512 load_f16(const f16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512 load_f16(const f16_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+
+/* a[n] . b[n], b in IEEE half: bitwise the F32 dot of the widened values */
+inline float dot_f16(const float* a, const f16_t* b, int64_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), load_f16(b + i), acc);
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), load_f16(b + i, m), acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+/* y[n] = x[n] widened from IEEE half */
+void from_f16(const f16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, load_f16(x + i));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, load_f16(x + i, m));
+  }
+}
+
+/* y[n] += a * x[n], x in IEEE half */
+inline void axpy_f16(float* y, float a, const f16_t* x, int64_t n) {
+  const __m512 va = _mm512_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, load_f16(x + i), _mm512_loadu_ps(y + i)));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, load_f16(x + i, m), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+/* y[n] = x[n] to IEEE half, nearest even, saturated to +-65504 (min/max order keeps NaN) */
+void to_f16(const float* x, f16_t* y, int64_t n) {
+  const __m512 hi = _mm512_set1_ps(65504.0f), lo = _mm512_set1_ps(-65504.0f);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_max_ps(lo, _mm512_min_ps(hi, _mm512_loadu_ps(x + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 v = _mm512_max_ps(lo, _mm512_min_ps(hi, _mm512_maskz_loadu_ps(m, x + i)));
+    _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+
 /* x[n] <- softmax(x[n]); non-finite maxima go to the scalar set, which defines them */
 void softmax(float* x, int64_t n) {
   const float mx = max_of(x, n);
@@ -342,9 +394,22 @@ void softmax(float* x, int64_t n) {
   scale(x, 1.0f / exp_shift(x, n, mx), n);
 }
 
-/* out[d] = softmax_r(scale * q[d] . K[r,d]) @ V[n,d], online over blocks of kBlock keys */
-void attention_head(const float* q, const float* K, const float* V, int64_t ld, int64_t n,
-                    int64_t d, float sc, float* out) {
+/* out[d] = softmax_r(scale * q[d] . K[r,d]) @ V[n,d], online over blocks of kBlock keys; KV: float or bf16_t */
+struct F32Rows {
+  using T = float;
+  static float dot(const float* a, const float* b, int64_t n) { return scriptorium::dot(a, b, n); }
+  static void axpy(float* y, float a, const float* x, int64_t n) { scriptorium::axpy(y, a, x, n); }
+};
+struct F16Rows {
+  using T = f16_t;
+  static float dot(const float* a, const f16_t* b, int64_t n) { return dot_f16(a, b, n); }
+  static void axpy(float* y, float a, const f16_t* x, int64_t n) { axpy_f16(y, a, x, n); }
+};
+
+// Rows: F32Rows or F16Rows, the key/value storage (dot and axpy over one row).
+template <typename Rows>
+void attend_head(const float* q, const typename Rows::T* K, const typename Rows::T* V, int64_t ld, int64_t n, int64_t d,
+                 float sc, float* out) {
   constexpr int64_t kBlock = 64;
   alignas(64) float s[kBlock];
   float mx = -kInf;
@@ -352,7 +417,7 @@ void attention_head(const float* q, const float* K, const float* V, int64_t ld, 
   for (int64_t i = 0; i < d; ++i) out[i] = 0.0f;
   for (int64_t r0 = 0; r0 < n; r0 += kBlock) {
     const int64_t nb = min64(kBlock, n - r0);
-    for (int64_t j = 0; j < nb; ++j) s[j] = sc * dot(q, K + (r0 + j) * ld, d);
+    for (int64_t j = 0; j < nb; ++j) s[j] = sc * Rows::dot(q, K + (r0 + j) * ld, d);
     const float bmx = max_of(s, nb);
     if (bmx > mx) {
       const float c = __builtin_expf(mx - bmx);
@@ -362,9 +427,19 @@ void attention_head(const float* q, const float* K, const float* V, int64_t ld, 
     }
     if (mx == -kInf) continue;  // every score so far is -inf
     sum += exp_shift(s, nb, mx);
-    for (int64_t j = 0; j < nb; ++j) axpy(out, s[j], V + (r0 + j) * ld, d);
+    for (int64_t j = 0; j < nb; ++j) Rows::axpy(out, s[j], V + (r0 + j) * ld, d);
   }
   if (sum > 0.0f) scale(out, 1.0f / sum, d);
+}
+
+void attention_head(const float* q, const float* K, const float* V, int64_t ld, int64_t n, int64_t d, float sc,
+                    float* out) {
+  attend_head<F32Rows>(q, K, V, ld, n, d, sc, out);
+}
+
+void attention_head_f16(const float* q, const f16_t* K, const f16_t* V, int64_t ld, int64_t n, int64_t d, float sc,
+                        float* out) {
+  attend_head<F16Rows>(q, K, V, ld, n, d, sc, out);
 }
 
 /* first argmax of x[n]: one pass for the max, one for its first position */
@@ -389,7 +464,7 @@ int64_t argmax(const float* x, int64_t n) {
 
 const KernelSet& kernels_avx512() {
   static const KernelSet set = {"avx512", gemm_bf16, gemm_f32, gemm_nn_f32, rmsnorm,
-                                swiglu,   softmax,   attention_head, gelu_erf, axpy, argmax};
+                                swiglu,   softmax,   attention_head, attention_head_f16, gelu_erf, axpy, argmax, to_f16, from_f16};
   return set;
 }
 

@@ -14,6 +14,16 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 inline float to_f32(float v) { return v; }
 inline float to_f32(bf16_t v) { return bf16_to_f32(v); }
 
+// IEEE half rows of the KV cache (f16_t is the same integer type as bf16_t, hence a wrapper type).
+struct Half {
+  f16_t bits;
+};
+inline float to_f32(Half h) {
+  _Float16 v;
+  __builtin_memcpy(&v, &h.bits, 2);
+  return static_cast<float>(v);
+}
+
 /* Y[M, n0:n1] = X[M,K] @ W[n0:n1,K]^T */
 template <typename WT>
 void gemm(const float* X, int64_t ldx, const WT* W, int64_t ldw, float* Y, int64_t ldy, int64_t M,
@@ -76,9 +86,10 @@ void softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-/* out[d] = softmax_r(scale * q[d] . K[r,d]) @ V[n,d], online over blocks of kBlock keys */
-void attention_head(const float* q, const float* K, const float* V, int64_t ld, int64_t n,
-                    int64_t d, float scale, float* out) {
+/* out[d] = softmax_r(scale * q[d] . K[r,d]) @ V[n,d], online over blocks of kBlock keys; KV: float or bf16_t */
+template <typename KV>
+void attend_head(const float* q, const KV* K, const KV* V, int64_t ld, int64_t n, int64_t d, float scale,
+                 float* out) {
   constexpr int64_t kBlock = 64;
   float s[kBlock];
   float mx = -kInf;
@@ -88,9 +99,9 @@ void attention_head(const float* q, const float* K, const float* V, int64_t ld, 
     const int64_t nb = n - r0 < kBlock ? n - r0 : kBlock;
     float bmx = -kInf;
     for (int64_t j = 0; j < nb; ++j) {
-      const float* k = K + (r0 + j) * ld;
+      const KV* k = K + (r0 + j) * ld;
       float dot = 0.0f;
-      for (int64_t i = 0; i < d; ++i) dot += q[i] * k[i];
+      for (int64_t i = 0; i < d; ++i) dot += q[i] * to_f32(k[i]);
       s[j] = scale * dot;
       bmx = s[j] > bmx ? s[j] : bmx;
     }
@@ -103,15 +114,41 @@ void attention_head(const float* q, const float* K, const float* V, int64_t ld, 
     if (mx == -kInf) continue;  // every score so far is -inf
     for (int64_t j = 0; j < nb; ++j) {
       const float p = std::exp(s[j] - mx);
-      const float* v = V + (r0 + j) * ld;
+      const KV* v = V + (r0 + j) * ld;
       sum += p;
-      for (int64_t i = 0; i < d; ++i) out[i] += p * v[i];
+      for (int64_t i = 0; i < d; ++i) out[i] += p * to_f32(v[i]);
     }
   }
   if (sum > 0.0f) {
     const float inv = 1.0f / sum;
     for (int64_t i = 0; i < d; ++i) out[i] *= inv;
   }
+}
+
+void attention_head(const float* q, const float* K, const float* V, int64_t ld, int64_t n, int64_t d, float scale,
+                    float* out) {
+  attend_head(q, K, V, ld, n, d, scale, out);
+}
+
+void attention_head_f16(const float* q, const f16_t* K, const f16_t* V, int64_t ld, int64_t n, int64_t d,
+                        float scale, float* out) {
+  static_assert(sizeof(Half) == sizeof(f16_t), "Half is a bare f16_t");
+  attend_head(q, reinterpret_cast<const Half*>(K), reinterpret_cast<const Half*>(V), ld, n, d, scale, out);
+}
+
+/* y[n] = x[n] to IEEE half, nearest even, saturated to +-65504 */
+void to_f16(const float* x, f16_t* y, int64_t n) {
+  constexpr float kHalfMax = 65504.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i] > kHalfMax ? kHalfMax : x[i] < -kHalfMax ? -kHalfMax : x[i];
+    const _Float16 h = static_cast<_Float16>(v);
+    __builtin_memcpy(y + i, &h, 2);
+  }
+}
+
+/* y[n] = x[n] widened from IEEE half */
+void from_f16(const f16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = to_f32(Half{x[i]});
 }
 
 /* Y[M, n0:n1] = X[M,K] @ B[K, n0:n1] */
@@ -146,7 +183,8 @@ int64_t argmax(const float* x, int64_t n) {
 
 const KernelSet& kernels_scalar() {
   static const KernelSet set = {"scalar", gemm_bf16, gemm_f32,       gemm_nn_f32, rmsnorm,
-                                swiglu,   softmax,   attention_head, gelu_erf,    axpy,   argmax};
+                                swiglu,   softmax,   attention_head, attention_head_f16,
+                                gelu_erf, axpy,      argmax,         to_f16, from_f16};
   return set;
 }
 

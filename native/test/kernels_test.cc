@@ -370,12 +370,30 @@ void test_argmax(const KernelSet& ks) {
 
 // ---------------------------------------------------------------- attention
 
+// The IEEE half nearest to x, decoded by hand (independent of the kernels' conversions).
+double half_value(f16_t h) {
+  const int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  const double magnitude = exponent == 0 ? std::ldexp(mantissa, -24)
+                           : exponent == 31 ? (mantissa ? std::nan("") : kInf)
+                                            : std::ldexp(1024 + mantissa, exponent - 25);
+  return sign ? -magnitude : magnitude;
+}
+
+// With `half`, keys and values go through to_f16 first (the 16-bit KV cache) and attention_head_f16
+// must equal attention_head on the widened rows bitwise.
 std::string check_attention(const KernelSet& ks, int64_t n, int64_t d, float key_scale,
-                            double& worst) {
+                            double& worst, bool half = false) {
   const int64_t ld = d + 3;
   const std::vector<float> q = randoms(d, -1, 1);
   std::vector<float> K = randoms(n * ld, -1, 1), V = randoms(n * ld, -1, 1);
   for (float& k : K) k *= key_scale;
+  std::vector<f16_t> K16(K.size()), V16(V.size());
+  if (half) {
+    ks.to_f16(K.data(), K16.data(), static_cast<int64_t>(K.size()));
+    ks.to_f16(V.data(), V16.data(), static_cast<int64_t>(V.size()));
+    for (size_t i = 0; i < K.size(); ++i) K[i] = static_cast<float>(half_value(K16[i]));
+    for (size_t i = 0; i < V.size(); ++i) V[i] = static_cast<float>(half_value(V16[i]));
+  }
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   std::vector<double> s(n);
   double mx = -kInf, smax = 0;
@@ -390,6 +408,12 @@ std::string check_attention(const KernelSet& ks, int64_t n, int64_t d, float key
   for (double& v : s) sum += v = std::exp(v - mx);
   std::vector<float> out(d, 123.0f);
   ks.attention_head(q.data(), K.data(), V.data(), ld, n, d, scale, out.data());
+  if (half) {
+    std::vector<float> out16(d, 321.0f);
+    ks.attention_head_f16(q.data(), K16.data(), V16.data(), ld, n, d, scale, out16.data());
+    if (std::memcmp(out.data(), out16.data(), d * sizeof(float)) != 0)
+      return fmt("n=%g d=%g: attention_head_f16 differs from attention_head on the widened rows", n, d);
+  }
   // A score computed in F32 is off by ~eps * |score|, which moves the weights by that much.
   const double tol = kAttnTol + 1e-6 * smax;
   for (int64_t i = 0; i < d; ++i) {
@@ -404,6 +428,83 @@ std::string check_attention(const KernelSet& ks, int64_t n, int64_t d, float key
       return fmt("n=%g d=%g key_scale=%g i=%g: rel err %.3g", n, d, key_scale, i, err);
   }
   return "";
+}
+
+void test_attention_f16(const KernelSet& ks) {
+  run(std::string(ks.name) + "/attention_head_f16", [&](std::string& note) -> std::string {
+    double worst = 0;
+    for (int64_t d : {1, 7, 16, 64, 80, 128})
+      for (int64_t n : {1, 2, 63, 65, 200})
+        for (float key_scale : {1.0f, 300.0f}) {
+          const std::string e = check_attention(ks, n, d, key_scale, worst, true);
+          if (!e.empty()) return e;
+        }
+    note = fmt("bitwise attention_head on the widened rows; max rel err %.2e vs float64", worst);
+    return "";
+  });
+}
+
+// to_f16 against the exact nearest half: no neighbouring half is closer, ties go to the even
+// pattern, beyond +-65504 saturates, NaN stays NaN; odd lengths exercise every tail.
+void test_to_f16(const KernelSet& ks) {
+  run(std::string(ks.name) + "/to_f16", [&](std::string& note) -> std::string {
+    std::vector<float> x = randoms(1000, -70000, 70000);
+    const std::vector<float> small = randoms(1000, -1e-4f, 1e-4f);
+    x.insert(x.end(), small.begin(), small.end());
+    for (f16_t h = 0; h < 0x7c00; h += 7) {  // exact halves and the midpoints beside them
+      const double v = half_value(h), next = half_value(static_cast<f16_t>(h + 1));
+      x.push_back(static_cast<float>(v));
+      x.push_back(static_cast<float>((v + next) / 2));
+      x.push_back(-static_cast<float>((v + next) / 2));
+    }
+    x.push_back(65504.0f), x.push_back(65519.0f), x.push_back(1e30f), x.push_back(-kInf), x.push_back(std::nanf(""));
+    for (int64_t n : {static_cast<int64_t>(x.size()), int64_t{1}, int64_t{15}, int64_t{17}}) {
+      std::vector<f16_t> y(n + 1, 0xabcd);
+      ks.to_f16(x.data(), y.data(), n);
+      if (y[n] != 0xabcd) return fmt("n=%g: wrote past the end", n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = x[i], got = half_value(y[i]);
+        if (std::isnan(want)) {
+          if (!std::isnan(got)) return fmt("NaN became %g", got);
+          continue;
+        }
+        if (std::fabs(want) >= 65504) {
+          if (got != std::copysign(65504.0, want)) return fmt("%g saturated to %g", want, got);
+          continue;
+        }
+        const f16_t mag = y[i] & 0x7fff;
+        for (f16_t other : {static_cast<f16_t>(mag - 1), static_cast<f16_t>(mag + 1)}) {
+          if (mag == 0 && other > mag + 1) continue;
+          const double alt = std::copysign(half_value(other), want);
+          const double e = std::fabs(got - want), ea = std::fabs(alt - want);
+          if (ea < e || (ea == e && (mag & 1)))
+            return fmt("%.9g gave %.9g but %.9g is nearer or the even tie", want, got, alt);
+        }
+      }
+    }
+    note = fmt("%g values, nearest even, saturating", static_cast<double>(x.size()));
+    return "";
+  });
+}
+
+// from_f16 against the hand decoder over every half bit pattern (NaNs stay NaN).
+void test_from_f16(const KernelSet& ks) {
+  run(std::string(ks.name) + "/from_f16", [&](std::string& note) -> std::string {
+    std::vector<f16_t> x(65536 + 1);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<f16_t>(i);
+    for (int64_t n : {static_cast<int64_t>(x.size()), int64_t{1}, int64_t{15}, int64_t{17}}) {
+      std::vector<float> y(n + 1, 7.0f);
+      ks.from_f16(x.data(), y.data(), n);
+      if (y[n] != 7.0f) return fmt("n=%g: wrote past the end", n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = half_value(x[i]);
+        if (std::isnan(want) ? !std::isnan(y[i]) : (y[i] != want || std::signbit(y[i]) != std::signbit(want)))
+          return fmt("pattern %g gave %.9g, want %.9g", x[i], y[i], want);
+      }
+    }
+    note = "every half pattern exact";
+    return "";
+  });
 }
 
 void test_attention(const KernelSet& ks) {
@@ -574,6 +675,9 @@ int main() {
     test_gelu_erf(*ks);
     test_softmax(*ks);
     test_attention(*ks);
+    test_attention_f16(*ks);
+    test_to_f16(*ks);
+    test_from_f16(*ks);
     test_axpy(*ks);
     test_argmax(*ks);
   }

@@ -14,27 +14,13 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 
 }  // namespace
 
-int64_t GpuKvCache::slot_of(int64_t pos) const {
-  if (dims_.sliding_window == 0 || pos < prefix_) return pos;
-  return prefix_ + (pos - prefix_) % dims_.sliding_window;
-}
-
-int64_t GpuKvCache::visible_slots(int64_t pos) const {
-  if (dims_.sliding_window == 0 || pos < prefix_) return pos + 1;
-  return prefix_ + std::min(pos - prefix_ + 1, dims_.sliding_window);
-}
-
 void GpuKvCache::reserve_rows(CommandBatch& batch, int64_t rows) {
   if (rows <= capacity_) return;
-  constexpr int64_t kGrowthRows = 256;  // as KvCache: room for the next tokens, at least half again
-  int64_t target = std::max(rows + kGrowthRows, capacity_ + capacity_ / 2);
-  int64_t limit = dims_.max_positions;
-  if (dims_.sliding_window > 0 && prefix_ >= 0) limit = std::min(limit, prefix_ + dims_.sliding_window);
-  target = std::max(rows, std::min(target, limit));
+  const int64_t target = rules_.grown_capacity(rows, capacity_);
   const uint64_t row_bytes = static_cast<uint64_t>(dims_.kv_heads * dims_.head_dim) * 4;
   auto k = std::make_unique<Buffer>(device_, dims_.layers * target * row_bytes);
   auto v = std::make_unique<Buffer>(device_, dims_.layers * target * row_bytes);
-  if (length_ > 0) {
+  if (rules_.length() > 0) {
     for (int64_t l = 0; l < dims_.layers; ++l) {
       batch.copy(*k_, l * capacity_ * row_bytes, *k, l * target * row_bytes, capacity_ * row_bytes);
       batch.copy(*v_, l * capacity_ * row_bytes, *v, l * target * row_bytes, capacity_ * row_bytes);
@@ -51,35 +37,14 @@ GpuDecoder::GpuDecoder(Device& device, const Checkpoint& checkpoint, const Decod
   dims_.validate();
   if (dims_.head_dim > ShaderOps::kMaxHeadDim) throw VulkanError("the GPU backend supports head_dim up to 256");
   if (dims_.n_routed > ShaderOps::kMaxExperts) throw VulkanError("the GPU backend supports up to 256 routed experts");
-  const int64_t H = dims_.hidden, QW = dims_.heads * dims_.head_dim, KW = dims_.kv_heads * dims_.head_dim;
-  auto bf16 = [&](const std::string& name, std::vector<int64_t> shape) { return weights_.upload_bf16(checkpoint.get(name, shape)); };
-  auto mlp = [&](const std::string& prefix, int64_t width) {
-    return Mlp{bf16(prefix + "gate_proj.weight", {width, H}), bf16(prefix + "up_proj.weight", {width, H}),
-               bf16(prefix + "down_proj.weight", {H, width}), width};
+  auto bf16 = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    return weights_.upload_bf16(checkpoint.get(name, shape));
   };
-  embed_ = bf16("model.embed_tokens.weight", {dims_.vocab, H});
-  layers_.resize(dims_.layers);
-  for (int64_t l = 0; l < dims_.layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    Layer& layer = layers_[l];
-    layer.input_norm = bf16(p + "input_layernorm.weight", {H});
-    layer.post_norm = bf16(p + "post_attention_layernorm.weight", {H});
-    layer.wq = bf16(p + "self_attn.q_proj.weight", {QW, H});
-    layer.wk = bf16(p + "self_attn.k_proj.weight", {KW, H});
-    layer.wv = bf16(p + "self_attn.v_proj.weight", {KW, H});
-    layer.wo = bf16(p + "self_attn.o_proj.weight", {H, QW});
-    layer.moe = dims_.is_moe_layer(l);
-    if (!layer.moe) {
-      layer.dense = mlp(p + "mlp.", dims_.intermediate);
-      continue;
-    }
-    layer.router = bf16(p + "mlp.gate.weight", {dims_.n_routed, H});
-    for (int64_t e = 0; e < dims_.n_routed; ++e)
-      layer.experts.push_back(mlp(p + "mlp.experts." + std::to_string(e) + ".", dims_.moe_intermediate));
-    if (dims_.n_shared > 0) layer.shared = mlp(p + "mlp.shared_experts.", dims_.n_shared * dims_.moe_intermediate);
-  }
-  final_norm_ = bf16("model.norm.weight", {H});
-  lm_head_ = bf16("lm_head.weight", {dims_.vocab, H});
+  auto weights = load_decoder_weights<Operand, Operand>(dims_, bf16, bf16);
+  embed_ = weights.embed;
+  final_norm_ = weights.final_norm;
+  lm_head_ = weights.lm_head;
+  layers_ = std::move(weights.layers);
   upload(rope_table_, rope_table(dims_.max_positions, dims_.head_dim, dims_.rope_theta));
 }
 
@@ -107,23 +72,7 @@ void GpuDecoder::validate(const std::vector<ForwardEntry>& entries, const std::v
     const GpuKvCache* cache = caches[b];
     if (!cache) throw std::invalid_argument("forward: entry without a sequence");
     if (!seen.insert(cache).second) throw std::invalid_argument("forward: a sequence appears twice in one batch");
-    const int64_t n = static_cast<int64_t>(entry.ids.size());
-    if (n == 0) throw std::invalid_argument("forward: a sequence was given no tokens");
-    for (int32_t id : entry.ids)
-      if (id < 0 || id >= dims_.vocab)
-        throw std::invalid_argument("forward: token id " + std::to_string(id) + " outside the vocabulary [0, " +
-                                    std::to_string(dims_.vocab) + ")");
-    if (cache->length_ + n > dims_.max_positions)
-      throw std::invalid_argument("forward: context full: " + std::to_string(cache->length_ + n) +
-                                  " positions exceed max_position_embeddings " + std::to_string(dims_.max_positions));
-    if (dims_.sliding_window > 0 && cache->prefix_ >= 0 && n != 1)
-      throw std::invalid_argument("forward: with a sliding window, calls after the prefill take one token each");
-    if (entry.embeds.size() != entry.embed_rows.size() * static_cast<size_t>(dims_.hidden))
-      throw std::invalid_argument("forward: embeds must hold hidden_size floats per replaced row");
-    for (int32_t row : entry.embed_rows)
-      if (row < 0 || row >= n) throw std::invalid_argument("forward: embed row outside the sequence's new tokens");
-    for (int32_t id : entry.banned)
-      if (id < 0 || id >= dims_.vocab) throw std::invalid_argument("forward: banned id outside the vocabulary");
+    check_forward_entry(dims_, entry, cache->rules_);
   }
 }
 
@@ -239,15 +188,14 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
     ForwardEntry& entry = entries[b];
     GpuKvCache& cache = *caches[b];
     const int64_t n = static_cast<int64_t>(entry.ids.size());
-    if (cache.prefix_ < 0) cache.prefix_ = n;
-    cache.reserve_rows(batch_, std::max(cache.slot_of(cache.length_ + n - 1), cache.slot_of(cache.length_)) + 1);
+    cache.reserve_rows(batch_, cache.rules_.begin_append(n));
     for (int64_t i = 0; i < n; ++i, ++r) {
-      const int64_t pos = cache.length_ + i;
+      const int64_t pos = cache.length() + i;
       ids.push_back(entry.ids[i]);
       positions.push_back(static_cast<int32_t>(pos));
       for (int64_t l = 0; l < L; ++l) {
         rowinfo[(l * rows + r) * 2] = static_cast<int32_t>(l * cache.capacity_ * KW);
-        rowinfo[(l * rows + r) * 2 + 1] = static_cast<int32_t>(cache.visible_slots(pos));
+        rowinfo[(l * rows + r) * 2 + 1] = static_cast<int32_t>(cache.rules_.visible_slots(pos));
       }
     }
     last_index.push_back(static_cast<int32_t>(r - 1));
@@ -290,7 +238,7 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
     for (int64_t b = 0, r0 = 0; b < B; ++b) {
       const GpuKvCache& cache = *caches[b];
       const int64_t n = static_cast<int64_t>(entries[b].ids.size());
-      const uint64_t dst = static_cast<uint64_t>(l * cache.capacity_ + cache.slot_of(cache.length_)) * KW * 4;
+      const uint64_t dst = static_cast<uint64_t>(l * cache.capacity_ + cache.rules_.slot_of(cache.length())) * KW * 4;
       batch_.copy(*k_, r0 * KW * 4, *cache.k_, dst, n * KW * 4);
       batch_.copy(*v_, r0 * KW * 4, *cache.v_, dst, n * KW * 4);
       r0 += n;
@@ -308,7 +256,7 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
     ops_.rmsnorm(batch_, {x_.get(), 0}, u32(H), layer.post_norm, {norm_.get(), 0}, u32(H), R, u32(H), dims_.rms_eps);
     feed_forward(layer, R);
   }
-  for (int64_t b = 0; b < B; ++b) caches[b]->length_ += static_cast<int64_t>(entries[b].ids.size());
+  for (int64_t b = 0; b < B; ++b) caches[b]->rules_.end_append(static_cast<int64_t>(entries[b].ids.size()));
 
   // Head: each sequence's last row through the final norm and lm_head; argmax on the device.
   const uint32_t V = u32(dims_.vocab);

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "../src/decoder.h"
+#include "../src/decoder_weights.h"
+#include "../src/kv_slot_rules.h"
 #include "buffers.h"
 #include "pipelines.h"
 #include "shader_ops.h"
@@ -17,25 +19,24 @@
 namespace scriptorium::vk {
 
 // One sequence's keys and values on the device, per layer rows of kv_heads * head_dim floats with
-// RoPE applied; slots follow KvCache's rules (the prefill, then V3's ring of sliding_window slots).
+// RoPE applied, in the slots KvSlotRules gives (the prefill, then V3's ring of sliding_window slots).
 class GpuKvCache {
  public:
-  GpuKvCache(Device& device, const DecoderDims& dims) : device_(device), dims_(dims) {}
+  GpuKvCache(Device& device, const DecoderDims& dims) : device_(device), dims_(dims), rules_(dims) {}
 
-  int64_t length() const { return length_; }
-  int64_t prefix_length() const { return prefix_; }
+  int64_t length() const { return rules_.length(); }
+  int64_t prefix_length() const { return rules_.prefix_length(); }
   size_t bytes() const { return k_ ? k_->bytes() + v_->bytes() : 0; }
 
  private:
   friend class GpuDecoder;
-  int64_t slot_of(int64_t pos) const;
-  int64_t visible_slots(int64_t pos) const;
   // Grows to at least `rows` slots per layer, copying what is stored (recorded into batch).
   void reserve_rows(CommandBatch& batch, int64_t rows);
 
   Device& device_;
   DecoderDims dims_;
-  int64_t length_ = 0, prefix_ = -1, capacity_ = 0;
+  KvSlotRules rules_;
+  int64_t capacity_ = 0;
   std::unique_ptr<Buffer> k_, v_;  // [layers][capacity_][kv_heads * head_dim]
 };
 
@@ -52,16 +53,8 @@ class GpuDecoder {
   void forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits, int32_t* best);
 
  private:
-  struct Mlp {
-    Operand gate, up, down;
-    int64_t width = 0;
-  };
-  struct Layer {
-    Operand input_norm, post_norm, wq, wk, wv, wo, router;
-    Mlp dense, shared;
-    std::vector<Mlp> experts;
-    bool moe = false;
-  };
+  using Mlp = MlpWeights<Operand>;
+  using Layer = LayerWeights<Operand, Operand>;  // the router uploaded as BF16 like the matrices
 
   void validate(const std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches) const;
   void run_forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits, int32_t* best);

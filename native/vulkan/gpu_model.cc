@@ -1,52 +1,16 @@
 #include "gpu_model.h"
 
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "../src/addon_forward_input.h"
+#include "../src/addon_forward.h"
 #include "gpu_decoder.h"
 
 namespace scriptorium {
 
 namespace {
-
-// Reads the DecoderDims object of src/engine/model-config.ts (the CPU model reads the same one).
-DecoderDims read_decoder_dims(const Napi::Object& o) {
-  auto integer = [&](const char* key) {
-    Napi::Value v = o.Get(key);
-    if (!v.IsNumber()) throw Napi::TypeError::New(o.Env(), std::string("dims.") + key + " must be a number");
-    return v.As<Napi::Number>().Int64Value();
-  };
-  auto real = [&](const char* key) {
-    Napi::Value v = o.Get(key);
-    if (!v.IsNumber()) throw Napi::TypeError::New(o.Env(), std::string("dims.") + key + " must be a number");
-    return v.As<Napi::Number>().FloatValue();
-  };
-  DecoderDims d;
-  d.hidden = integer("hidden");
-  d.layers = integer("layers");
-  d.heads = integer("heads");
-  d.kv_heads = integer("kvHeads");
-  d.head_dim = integer("headDim");
-  d.intermediate = integer("intermediate");
-  d.moe_intermediate = integer("moeIntermediate");
-  d.n_routed = integer("routedExperts");
-  d.top_k = integer("expertsPerToken");
-  d.n_shared = integer("sharedExperts");
-  d.first_k_dense = integer("firstDenseLayers");
-  d.moe_layer_freq = integer("moeLayerFreq");
-  d.vocab = integer("vocab");
-  d.max_positions = integer("maxPositions");
-  d.rms_eps = real("rmsEps");
-  d.rope_theta = real("ropeTheta");
-  d.routed_scaling = real("routedScaling");
-  d.norm_topk = o.Get("normTopk").ToBoolean().Value();
-  d.sliding_window = integer("slidingWindow");
-  return d;
-}
 
 struct GpuEngine {
   std::shared_ptr<vk::Instance> instance;
@@ -66,85 +30,7 @@ struct GpuClasses {
   Napi::FunctionReference model, sequence;
 };
 
-class GpuSequenceWrap : public Napi::ObjectWrap<GpuSequenceWrap> {
- public:
-  static Napi::Function Init(Napi::Env env) {
-    return DefineClass(env, "NativeGpuSequence",
-                       {InstanceAccessor<&GpuSequenceWrap::Length>("length"),
-                        InstanceAccessor<&GpuSequenceWrap::PrefixLength>("prefixLength"),
-                        InstanceAccessor<&GpuSequenceWrap::CacheBytes>("cacheBytes"),
-                        InstanceMethod<&GpuSequenceWrap::Release>("release")});
-  }
-  explicit GpuSequenceWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<GpuSequenceWrap>(info) {}
-
-  std::shared_ptr<GpuEngine> engine;
-  std::shared_ptr<vk::GpuKvCache> cache;
-
- private:
-  Napi::Value Length(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->length()) : 0);
-  }
-  Napi::Value PrefixLength(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->prefix_length()) : -1);
-  }
-  Napi::Value CacheBytes(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), cache ? static_cast<double>(cache->bytes()) : 0);
-  }
-  // Frees the device cache once no forward call holds it; the sequence is unusable afterwards.
-  Napi::Value Release(const Napi::CallbackInfo& info) {
-    cache.reset();
-    return info.Env().Undefined();
-  }
-};
-
-class GpuForwardWorker : public Napi::AsyncWorker {
- public:
-  GpuForwardWorker(Napi::Env env, std::shared_ptr<GpuEngine> engine, std::vector<ForwardEntry> entries,
-                   std::vector<std::shared_ptr<vk::GpuKvCache>> caches)
-      : Napi::AsyncWorker(env),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        engine_(std::move(engine)),
-        entries_(std::move(entries)),
-        caches_(std::move(caches)) {}
-
-  Napi::Promise promise() const { return deferred_.Promise(); }
-
-  void Execute() override {
-    std::lock_guard<std::mutex> lock(engine_->mutex);
-    try {
-      size_t rows = 0;
-      for (const ForwardEntry& entry : entries_) rows += entry.want_logits ? 1 : 0;
-      logits_.resize(rows * engine_->decoder->dims().vocab);
-      best_.resize(entries_.size());
-      std::vector<vk::GpuKvCache*> caches;
-      for (const auto& cache : caches_) caches.push_back(cache.get());
-      engine_->decoder->forward(entries_, caches, logits_.data(), best_.data());
-    } catch (const std::exception& e) {
-      SetError(e.what());
-    }
-  }
-
-  void OnOK() override {
-    Napi::Float32Array logits = Napi::Float32Array::New(Env(), logits_.size());
-    std::memcpy(logits.Data(), logits_.data(), logits_.size() * sizeof(float));
-    Napi::Int32Array best = Napi::Int32Array::New(Env(), best_.size());
-    std::memcpy(best.Data(), best_.data(), best_.size() * sizeof(int32_t));
-    Napi::Object out = Napi::Object::New(Env());
-    out.Set("logits", logits);
-    out.Set("best", best);
-    deferred_.Resolve(out);
-  }
-
-  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  std::shared_ptr<GpuEngine> engine_;
-  std::vector<ForwardEntry> entries_;
-  std::vector<std::shared_ptr<vk::GpuKvCache>> caches_;
-  std::vector<float> logits_;
-  std::vector<int32_t> best_;
-};
+using GpuSequenceWrap = SequenceWrapOf<GpuEngine, vk::GpuKvCache>;
 
 class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
  public:
@@ -178,28 +64,15 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
 
   // forward(batch) exactly as NativeModel.forward (see addon.cc), on the device.
   Napi::Value Forward(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (info.Length() < 1 || !info[0].IsArray()) throw Napi::TypeError::New(env, "forward(batch: array)");
-    Napi::Array batch = info[0].As<Napi::Array>();
-    std::vector<ForwardEntry> entries(batch.Length());
-    std::vector<std::shared_ptr<vk::GpuKvCache>> caches;
-    for (uint32_t i = 0; i < batch.Length(); ++i) {
-      Napi::Value item_value = batch.Get(i);
-      if (!item_value.IsObject()) throw Napi::TypeError::New(env, "forward: batch entries must be objects");
-      Napi::Object item = item_value.As<Napi::Object>();
-      Napi::Value seq_value = item.Get("sequence");
-      if (!seq_value.IsObject() || !seq_value.As<Napi::Object>().InstanceOf(classes_->sequence.Value()))
-        throw Napi::TypeError::New(env, "forward: entry.sequence must come from createSequence()");
-      GpuSequenceWrap* sequence = GpuSequenceWrap::Unwrap(seq_value.As<Napi::Object>());
-      if (!sequence->cache) throw Napi::Error::New(env, "forward: the sequence was released");
-      if (sequence->engine != engine_) throw Napi::Error::New(env, "forward: the sequence belongs to another model");
-      read_forward_input(item, entries[i]);
-      caches.push_back(sequence->cache);
-    }
-    auto* worker = new GpuForwardWorker(env, engine_, std::move(entries), std::move(caches));
-    Napi::Promise promise = worker->promise();
-    worker->Queue();
-    return promise;
+    std::vector<ForwardEntry> entries;
+    auto caches = read_forward_batch<GpuSequenceWrap>(info, classes_->sequence.Value(), engine_, entries);
+    std::shared_ptr<GpuEngine> engine = engine_;
+    return queue_forward(info.Env(), engine->mutex, engine->decoder->dims().vocab, std::move(entries),
+                         [engine, caches](std::vector<ForwardEntry>& batch, float* logits, int32_t* best) {
+                           std::vector<vk::GpuKvCache*> raw;
+                           for (const auto& cache : caches) raw.push_back(cache.get());
+                           engine->decoder->forward(batch, raw, logits, best);
+                         });
   }
 
   Napi::Value DeviceName(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), engine_->device->info().name); }
@@ -280,7 +153,7 @@ Napi::Value load_gpu_model(const Napi::CallbackInfo& info) {
 void register_gpu_model(Napi::Env env, Napi::Object exports) {
   auto* classes = new GpuClasses();
   env.AddCleanupHook([classes] { delete classes; });
-  Napi::Function sequence = GpuSequenceWrap::Init(env);
+  Napi::Function sequence = GpuSequenceWrap::Init(env, "NativeGpuSequence");
   classes->sequence = Napi::Persistent(sequence);
   classes->model = Napi::Persistent(GpuModelWrap::Init(env, classes));
   exports.Set("NativeGpuSequence", sequence);

@@ -69,8 +69,17 @@ export interface EncodedViewBatch extends EncodedViews {
 /** Learned vectors used to assemble visual embeddings (docs/model.md §5.6); V2 has no image_newline. */
 export type SpecialVectorName = 'image_newline' | 'view_seperator';
 
+/**
+ * How the CPU decoder stores a sequence's keys and values: IEEE half (half the cache bytes read per
+ * decode step) or F32. The GPU decoder's cache is F32 either way.
+ */
+export type KvCacheDtype = 'f16' | 'f32';
+
+/** The CPU decoder's default: half, within the reference tolerances (docs/model.md §7.5). */
+export const DEFAULT_KV_CACHE: KvCacheDtype = 'f16';
+
 interface NativeModelHandle {
-  createSequence(): NativeSequence;
+  createSequence(kvCache: KvCacheDtype): NativeSequence;
   forward(batch: ForwardInput[]): Promise<{ best: Int32Array; logits: Float32Array }>;
   encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViewBatch>;
   specialVector(name: SpecialVectorName): Float32Array;
@@ -130,6 +139,8 @@ export interface LoadOptions {
   threads?: number;
   /** Where the decoder runs (default cpu); see compute-device.ts. */
   device?: DeviceSpec;
+  /** The CPU decoder's KV cache storage (default DEFAULT_KV_CACHE). */
+  kvCache?: KvCacheDtype;
 }
 
 export class NativeModel {
@@ -143,6 +154,8 @@ export class NativeModel {
     private readonly handle: NativeModelHandle,
     readonly device: ResolvedDevice,
     private readonly gpu: NativeGpuModelHandle | null,
+    /** How the CPU decoder stores keys and values (the GPU's cache is F32). */
+    readonly kvCache: KvCacheDtype,
   ) {}
 
   /**
@@ -154,12 +167,13 @@ export class NativeModel {
     const device = await resolveDevice(options.device ?? { kind: 'cpu' });
     const vision = parseVisionDims(config);
     const threads = options.threads ?? cpuLimit();
+    const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
     const binding = nativeBinding();
     const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined);
-    if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null);
+    if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null, kvCache);
     if (!binding.loadGpuModel) throw new Error('the GPU backend is not available: this build of the addon has no Vulkan backend');
     const gpu = await binding.loadGpuModel(modelDir, config.decoder, device.index);
-    return new NativeModel(config, vision, handle, device, gpu);
+    return new NativeModel(config, vision, handle, device, gpu, kvCache);
   }
 
   /** What results, status and metrics name the engine by: `cpu-<kernel set>` or `vulkan:<device name>`. */
@@ -200,7 +214,7 @@ export class NativeModel {
   }
 
   createSequence(): NativeSequence {
-    return this.gpu ? this.gpu.createSequence() : this.handle.createSequence();
+    return this.gpu ? this.gpu.createSequence() : this.handle.createSequence(this.kvCache);
   }
 
   /**

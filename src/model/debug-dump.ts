@@ -54,7 +54,8 @@ interface Prompt {
 }
 
 async function buildPrompt(options: DumpOptions): Promise<Prompt> {
-  const load = { variant: options.variant, threads: options.threads, device: options.device };
+  // F32 keys and values: the dump is the exact engine, for comparisons with other implementations.
+  const load = { variant: options.variant, threads: options.threads, device: options.device, kvCache: 'f32' as const };
   if (!options.images?.length) {
     if (options.prompt === undefined) throw new Error('debug dump needs --prompt or --image');
     const [model, tokenizer] = await Promise.all([NativeModel.load(options.modelDir, load), Tokenizer.fromDir(options.modelDir)]);
@@ -144,6 +145,7 @@ export async function debugDump(options: DumpOptions): Promise<Dump> {
     format: 'scriptorium-debug-dump/1',
     variant: model.config.variant,
     activation_precision: 'f32',
+    kv_cache: 'f32',
     weight_precision: 'bf16',
     kernels: model.kernels,
     backend: model.backend,
