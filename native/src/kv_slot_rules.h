@@ -47,6 +47,11 @@ class KvSlotRules {
   }
   // The tokens of begin_append are stored: they count from now on.
   void end_append(int64_t n) { length_ += n; }
+  // A begin_append whose tokens were never stored: a prefill that failed leaves the cache empty,
+  // so its next call is the prefill again.
+  void abandon_append() {
+    if (length_ == 0) prefix_ = -1;
+  }
 
   // Slots to allocate when a cache of `capacity` slots must hold `rows`: room for the next
   // kGrowthRows tokens beyond the request and at least half again the current size (so a long

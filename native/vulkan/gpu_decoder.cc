@@ -137,8 +137,7 @@ void GpuDecoder::forward(std::vector<ForwardEntry>& entries, const std::vector<G
   } catch (...) {
     batch_.discard();  // commands recorded before the failure must not run with the next call
     release_scratch();  // a call that failed (out of device memory, say) keeps none of what it grew
-    for (GpuKvCache* cache : caches)
-      if (cache->length_ == 0) cache->prefix_ = -1;  // not prefilled after all: the next call is its prefill
+    for (GpuKvCache* cache : caches) cache->rules_.abandon_append();
     throw;
   }
 }
