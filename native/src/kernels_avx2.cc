@@ -390,7 +390,8 @@ int64_t argmax(const float* x, int64_t n) {
 }  // namespace
 
 const KernelSet& kernels_avx2() {
-  static const KernelSet set = {"avx2", gemm_bf16, gemm_f32,       gemm_nn_f32, rmsnorm,
+  // gemm_bf16_fast: convert-and-FMA has no cheaper single-rounding product, so it is gemm_bf16.
+  static const KernelSet set = {"avx2",   gemm_bf16, gemm_bf16,      gemm_f32, gemm_nn_f32, rmsnorm,
                                 swiglu, softmax,   attention_head, gelu_erf, axpy,        argmax};
   return set;
 }
