@@ -77,7 +77,8 @@ struct ForwardEntry {
 
 class Decoder {
  public:
-  Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool);
+  // `precision` applies to every product but the vocabulary head, which stays exact.
+  Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool, Precision precision);
 
   const DecoderDims& dims() const { return dims_; }
 
@@ -115,6 +116,7 @@ class Decoder {
 
   DecoderDims dims_;
   ThreadPool& pool_;
+  Precision precision_;
   const KernelSet& kernels_;
   const bf16_t* embed_ = nullptr;    // [vocab, hidden]
   const bf16_t* final_norm_ = nullptr;

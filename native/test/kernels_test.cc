@@ -553,7 +553,7 @@ void test_matmul() {
           ks.gemm_f32(X.data(), K, Wf.data(), K, want_f.data(), N, M, 0, N, K);
           for (ThreadPool& pool : pools) {
             std::vector<float> got_b(M * N, NAN), got_f(M * N, NAN);
-            matmul_bf16(pool, X.data(), Wb.data(), got_b.data(), M, N, K);
+            matmul_bf16(pool, X.data(), Wb.data(), got_b.data(), M, N, K, Precision::Exact);
             matmul_f32(pool, X.data(), Wf.data(), got_f.data(), M, N, K);
             if (got_b != want_b || got_f != want_f)
               return fmt("threads=%g M=%g N=%g K=%g differs from the single call", pool.size(), M,

@@ -7,16 +7,18 @@ import type { VisionMode } from '../engine/image-tokens.js';
 import { VARIANTS, type Variant } from '../engine/model-config.js';
 import type { OcrTask } from '../engine/prompts.js';
 import { deviceOption } from './device-option.js';
+import { precisionOption } from './precision-option.js';
 import { choiceOption, integerOption, parseCommandArgs, requireOption, UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium debug dump --model DIR (--prompt TEXT | --image FILE [--image FILE ...])
                              [--task ocr|markdown|parse|parse-multi] [--mode tiny|small|base|large|gundam]
                              [--steps N] [--force-ids FILE.json] [--intermediates]
-                             [--variant v1|v2|v3] [--threads T] [--device D] --out FILE.safetensors
+                             [--variant v1|v2|v3] [--threads T] [--device D] [--precision exact|fast]
+                             --out FILE.safetensors
 
 Writes input_ids, prefill_logits, generated_ids, step_topk_ids and step_topk_logits; with images also
 vision_embeds, and with --intermediates the pixel tensors and each encoder's output per view
-(README, "Debugging"). Several --image flags need --task parse-multi (V3).`;
+(README, "Debugging"). Several --image flags need --task parse-multi (V3). --precision defaults to exact.`;
 
 const TASKS: readonly OcrTask[] = ['ocr', 'markdown', 'parse', 'parse-multi'];
 const MODES: readonly VisionMode[] = ['tiny', 'small', 'base', 'large', 'gundam'];
@@ -57,6 +59,7 @@ export async function runDebugCommand(args: string[]): Promise<number> {
       variant: { type: 'string' },
       threads: { type: 'string' },
       device: { type: 'string' },
+      precision: { type: 'string' },
       out: { type: 'string' },
     },
     USAGE,
@@ -81,6 +84,7 @@ export async function runDebugCommand(args: string[]): Promise<number> {
     variant: values.variant === undefined ? undefined : choiceOption<Variant>(values.variant, 'variant', VARIANTS, USAGE),
     threads: values.threads === undefined ? undefined : integerOption(values.threads, 'threads', 1, USAGE, 1),
     device: deviceOption(values.device, USAGE),
+    precision: precisionOption(values.precision, 'exact', USAGE),
   });
   await writeDump(out, dump);
   const shapes = Object.entries(dump.tensors)

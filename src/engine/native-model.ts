@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 import { deviceLabel, resolveDevice, type DeviceSpec, type GpuBackendReport, type ResolvedDevice } from './compute-device.js';
 import { cpuLimit } from './cpu-limit.js';
+import { ENGINE_DEFAULT_PRECISION, type Precision } from './precision.js';
 import { loadModelConfig, type ModelConfig, type Variant } from './model-config.js';
 import { parseVisionDims, type VisionDims } from './vision-config.js';
 
@@ -99,7 +100,7 @@ interface NativeGpuModelHandle {
 
 interface NativeBinding {
   /** Maps the checkpoint and builds the model on a native thread (F16 / F32 weights are converted there). */
-  loadModel(dir: string, dims: object, threads: number, visionDims?: VisionDims): Promise<NativeModelHandle>;
+  loadModel(dir: string, dims: object, threads: number, visionDims: VisionDims | undefined, precision: Precision): Promise<NativeModelHandle>;
   loadGpuModel?: (dir: string, dims: object, deviceIndex: number) => Promise<NativeGpuModelHandle>;
   supportedKernelSets(): string[];
   /** Validates a header exactly as loading does (a file's data section holds dataBytes); throws naming `file`. */
@@ -128,6 +129,8 @@ export interface LoadOptions {
   threads?: number;
   /** Where the decoder runs (default cpu); see compute-device.ts. */
   device?: DeviceSpec;
+  /** Activation precision of the CPU engine's products (default exact); see precision.ts. */
+  precision?: Precision;
 }
 
 export class NativeModel {
@@ -141,6 +144,7 @@ export class NativeModel {
     private readonly handle: NativeModelHandle,
     readonly device: ResolvedDevice,
     private readonly gpu: NativeGpuModelHandle | null,
+    readonly precision: Precision,
   ) {}
 
   /**
@@ -153,11 +157,12 @@ export class NativeModel {
     const vision = parseVisionDims(config);
     const threads = options.threads ?? cpuLimit();
     const binding = nativeBinding();
-    const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined);
-    if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null);
+    const precision = options.precision ?? ENGINE_DEFAULT_PRECISION;
+    const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined, precision);
+    if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null, precision);
     if (!binding.loadGpuModel) throw new Error('the GPU backend is not available: this build of the addon has no Vulkan backend');
     const gpu = await binding.loadGpuModel(modelDir, config.decoder, device.index);
-    return new NativeModel(config, vision, handle, device, gpu);
+    return new NativeModel(config, vision, handle, device, gpu, precision);
   }
 
   /** What results, status and metrics name the engine by: `cpu-<kernel set>` or `vulkan:<device name>`. */

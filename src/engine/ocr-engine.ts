@@ -3,6 +3,7 @@
 // V3 can also read several pages in one pass (one prefill, one decode; docs/model.md §9).
 import type { RgbImage } from '../documents/rgb-image.js';
 import type { DeviceSpec } from './compute-device.js';
+import type { Precision } from './precision.js';
 import { ContinuousBatch, type GenerationRequest, type GenerationResult } from './generate.js';
 import type { VisionMode } from './image-tokens.js';
 import type { PreprocessedPage } from './image-preprocess.js';
@@ -66,6 +67,8 @@ export interface OcrEngineOptions {
   threads?: number;
   /** Where the decoder runs (default cpu). */
   device?: DeviceSpec;
+  /** Activation precision of the CPU engine (default exact). */
+  precision?: Precision;
   /** Most sequences in one decode step; more wait for a place. Default DEFAULT_MAX_SEQUENCES. */
   maxSequences?: number;
   /** Where preprocessing and post-processing run. Default: the process-wide sharedPageCpuThreads(). */
