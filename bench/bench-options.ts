@@ -4,6 +4,7 @@ import path from 'node:path';
 
 import { choiceOption, integerOption, parseCommandArgs, UsageError } from '../src/cli/usage.js';
 import type { ModelSize } from '../src/model/synth/model-configs.js';
+import { COMMAND_DEFAULT_PRECISION, PRECISION_CHOICES, type Precision } from '../src/engine/precision.js';
 import { PAGE_CASES, type PageCase } from './page-cases.js';
 
 export const PARTS = ['ceilings', 'encoders', 'decode', 'latency', 'batch'] as const;
@@ -27,6 +28,8 @@ a table on stdout, JSON and an SVG plot in --out; progress on stderr.
   --decode-tokens N    tokens generated per page case (default 128)
   --batch-steps N      decode steps per batch size (default 32)
   --threads N          engine threads (default: every CPU)
+  --precision P        ${PRECISION_CHOICES.join(' or ')}: the engine's precision for every part (default ${COMMAND_DEFAULT_PRECISION},
+                       as the commands); the accuracy part compares fast with exact whatever it is
   --quick              one run, 16 decode tokens, --max-len 256, 8 batch steps, a shorter ceilings probe
                        (explicit options still win)`;
 
@@ -41,6 +44,7 @@ export interface BenchOptions {
   decodeTokens: number;
   batchSteps: number;
   threads: number;
+  precision: Precision;
   ceilings: { bufferBytes: number; passes: number; seconds: number };
 }
 
@@ -73,6 +77,7 @@ export function parseBenchArgs(args: string[], env: NodeJS.ProcessEnv): BenchOpt
       'decode-tokens': { type: 'string' },
       'batch-steps': { type: 'string' },
       threads: { type: 'string' },
+      precision: { type: 'string' },
       quick: { type: 'boolean' },
     },
     USAGE,
@@ -93,6 +98,7 @@ export function parseBenchArgs(args: string[], env: NodeJS.ProcessEnv): BenchOpt
     decodeTokens: integerOption(values['decode-tokens'], 'decode-tokens', quick ? 16 : 128, USAGE, 2),
     batchSteps: integerOption(values['batch-steps'], 'batch-steps', quick ? 8 : 32, USAGE, 1),
     threads: integerOption(values.threads, 'threads', os.availableParallelism(), USAGE, 1),
+    precision: values.precision === undefined ? COMMAND_DEFAULT_PRECISION : choiceOption(values.precision, 'precision', PRECISION_CHOICES, USAGE),
     ceilings: quick ? { bufferBytes: 256 * 2 ** 20, passes: 3, seconds: 0.2 } : { bufferBytes: 2 ** 30, passes: 5, seconds: 0.5 },
   };
 }

@@ -87,7 +87,10 @@ async function main(args: string[]): Promise<number> {
   await save();
   print(ceilingsText(results.ceilings, options.ceilings.bufferBytes, options.ceilings.passes));
 
-  const settings = (modelDir: string) => ({ modelDir, threads: options.threads, runs: options.runs });
+  // The encoders' and prefill's ratios use the GEMM ceiling of the products the precision runs.
+  const computeCeilings: MachineCeilings =
+    options.precision === 'fast' ? { ...results.ceilings, gemmBf16Gflops: results.ceilings.gemmBf16FastGflops } : results.ceilings;
+  const settings = (modelDir: string) => ({ modelDir, threads: options.threads, precision: options.precision, runs: options.runs });
   const checkpoints = new Map<Variant, string>();
   const checkpoint = async (variant: Variant) => {
     if (!checkpoints.has(variant)) checkpoints.set(variant, await benchCheckpoint(options.modelsDir, variant, options.size, progress));
@@ -105,9 +108,10 @@ async function main(args: string[]): Promise<number> {
         decode: parts.has('decode'),
         decodeTokens: options.decodeTokens,
       });
-      results.pages.push(summarisePage(answer, results.ceilings));
+      results.pages.push(summarisePage(answer, computeCeilings));
       await save();
     }
+    progress(`encoders and prefill at --precision ${options.precision}: ratios to its gemm ceiling`);
     print(encodersText(results.pages));
     print(decoderText(results.pages));
   }

@@ -3,11 +3,13 @@
 // job's own. Answers carry raw per-run samples and the work counted from the dims; the parent
 // takes medians and ratios to the ceilings.
 import type { Variant } from '../src/engine/model-config.js';
+import type { Precision } from '../src/engine/precision.js';
 import type { Flops } from './work-counts.js';
 
 interface JobSettings {
   modelDir: string;
   threads: number;
+  precision: Precision;
   runs: number;
 }
 
