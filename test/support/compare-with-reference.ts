@@ -1,13 +1,12 @@
-// Native engine vs the float64 reference on one prompt: prefill logits within 1e-3 of the largest
-// logit; greedy ids identical up to the first step whose reference top-2 gap is below that
-// tolerance; then, teacher-forced on the reference ids for all steps, every unambiguous step picks
+// Native engine vs the float64 reference on one prompt: prefill logits within 1e-3 (or the tolerance
+// given) of the largest logit; greedy ids identical up to the first step whose reference top-2 gap is
+// below that tolerance; then, teacher-forced on the reference ids for all steps, every unambiguous step picks
 // the reference's token and every step's top logit agrees within the tolerance.
 import assert from 'node:assert/strict';
 
 import { generate } from '../../src/engine/generate.js';
 import type { NativeModel } from '../../src/engine/native-model.js';
-import type { EmbeddingOverride, ReferenceDecoder } from '../reference/reference-decoder.js';
-import { greedyReference } from '../reference/reference-generate.js';
+import type { GreedyResult } from '../reference/reference-generate.js';
 
 export const RELATIVE_TOLERANCE = 1e-3;
 
@@ -26,6 +25,8 @@ export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 
 export interface DecodingComparison {
   prefillError: number;
+  /** prefillError over the largest reference logit. */
+  prefillRelativeError: number;
   tolerance: number;
   /** Steps whose reference top-2 gap was below the tolerance (teacher forcing skips their argmax check). */
   nearTies: number;
@@ -36,23 +37,27 @@ export interface DecodingComparison {
 /** One line for the test log: the measured errors beside their tolerance. */
 export function describeComparison(c: DecodingComparison): string {
   return (
-    `prefill logits max abs error ${c.prefillError.toExponential(2)} (tolerance ${c.tolerance.toExponential(2)}); ` +
+    `prefill logits max abs error ${c.prefillError.toExponential(2)} (${c.prefillRelativeError.toExponential(2)} of the largest; tolerance ${c.tolerance.toExponential(2)}); ` +
     `free-running ids equal for ${c.freeAgreeingSteps} steps; ${c.nearTies} near-tie steps`
   );
 }
 
+/**
+ * Compares against a greedy reference run (greedyReference with topk 2) at `relativeTolerance` of
+ * the largest reference logit; one reference run can serve several native models.
+ */
 export async function compareDecoding(
   native: NativeModel,
-  reference: ReferenceDecoder,
+  expected: GreedyResult,
   promptIds: number[],
-  steps: number,
-  embeds?: { native: { rows: Int32Array; values: Float32Array }; reference: EmbeddingOverride },
+  embeds: { rows: Int32Array; values: Float32Array } | undefined,
+  relativeTolerance: number,
 ): Promise<DecodingComparison> {
-  const expected = greedyReference(reference, promptIds, steps, { topk: 2, embeds: embeds?.reference });
-  const tolerance = RELATIVE_TOLERANCE * maxAbs(expected.prefillLogits);
+  const steps = expected.ids.length;
+  const tolerance = relativeTolerance * maxAbs(expected.prefillLogits);
   const [free, forced] = await generate(native, [
-    { promptIds, embeds: embeds?.native, maxNewTokens: steps, stopAtEos: false, keepPrefillLogits: true, recordTopK: 2 },
-    { promptIds, embeds: embeds?.native, maxNewTokens: steps, forceIds: expected.ids, recordTopK: 2 },
+    { promptIds, embeds, maxNewTokens: steps, stopAtEos: false, keepPrefillLogits: true, recordTopK: 2 },
+    { promptIds, embeds, maxNewTokens: steps, forceIds: expected.ids, recordTopK: 2 },
   ]);
 
   const prefillError = maxAbsDiff(free.prefillLogits!, expected.prefillLogits);
@@ -71,5 +76,5 @@ export async function compareDecoding(
     else assert.equal(forced.chosen[step], expected.ids[step], `step ${step}: teacher-forced argmax`);
   }
   const freeAgreement = free.ids.findIndex((id, step) => id !== expected.ids[step]);
-  return { prefillError, tolerance, nearTies, freeAgreeingSteps: freeAgreement === -1 ? steps : freeAgreement };
+  return { prefillError, prefillRelativeError: prefillError / maxAbs(expected.prefillLogits), tolerance, nearTies, freeAgreeingSteps: freeAgreement === -1 ? steps : freeAgreement };
 }
