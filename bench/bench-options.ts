@@ -7,7 +7,7 @@ import type { ModelSize } from '../src/model/synth/model-configs.js';
 import { COMMAND_DEFAULT_PRECISION, PRECISION_CHOICES, type Precision } from '../src/engine/precision.js';
 import { PAGE_CASES, type PageCase } from './page-cases.js';
 
-export const PARTS = ['ceilings', 'encoders', 'decode', 'latency', 'batch'] as const;
+export const PARTS = ['ceilings', 'encoders', 'decode', 'latency', 'batch', 'accuracy'] as const;
 export type Part = (typeof PARTS)[number];
 
 export const USAGE = `Usage: npm run bench -- [options]
@@ -23,7 +23,7 @@ a table on stdout, JSON and an SVG plot in --out; progress on stderr.
   --runs N             runs of every measurement; medians are reported (default 3)
   --only PARTS         comma-separated parts: ${PARTS.join(', ')} (default all;
                        the ceilings are measured in every run, since every ratio needs them)
-  --cases IDS          page cases for encoders and decode: ${PAGE_CASES.map((c) => c.id).join(', ')} (default all)
+  --cases IDS          page cases for encoders, decode and accuracy: ${PAGE_CASES.map((c) => c.id).join(', ')} (default all)
   --max-len N          generated tokens of the latency sweep (default 4096)
   --decode-tokens N    tokens generated per page case (default 128)
   --batch-steps N      decode steps per batch size (default 32)

@@ -10,8 +10,9 @@ import type { Variant } from '../src/engine/model-config.js';
 import { parseBenchArgs, USAGE, type BenchOptions } from './bench-options.js';
 import { benchCheckpoint } from './checkpoints.js';
 import { runMeasureProcess } from './measure-client.js';
+import type { AccuracyAnswer } from './measure-jobs.js';
 import { measureCeilings, type MachineCeilings } from './native-probes.js';
-import { batchText, ceilingsText, decoderText, encodersText, latencyText } from './report-table.js';
+import { accuracyText, batchText, ceilingsText, decoderText, encodersText, latencyText } from './report-table.js';
 import {
   summariseBatch,
   summariseLatency,
@@ -39,6 +40,7 @@ interface BenchResults {
   batch?: BatchSummary;
   latency: LatencySummary[];
   latencyPlot?: string;
+  accuracy: AccuracyAnswer[];
 }
 
 function latencyPlot(latency: readonly LatencySummary[]): string {
@@ -82,6 +84,7 @@ async function main(args: string[]): Promise<number> {
     ceilings: await measureCeilings({ threads: options.threads, ...options.ceilings }),
     pages: [],
     latency: [],
+    accuracy: [],
   };
   const save = () => writeFile(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
   await save();
@@ -145,6 +148,16 @@ async function main(args: string[]): Promise<number> {
       await save();
     }
     print(latencyText(results.latency, svgFile));
+  }
+
+  if (parts.has('accuracy')) {
+    for (const spec of options.cases) {
+      progress(`accuracy of fast against exact on ${spec.id}`);
+      const answer = await runMeasureProcess({ part: 'accuracy', ...settings(await checkpoint(spec.variant)), caseId: spec.id, steps: options.decodeTokens });
+      results.accuracy.push(answer);
+      await save();
+    }
+    print(accuracyText(results.accuracy));
   }
 
   results.finishedAt = new Date().toISOString();

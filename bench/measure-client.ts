@@ -3,13 +3,14 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-import type { BatchAnswer, BatchJob, LatencyAnswer, LatencyJob, MeasureJob, PageAnswer, PageJob } from './measure-jobs.js';
+import type { AccuracyAnswer, AccuracyJob, BatchAnswer, BatchJob, LatencyAnswer, LatencyJob, MeasureJob, PageAnswer, PageJob } from './measure-jobs.js';
 
 const CHILD = fileURLToPath(new URL('./measure-process.js', import.meta.url));
 
 export function runMeasureProcess(job: PageJob): Promise<PageAnswer>;
 export function runMeasureProcess(job: BatchJob): Promise<BatchAnswer>;
 export function runMeasureProcess(job: LatencyJob): Promise<LatencyAnswer>;
+export function runMeasureProcess(job: AccuracyJob): Promise<AccuracyAnswer>;
 export function runMeasureProcess(job: MeasureJob): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const child = fork(CHILD, [JSON.stringify(job)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });

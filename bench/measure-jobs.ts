@@ -38,7 +38,14 @@ export interface LatencyJob extends JobSettings {
   steps: number;
 }
 
-export type MeasureJob = PageJob | BatchJob | LatencyJob;
+/** Fast precision against exact on one page case: `steps` greedy tokens each. */
+export interface AccuracyJob extends JobSettings {
+  part: 'accuracy';
+  caseId: string;
+  steps: number;
+}
+
+export type MeasureJob = PageJob | BatchJob | LatencyJob | AccuracyJob;
 
 /** Milliseconds of one run's encodeImages calls, summed over the calls, per stage and in all. */
 export interface EncodeSample {
@@ -84,7 +91,20 @@ export interface LatencyAnswer {
   peakRssBytes: number;
 }
 
-export type MeasureAnswer = PageAnswer | BatchAnswer | LatencyAnswer;
+/** Fast against exact: the vision embeddings, the prefill logits and the greedy ids. */
+export interface AccuracyAnswer {
+  caseId: string;
+  /** ‖fast − exact‖₂ / ‖exact‖₂ over the assembled vision embeddings, and their worst row cosine. */
+  embedRelativeError: number;
+  embedCosine: number;
+  /** max |fast − exact| over max |exact| of the prefill logits. */
+  logitRelativeError: number;
+  steps: number;
+  /** Leading greedy ids the two modes share. */
+  agreeingSteps: number;
+}
+
+export type MeasureAnswer = PageAnswer | BatchAnswer | LatencyAnswer | AccuracyAnswer;
 
 /** Peak resident memory of this process so far, in bytes. */
 export function peakRssBytes(): number {

@@ -1,5 +1,6 @@
 // A measuring process: runs the one job given as its JSON argument and sends the answer (or the
 // error) to the parent over IPC. Started by runMeasureProcess (measure-client.ts).
+import { measureAccuracy } from './measure-accuracy.js';
 import { measureBatch } from './measure-batch.js';
 import { measureLatency } from './measure-latency.js';
 import { measurePage } from './measure-page.js';
@@ -7,6 +8,7 @@ import type { MeasureAnswer, MeasureJob } from './measure-jobs.js';
 
 function label(job: MeasureJob): string {
   if (job.part === 'page') return job.caseId;
+  if (job.part === 'accuracy') return `accuracy ${job.caseId}`;
   return `${job.part} ${job.modelDir}`;
 }
 
@@ -16,6 +18,7 @@ async function run(job: MeasureJob): Promise<MeasureAnswer> {
     process.stderr.write(`bench [${label(job)}] ${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s  ${line}\n`);
   if (job.part === 'page') return measurePage(job, progress);
   if (job.part === 'batch') return measureBatch(job, progress);
+  if (job.part === 'accuracy') return measureAccuracy(job, progress);
   return measureLatency(job, progress);
 }
 

@@ -1,4 +1,5 @@
 // The benchmark's results as plain-text tables for stdout.
+import type { AccuracyAnswer } from './measure-jobs.js';
 import type { MachineCeilings } from './native-probes.js';
 import type { BatchSummary, ComputeFigure, LatencySummary, PageSummary } from './summary.js';
 
@@ -85,6 +86,18 @@ export function batchText(b: BatchSummary): string {
         percent(r.efficiency),
         fixed(r.ceilingTokensPerSecond),
       ]),
+    ),
+  ].join('\n');
+}
+
+export function accuracyText(answers: readonly AccuracyAnswer[]): string {
+  if (answers.length === 0) return '';
+  const exp = (value: number) => value.toExponential(1);
+  return [
+    'Accuracy of --precision fast against exact (same checkpoint, same page)',
+    formatTable(
+      ['case', 'vision rel. error', 'worst row cosine', 'prefill logits rel. error', 'greedy ids equal'],
+      answers.map((a) => [a.caseId, exp(a.embedRelativeError), `1 - ${exp(1 - a.embedCosine)}`, exp(a.logitRelativeError), `${a.agreeingSteps} of ${a.steps}`]),
     ),
   ].join('\n');
 }

@@ -16,7 +16,8 @@ import { ReferenceDecoder } from './reference/reference-decoder.js';
 import { greedyReference, type GreedyResult } from './reference/reference-generate.js';
 import { ReferenceVision } from './reference/vision-reference.js';
 import { compareDecoding, describeComparison, maxAbs, maxAbsDiff, RELATIVE_TOLERANCE } from './support/compare-with-reference.js';
-import { assertEmbedsWithin, embedAgreement, PRECISION_BOUNDS, PRECISIONS } from './support/precision-bounds.js';
+import { embedAgreement } from '../bench/precision-accuracy.js';
+import { assertEmbedsWithin, PRECISION_BOUNDS, PRECISIONS } from './support/precision-bounds.js';
 import { referenceEmbeds } from './support/reference-embeds.js';
 import { syntheticPage } from './support/synthetic-images.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
@@ -71,7 +72,7 @@ describe('whole pages: native engine vs float64 reference, exact and fast', () =
           assert.ok(error <= tolerance, `vision embeddings: max abs error ${error} > ${tolerance}`);
         }
         const native = { rows: prepared.imagePositions, values: prepared.visionEmbeds };
-        const comparison = await compareDecoding(engine.model, expected.greedy, prepared.promptIds, native, PRECISION_BOUNDS[precision].logitRelativeError);
+        const comparison = await compareDecoding(engine.model, expected.greedy, prepared.promptIds, native, PRECISION_BOUNDS[precision].logits);
         t.diagnostic(
           `${precision} (${engine.model.kernels}): vision embeddings relative error ${agreement.relativeError.toExponential(2)}, ` +
             `worst row cosine 1 - ${(1 - agreement.cosine).toExponential(2)}, max abs error ${(error / maxAbs(expected.embeds)).toExponential(2)} ` +
