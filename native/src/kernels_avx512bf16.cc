@@ -44,8 +44,8 @@ bf16_t* scratch(int64_t elems) {
   return buf.p;
 }
 
-/* parts[0][Kp] = hi, parts[1][Kp] = lo of split(x[K]) (Parts == 1: hi only), zero padded to Kp
-   (a multiple of 32); part p at row + p * Kp */
+/* row[0:Kp] = hi = bf16(x[K]) and, with Parts == 2, row[Kp:2Kp] = lo = bf16(x - hi); zero padded
+   to Kp (a multiple of 32) */
 template <int Parts>
 void convert_row(const float* x, int64_t K, int64_t Kp, bf16_t* row) {
   for (int64_t k = 0; k < Kp; k += 16) {
