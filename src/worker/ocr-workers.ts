@@ -132,6 +132,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
       convertedBytes: engine.model.convertedBytes,
       backend: engine.model.backend,
       kernels: engine.model.kernels,
+      precision: engine.model.precision,
       threads: engine.model.threads,
       storage: storage.url,
       worker: heartbeat.key,
