@@ -66,7 +66,7 @@ export async function runGenerateCommand(args: string[]): Promise<number> {
   process.stderr.write(
     `${decoder.config.variant} ${model.synthetic ? '(synthetic) ' : ''}| prompt ${result.promptTokens} tokens | ` +
       `generated ${result.ids.length} (${result.finish}) | ${(result.ids.length / seconds).toFixed(1)} tokens/s | ` +
-      `${decoder.backend}${decoder.device.backend === 'cpu' ? ` × ${decoder.threads} threads` : ''}\n`,
+      `${decoder.backend}${decoder.device.backend === 'cpu' ? ` × ${decoder.threads} threads, ${decoder.precision} precision` : ''}\n`,
   );
   return 0;
 }
