@@ -8,9 +8,10 @@ import { choice, choices, flag, integer, text } from '../src/cli/options.js';
 import { HelpRequested } from '../src/cli/usage.js';
 import { DEVICE_CHOICES, type DeviceSpec } from '../src/engine/compute-device.js';
 import type { ModelSize } from '../src/model/synth/model-configs.js';
+import { COMMAND_DEFAULT_PRECISION, PRECISION_CHOICES, type Precision } from '../src/engine/precision.js';
 import { PAGE_CASES, type PageCase } from './page-cases.js';
 
-export const PARTS = ['ceilings', 'encoders', 'decode', 'latency', 'batch', 'kvcache'] as const;
+export const PARTS = ['ceilings', 'encoders', 'decode', 'latency', 'batch', 'kvcache', 'accuracy'] as const;
 export type Part = (typeof PARTS)[number];
 
 export const USAGE = `Usage: npm run bench -- [options]
@@ -26,13 +27,15 @@ a table on stdout, JSON and an SVG plot in --out; progress on stderr.
   --runs N             runs of every measurement; medians are reported (default 3)
   --only PARTS         comma-separated parts: ${PARTS.join(', ')} (default all;
                        the ceilings are measured in every run, since every ratio needs them)
-  --cases IDS          page cases for encoders and decode: ${PAGE_CASES.map((c) => c.id).join(', ')} (default all)
+  --cases IDS          page cases for encoders, decode and accuracy: ${PAGE_CASES.map((c) => c.id).join(', ')} (default all)
   --max-len N          generated tokens of the latency sweep (default 4096)
   --decode-tokens N    tokens generated per page case (default 128)
   --batch-steps N      decode steps per batch size, and per KV-cache storage in kvcache (default 32)
   --threads N          engine threads (default: every CPU)
   --device D           where the decoder runs: ${DEVICE_CHOICES} (default cpu); on a GPU the
                        device's ceilings are measured too and the decoder's figures are ratios to them
+  --precision P        ${PRECISION_CHOICES.join(' or ')}: the engine's precision for every part (default ${COMMAND_DEFAULT_PRECISION},
+                       as the commands); the accuracy part compares fast with exact whatever it is
   --quick              one run, 16 decode tokens, --max-len 256, 8 batch steps, a shorter ceilings probe
                        (explicit options still win)`;
 
@@ -48,6 +51,7 @@ export interface BenchOptions {
   batchSteps: number;
   threads: number;
   device: DeviceSpec;
+  precision: Precision;
   ceilings: { bufferBytes: number; passes: number; seconds: number };
   /** The GPU ceilings probe's settings (used with a GPU device). */
   gpuCeilings: { bufferBytes: number; passes: number; matmulSide: number; seconds: number };
@@ -71,6 +75,7 @@ const OPTIONS = {
   'batch-steps': integer({ min: 1 }),
   threads: integer({ min: 1 }).default(os.availableParallelism()),
   device: DEVICE_OPTION,
+  precision: choice(PRECISION_CHOICES).default(COMMAND_DEFAULT_PRECISION),
   quick: flag(),
 };
 
@@ -96,6 +101,7 @@ export function parseBenchArgs(args: string[], env: NodeJS.ProcessEnv): BenchOpt
     batchSteps: values['batch-steps'] ?? (quick ? 8 : 32),
     threads: values.threads,
     device: values.device ?? { kind: 'cpu' },
+    precision: values.precision,
     ceilings: quick ? { bufferBytes: 256 * 2 ** 20, passes: 3, seconds: 0.2 } : { bufferBytes: 2 ** 30, passes: 5, seconds: 0.5 },
     // Tiny checks the harness, on software renderers too: products small enough for a CPU to run.
     gpuCeilings:

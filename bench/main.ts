@@ -12,8 +12,9 @@ import { parseBenchArgs, USAGE, type BenchOptions } from './bench-options.js';
 import { benchCheckpoint } from './checkpoints.js';
 import { kvCacheText, summariseKvCache, type KvCacheSummary } from './kv-cache-report.js';
 import { runMeasureProcess } from './measure-client.js';
+import type { AccuracyAnswer } from './measure-jobs.js';
 import { gpuDecoderCeilings, measureCeilings, measureGpuCeilings, type GpuCeilings, type MachineCeilings } from './native-probes.js';
-import { batchText, ceilingsText, decoderText, encodersText, gpuCeilingsText, latencyText } from './report-table.js';
+import { accuracyText, batchText, ceilingsText, decoderText, encodersText, gpuCeilingsText, latencyText } from './report-table.js';
 import {
   summariseBatch,
   summariseLatency,
@@ -48,6 +49,7 @@ interface BenchResults {
   latency: LatencySummary[];
   latencyPlot?: string;
   kvCache: KvCacheSummary[];
+  accuracy: AccuracyAnswer[];
 }
 
 function latencyPlot(latency: readonly LatencySummary[]): string {
@@ -93,20 +95,24 @@ async function main(args: string[]): Promise<number> {
     pages: [],
     latency: [],
     kvCache: [],
+    accuracy: [],
   };
   const save = () => writeFile(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
   await save();
   print(ceilingsText(results.ceilings, options.ceilings.bufferBytes, options.ceilings.passes));
-  let decoderCeilings = results.ceilings;
+  // The encoders' and prefill's ratios use the GEMM ceiling of the products the precision runs.
+  const computeCeilings: MachineCeilings =
+    options.precision === 'fast' ? { ...results.ceilings, gemmBf16Gflops: results.ceilings.gemmBf16FastGflops } : results.ceilings;
+  let decoderCeilings = computeCeilings;
   if (device.backend === 'vulkan') {
     progress(`measuring the ceilings of gpu:${device.index} (${device.name})`);
     results.gpuCeilings = await measureGpuCeilings({ device: device.index, ...options.gpuCeilings });
-    decoderCeilings = gpuDecoderCeilings(results.ceilings, results.gpuCeilings);
+    decoderCeilings = gpuDecoderCeilings(computeCeilings, results.gpuCeilings);
     await save();
     print(gpuCeilingsText(results.gpuCeilings, options.gpuCeilings.passes, options.gpuCeilings.matmulSide));
   }
 
-  const settings = (modelDir: string) => ({ modelDir, threads: options.threads, device: options.device, runs: options.runs });
+  const settings = (modelDir: string) => ({ modelDir, threads: options.threads, device: options.device, precision: options.precision, runs: options.runs });
   const checkpoints = new Map<Variant, string>();
   const checkpoint = async (variant: Variant) => {
     if (!checkpoints.has(variant)) checkpoints.set(variant, await benchCheckpoint(options.modelsDir, variant, options.size, progress));
@@ -124,9 +130,10 @@ async function main(args: string[]): Promise<number> {
         decode: parts.has('decode'),
         decodeTokens: options.decodeTokens,
       });
-      results.pages.push(summarisePage(answer, results.ceilings, decoderCeilings));
+      results.pages.push(summarisePage(answer, computeCeilings, decoderCeilings));
       await save();
     }
+    progress(`encoders and prefill at --precision ${options.precision}: ratios to its gemm ceiling`);
     print(encodersText(results.pages));
     print(decoderText(results.pages));
   }
@@ -174,6 +181,17 @@ async function main(args: string[]): Promise<number> {
     results.kvCache = summariseKvCache(answer, results.ceilings);
     await save();
     print(kvCacheText(results.kvCache));
+    print(kvCacheText(results.kvCache));
+  }
+
+  if (parts.has('accuracy')) {
+    for (const spec of options.cases) {
+      progress(`accuracy of fast against exact on ${spec.id}`);
+      const answer = await runMeasureProcess({ part: 'accuracy', ...settings(await checkpoint(spec.variant)), caseId: spec.id, steps: options.decodeTokens });
+      results.accuracy.push(answer);
+      await save();
+    }
+    print(accuracyText(results.accuracy));
   }
 
   results.finishedAt = new Date().toISOString();

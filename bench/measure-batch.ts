@@ -7,7 +7,7 @@ import { peakRssBytes, type BatchAnswer, type BatchJob } from './measure-jobs.js
 import { decodeRunBytes, KV_ELEMENT_BYTES } from './work-counts.js';
 
 export async function measureBatch(job: BatchJob, progress: (line: string) => void): Promise<BatchAnswer> {
-  const model = await NativeModel.load(job.modelDir, { threads: job.threads, device: job.device });
+  const model = await NativeModel.load(job.modelDir, { threads: job.threads, device: job.device, precision: job.precision });
   progress('warming up the decoder');
   await warmUpDecoder(model);
   const rows: BatchAnswer['rows'] = [];

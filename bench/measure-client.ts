@@ -4,6 +4,8 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 import type {
+  AccuracyAnswer,
+  AccuracyJob,
   BatchAnswer,
   BatchJob,
   KvCacheAnswer,
@@ -21,6 +23,7 @@ export function runMeasureProcess(job: PageJob): Promise<PageAnswer>;
 export function runMeasureProcess(job: BatchJob): Promise<BatchAnswer>;
 export function runMeasureProcess(job: LatencyJob): Promise<LatencyAnswer>;
 export function runMeasureProcess(job: KvCacheJob): Promise<KvCacheAnswer>;
+export function runMeasureProcess(job: AccuracyJob): Promise<AccuracyAnswer>;
 export function runMeasureProcess(job: MeasureJob): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const child = fork(CHILD, [JSON.stringify(job)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });

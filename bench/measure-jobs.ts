@@ -5,6 +5,7 @@
 import type { DeviceSpec } from '../src/engine/compute-device.js';
 import type { Variant } from '../src/engine/model-config.js';
 import type { KvCacheDtype } from '../src/engine/native-model.js';
+import type { Precision } from '../src/engine/precision.js';
 import type { Flops } from './work-counts.js';
 
 interface JobSettings {
@@ -12,6 +13,7 @@ interface JobSettings {
   threads: number;
   /** Where the decoder runs. */
   device: DeviceSpec;
+  precision: Precision;
   runs: number;
 }
 
@@ -48,7 +50,14 @@ export interface KvCacheJob extends JobSettings {
   steps: number;
 }
 
-export type MeasureJob = PageJob | BatchJob | LatencyJob | KvCacheJob;
+/** Fast precision against exact on one page case: `steps` greedy tokens each. */
+export interface AccuracyJob extends JobSettings {
+  part: 'accuracy';
+  caseId: string;
+  steps: number;
+}
+
+export type MeasureJob = PageJob | BatchJob | LatencyJob | KvCacheJob | AccuracyJob;
 
 /** Milliseconds of one run's encodeImages calls, summed over the calls, per stage and in all. */
 export interface EncodeSample {
@@ -109,7 +118,20 @@ export interface KvCacheAnswer {
   peakRssBytes: number;
 }
 
-export type MeasureAnswer = PageAnswer | BatchAnswer | LatencyAnswer | KvCacheAnswer;
+/** Fast against exact: the vision embeddings, the prefill logits and the greedy ids. */
+export interface AccuracyAnswer {
+  caseId: string;
+  /** ‖fast − exact‖₂ / ‖exact‖₂ over the assembled vision embeddings, and their worst row cosine. */
+  embedRelativeError: number;
+  embedCosine: number;
+  /** max |fast − exact| over max |exact| of the prefill logits. */
+  logitRelativeError: number;
+  steps: number;
+  /** Leading greedy ids the two modes share. */
+  agreeingSteps: number;
+}
+
+export type MeasureAnswer = PageAnswer | BatchAnswer | LatencyAnswer | KvCacheAnswer | AccuracyAnswer;
 
 /** Peak resident memory of this process so far, in bytes. */
 export function peakRssBytes(): number {

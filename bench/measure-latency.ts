@@ -11,7 +11,7 @@ import { peakRssBytes, type LatencyAnswer, type LatencyJob } from './measure-job
 import { decodeWeightBytes, KV_ELEMENT_BYTES, kvReadBytes } from './work-counts.js';
 
 export async function measureLatency(job: LatencyJob, progress: (line: string) => void): Promise<LatencyAnswer> {
-  const [model, tokenizer] = await Promise.all([NativeModel.load(job.modelDir, { threads: job.threads, device: job.device }), Tokenizer.fromDir(job.modelDir)]);
+  const [model, tokenizer] = await Promise.all([NativeModel.load(job.modelDir, { threads: job.threads, device: job.device, precision: job.precision }), Tokenizer.fromDir(job.modelDir)]);
   const dims = model.config.decoder;
   const perPage = imageTokenCount('v3', 'base', [1, 1]);
   const prefix = buildPromptIds(tokenizer, model.config.bosId, promptText('v3', 'parse-multi'), Array(job.pages).fill(perPage)).ids;

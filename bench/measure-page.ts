@@ -28,7 +28,7 @@ function encodeCalls(prepared: PreparedPrompt): EncodeCall[] {
 
 export async function measurePage(job: PageJob, progress: (line: string) => void): Promise<PageAnswer> {
   const spec = pageCase(job.caseId);
-  const engine = await OcrEngine.load(job.modelDir, { threads: job.threads, device: job.device });
+  const engine = await OcrEngine.load(job.modelDir, { threads: job.threads, device: job.device, precision: job.precision });
   if (engine.variant !== spec.variant) throw new Error(`${job.modelDir} holds a ${engine.variant} checkpoint, case ${spec.id} needs ${spec.variant}`);
   const model = engine.model;
   const images = Array.from({ length: spec.pages }, (_, i) => syntheticPage(spec.pageSize, i));

@@ -1,5 +1,6 @@
 // A measuring process: runs the one job given as its JSON argument and sends the answer (or the
 // error) to the parent over IPC. Started by runMeasureProcess (measure-client.ts).
+import { measureAccuracy } from './measure-accuracy.js';
 import { measureBatch } from './measure-batch.js';
 import { measureKvCache } from './measure-kv-cache.js';
 import { measureLatency } from './measure-latency.js';
@@ -8,6 +9,7 @@ import type { MeasureAnswer, MeasureJob } from './measure-jobs.js';
 
 function label(job: MeasureJob): string {
   if (job.part === 'page') return job.caseId;
+  if (job.part === 'accuracy') return `accuracy ${job.caseId}`;
   return `${job.part} ${job.modelDir}`;
 }
 
@@ -18,6 +20,7 @@ async function run(job: MeasureJob): Promise<MeasureAnswer> {
   if (job.part === 'page') return measurePage(job, progress);
   if (job.part === 'batch') return measureBatch(job, progress);
   if (job.part === 'kvcache') return measureKvCache(job, progress);
+  if (job.part === 'accuracy') return measureAccuracy(job, progress);
   return measureLatency(job, progress);
 }
 

@@ -26,6 +26,8 @@ export interface MachineCeilings {
   /** The active set's gemm_f32 / gemm_bf16 on blocks resident in L2. */
   gemmF32Gflops: number;
   gemmBf16Gflops: number;
+  /** The active set's gemm_bf16_fast: the BF16-weight ceiling of --precision fast. */
+  gemmBf16FastGflops: number;
   /** Instruction-throughput peaks of the multiply-add those kernels use; 0 when unknown (scalar). */
   peakF32Gflops: number;
   peakBf16Gflops: number;
@@ -92,5 +94,5 @@ export function measureGpuCeilings(options?: GpuCeilingOptions): Promise<GpuCeil
  */
 export function gpuDecoderCeilings(cpu: MachineCeilings, gpu: GpuCeilings): MachineCeilings {
   const matmul = Math.max(...gpu.matmul.map((m) => m.gflops));
-  return { ...cpu, readGBps: gpu.readGBps, gemmBf16Gflops: matmul, gemmF32Gflops: matmul };
+  return { ...cpu, readGBps: gpu.readGBps, gemmBf16Gflops: matmul, gemmBf16FastGflops: matmul, gemmF32Gflops: matmul };
 }

@@ -1,4 +1,5 @@
 // The benchmark's results as plain-text tables for stdout.
+import type { AccuracyAnswer } from './measure-jobs.js';
 import type { GpuCeilings, MachineCeilings } from './native-probes.js';
 import type { BatchSummary, ComputeFigure, LatencySummary, PageSummary } from './summary.js';
 
@@ -31,6 +32,7 @@ export function ceilingsText(c: MachineCeilings, bufferBytes: number, passes: nu
         [`memory read (${c.readSimd} loads, best of ${passes} passes over ${(bufferBytes / 2 ** 20).toFixed(0)} MiB)`, `${fixed(c.readGBps)} GB/s`, ''],
         ['gemm_f32 on L2-resident blocks', `${fixed(c.gemmF32Gflops)} GFLOP/s`, peak(c.peakF32Gflops)],
         ['gemm_bf16 on L2-resident blocks', `${fixed(c.gemmBf16Gflops)} GFLOP/s`, peak(c.peakBf16Gflops)],
+        ['gemm_bf16_fast (--precision fast) on L2-resident blocks', `${fixed(c.gemmBf16FastGflops)} GFLOP/s`, ''],
       ],
     ),
   ].join('\n');
@@ -97,6 +99,18 @@ export function batchText(b: BatchSummary): string {
         percent(r.efficiency),
         fixed(r.ceilingTokensPerSecond),
       ]),
+    ),
+  ].join('\n');
+}
+
+export function accuracyText(answers: readonly AccuracyAnswer[]): string {
+  if (answers.length === 0) return '';
+  const exp = (value: number) => value.toExponential(1);
+  return [
+    'Accuracy of --precision fast against exact (same checkpoint, same page)',
+    formatTable(
+      ['case', 'vision rel. error', 'worst row cosine', 'prefill logits rel. error', 'greedy ids equal'],
+      answers.map((a) => [a.caseId, exp(a.embedRelativeError), `1 - ${exp(1 - a.embedCosine)}`, exp(a.logitRelativeError), `${a.agreeingSteps} of ${a.steps}`]),
     ),
   ].join('\n');
 }

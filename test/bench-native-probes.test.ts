@@ -14,7 +14,7 @@ describe('measureCeilings', () => {
     assert.equal(c.kernels, model.kernels);
     assert.equal(c.threads, 2);
     assert.ok(['avx512', 'avx2', 'sse2', 'scalar'].includes(c.readSimd), c.readSimd);
-    for (const key of ['readGBps', 'gemmF32Gflops', 'gemmBf16Gflops'] as const) assert.ok(c[key] > 0, `${key} ${c[key]}`);
+    for (const key of ['readGBps', 'gemmF32Gflops', 'gemmBf16Gflops', 'gemmBf16FastGflops'] as const) assert.ok(c[key] > 0, `${key} ${c[key]}`);
     if (c.kernels === 'scalar') assert.deepEqual([c.peakF32Gflops, c.peakBf16Gflops], [0, 0]);
     else assert.ok(c.peakF32Gflops > 0 && c.peakBf16Gflops > 0, `peaks ${c.peakF32Gflops} ${c.peakBf16Gflops}`);
   });

@@ -14,6 +14,7 @@ const CEILINGS: MachineCeilings = {
   readGBps: 20,
   gemmF32Gflops: 50,
   gemmBf16Gflops: 100,
+  gemmBf16FastGflops: 180,
   peakF32Gflops: 60,
   peakBf16Gflops: 120,
   clockGhz: 3,

@@ -68,7 +68,7 @@ test('an F32 checkpoint is converted off the event loop: it turns before the loa
   const dir = await tinyCheckpoint('v1', 1, 'f32');
   const config = await loadModelConfig(dir);
   const order: string[] = [];
-  const loading = nativeBinding().loadModel(dir, config.decoder, 1, parseVisionDims(config) ?? undefined).then(() => order.push('loaded'));
+  const loading = nativeBinding().loadModel(dir, config.decoder, 1, parseVisionDims(config) ?? undefined, { precision: 'exact' }).then(() => order.push('loaded'));
   await new Promise((resolve) => setImmediate(resolve));
   order.push('event loop turned');
   await loading;

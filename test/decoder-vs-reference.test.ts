@@ -1,23 +1,30 @@
-// The native decoder against the independent float64 reference (test/reference) on tiny
-// checkpoints, 200 greedy steps (V3: the window slides from step 129 on). Tolerances in
-// test/support/compare-with-reference.ts.
+// The native decoder against the independent float64 reference on tiny checkpoints, 200 greedy
+// steps (V3: the window slides from step 129 on), in each --precision mode at its logit bound
+// (test/support/precision-bounds.ts; tolerances in test/support/compare-with-reference.ts).
 import { describe, test } from 'node:test';
 
 import type { Variant } from '../src/engine/model-config.js';
 import { NativeModel } from '../src/engine/native-model.js';
 import { ReferenceDecoder } from './reference/reference-decoder.js';
+import { greedyReference } from './reference/reference-generate.js';
 import { compareDecoding, describeComparison } from './support/compare-with-reference.js';
+import { PRECISION_BOUNDS, PRECISIONS } from './support/precision-bounds.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
 // A prompt of ordinary ids long enough to exercise multi-row prefill attention.
 const PROMPT = [0, ...Array.from({ length: 40 }, (_, i) => 1000 + ((i * 7919) % 90000))];
+const STEPS = 200;
 
-describe('native decoder vs float64 reference', () => {
+describe('native decoder vs float64 reference, exact and fast', () => {
   for (const variant of ['v1', 'v3'] as Variant[]) {
-    test(`${variant}: prefill logits and 200 greedy steps agree`, async (t) => {
+    test(`${variant}: prefill logits and ${STEPS} greedy steps agree in each precision`, async (t) => {
       const dir = await tinyCheckpoint(variant);
-      const comparison = await compareDecoding(await NativeModel.load(dir), ReferenceDecoder.load(dir), PROMPT, 200);
-      t.diagnostic(describeComparison(comparison));
+      const expected = greedyReference(ReferenceDecoder.load(dir), PROMPT, STEPS, { topk: 2 });
+      for (const precision of PRECISIONS) {
+        const model = await NativeModel.load(dir, { precision });
+        const comparison = await compareDecoding(model, expected, PROMPT, undefined, PRECISION_BOUNDS[precision].logits);
+        t.diagnostic(`${precision} (${model.kernels}): ${describeComparison(comparison)}`);
+      }
     });
   }
 });

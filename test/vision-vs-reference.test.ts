@@ -1,47 +1,28 @@
-// Whole pages through the native engine against the float64 reference (tiny checkpoints): the
-// assembled vision embeddings within 1e-3 of their largest value, then prefill logits and 200
-// greedy steps as in decoder-vs-reference. Both sides read the same preprocessed pixels
-// (preprocessing is checked against Pillow on its own).
+// Whole pages through the native engine against the float64 reference (tiny checkpoints), in each
+// --precision mode: the assembled vision embeddings within the mode's relative error and cosine
+// bounds (exact also within 1e-3 of their largest value), then prefill logits and 200 greedy steps
+// as in decoder-vs-reference at the mode's logit bound (test/support/precision-bounds.ts). Both
+// sides read the same preprocessed pixels (preprocessing is checked against Pillow on its own); the
+// reference runs once per page and serves both modes.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { VisionMode } from '../src/engine/image-tokens.js';
 import type { Variant } from '../src/engine/model-config.js';
-import { OcrEngine, type PreparedPrompt } from '../src/engine/ocr-engine.js';
+import { OcrEngine } from '../src/engine/ocr-engine.js';
 import type { RgbImage } from '../src/documents/rgb-image.js';
 import type { OcrTask } from '../src/engine/prompts.js';
 import { ReferenceDecoder } from './reference/reference-decoder.js';
-import { assembleV1V3, assembleV2 } from './reference/vision-assembly.js';
+import { greedyReference, type GreedyResult } from './reference/reference-generate.js';
 import { ReferenceVision } from './reference/vision-reference.js';
 import { compareDecoding, describeComparison, maxAbs, maxAbsDiff, RELATIVE_TOLERANCE } from './support/compare-with-reference.js';
+import { embedAgreement } from '../bench/precision-accuracy.js';
+import { assertEmbedsWithin, PRECISION_BOUNDS, PRECISIONS } from './support/precision-bounds.js';
+import { referenceEmbeds } from './support/reference-embeds.js';
 import { syntheticPage } from './support/synthetic-images.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
 const STEPS = 200;
-
-/** The reference's rows for a prepared prompt: each page encoded view by view and assembled. */
-function referenceEmbeds(vision: ReferenceVision, prepared: PreparedPrompt, v2: boolean): Float64Array {
-  const pages = prepared.pages.map(({ preprocessed: page }) => {
-    const global = vision.encode(page.global, page.globalSide);
-    const tileCount = page.grid[0] * page.grid[1];
-    const tileSize = 3 * page.tileSide * page.tileSide;
-    const tiles = page.tiles
-      ? Array.from({ length: tileCount }, (_, k) =>
-          vision.encode(page.tiles!.subarray(k * tileSize, (k + 1) * tileSize), page.tileSide),
-        )
-      : [];
-    if (v2) return assembleV2(global.projected, vision.viewSeparator, tiles.map((t) => t.projected));
-    return assembleV1V3(
-      global.projected,
-      global.grid,
-      vision,
-      tiles.length ? { projected: tiles.map((t) => t.projected), i: page.grid[0], j: page.grid[1], T: tiles[0].grid } : undefined,
-    );
-  });
-  const out = new Float64Array(pages.reduce((n, p) => n + p.length, 0));
-  pages.reduce((at, p) => (out.set(p, at), at + p.length), 0);
-  return out;
-}
 
 interface Case {
   name: string;
@@ -69,24 +50,35 @@ const CASES: Case[] = [
   },
 ];
 
-describe('whole pages: native engine vs float64 reference', () => {
+describe('whole pages: native engine vs float64 reference, exact and fast', () => {
   for (const c of CASES) {
-    test(`${c.name}: vision embeddings, prefill logits and ${STEPS} greedy steps agree`, async (t) => {
+    test(`${c.name}: vision embeddings, prefill logits and ${STEPS} greedy steps agree in each precision`, async (t) => {
       const dir = await tinyCheckpoint(c.variant);
-      const engine = await OcrEngine.load(dir);
-      const prepared = await engine.prepare(c.pages, c.task, c.mode);
-      assert.equal(prepared.imagePositions.length, c.imageTokens * c.pages.length);
-
-      const expected = referenceEmbeds(ReferenceVision.load(dir), prepared, c.variant === 'v2');
-      const error = maxAbsDiff(prepared.visionEmbeds, expected);
-      const tolerance = RELATIVE_TOLERANCE * maxAbs(expected);
-      assert.ok(error <= tolerance, `vision embeddings: max abs error ${error} > ${tolerance}`);
-
-      const comparison = await compareDecoding(engine.model, ReferenceDecoder.load(dir), prepared.promptIds, STEPS, {
-        native: { rows: prepared.imagePositions, values: prepared.visionEmbeds },
-        reference: { positions: [...prepared.imagePositions], rows: expected },
-      });
-      t.diagnostic(`vision embeddings max abs error ${error.toExponential(2)} (tolerance ${tolerance.toExponential(2)}); ${describeComparison(comparison)}`);
+      let expected: { embeds: Float64Array; greedy: GreedyResult } | undefined;
+      for (const precision of PRECISIONS) {
+        const engine = await OcrEngine.load(dir, { precision });
+        const prepared = await engine.prepare(c.pages, c.task, c.mode);
+        assert.equal(prepared.imagePositions.length, c.imageTokens * c.pages.length);
+        if (!expected) {
+          const embeds = referenceEmbeds(ReferenceVision.load(dir), prepared, c.variant === 'v2');
+          const rows = { positions: [...prepared.imagePositions], rows: embeds };
+          expected = { embeds, greedy: greedyReference(ReferenceDecoder.load(dir), prepared.promptIds, STEPS, { topk: 2, embeds: rows }) };
+        }
+        const agreement = embedAgreement(prepared.visionEmbeds, expected.embeds, engine.model.config.decoder.hidden);
+        assertEmbedsWithin(agreement, precision);
+        const error = maxAbsDiff(prepared.visionEmbeds, expected.embeds);
+        if (precision === 'exact') {
+          const tolerance = RELATIVE_TOLERANCE * maxAbs(expected.embeds);
+          assert.ok(error <= tolerance, `vision embeddings: max abs error ${error} > ${tolerance}`);
+        }
+        const native = { rows: prepared.imagePositions, values: prepared.visionEmbeds };
+        const comparison = await compareDecoding(engine.model, expected.greedy, prepared.promptIds, native, PRECISION_BOUNDS[precision].logits);
+        t.diagnostic(
+          `${precision} (${engine.model.kernels}): vision embeddings relative error ${agreement.relativeError.toExponential(2)}, ` +
+            `worst row cosine 1 - ${(1 - agreement.cosine).toExponential(2)}, max abs error ${(error / maxAbs(expected.embeds)).toExponential(2)} ` +
+            `of the largest value; ${describeComparison(comparison)}`,
+        );
+      }
     });
   }
 });

@@ -206,8 +206,10 @@ double best_rate(ThreadPool& pool, double seconds, double units_per_rep, const s
   }
 }
 
-/* GFLOP/s of the set's gemm_f32 (bf16 = false) or gemm_bf16 on [kGemmM, kGemmK] x [kGemmN, kGemmK]^T */
-double gemm_gflops(ThreadPool& pool, const KernelSet& kernels, bool bf16, double seconds) {
+enum class GemmKind { F32, Bf16, Bf16Fast };
+
+/* GFLOP/s of the set's gemm_f32, gemm_bf16 or gemm_bf16_fast on [kGemmM, kGemmK] x [kGemmN, kGemmK]^T */
+double gemm_gflops(ThreadPool& pool, const KernelSet& kernels, GemmKind kind, double seconds) {
   std::vector<float> X(kGemmM * kGemmK), Wf(kGemmN * kGemmK);
   std::vector<bf16_t> Wb(kGemmN * kGemmK);
   for (size_t i = 0; i < X.size(); ++i) X[i] = static_cast<float>(static_cast<int64_t>(i * 37 % 17) - 8) / 8.f;
@@ -220,8 +222,10 @@ double gemm_gflops(ThreadPool& pool, const KernelSet& kernels, bool bf16, double
     thread_local std::vector<float> Y;  // per thread, so it stays in that core's cache
     Y.resize(kGemmM * kGemmN);
     for (int64_t r = 0; r < reps; ++r) {
-      if (bf16)
+      if (kind == GemmKind::Bf16)
         kernels.gemm_bf16(X.data(), kGemmK, Wb.data(), Y.data(), kGemmN, kGemmM, 0, kGemmN, kGemmK);
+      else if (kind == GemmKind::Bf16Fast)
+        kernels.gemm_bf16_fast(X.data(), kGemmK, Wb.data(), Y.data(), kGemmN, kGemmM, 0, kGemmN, kGemmK);
       else
         kernels.gemm_f32(X.data(), kGemmK, Wf.data(), kGemmK, Y.data(), kGemmN, kGemmM, 0, kGemmN, kGemmK);
     }
@@ -285,8 +289,9 @@ Ceilings measure_ceilings(ThreadPool& pool, const CeilingOptions& options) {
   const ReadLoop loop = widest_read_loop();
   c.read_simd = loop.name;
   c.read_gbps = read_bandwidth(pool, loop, options.buffer_bytes, options.passes);
-  c.gemm_f32_gflops = gemm_gflops(pool, kernels, false, options.seconds);
-  c.gemm_bf16_gflops = gemm_gflops(pool, kernels, true, options.seconds);
+  c.gemm_f32_gflops = gemm_gflops(pool, kernels, GemmKind::F32, options.seconds);
+  c.gemm_bf16_gflops = gemm_gflops(pool, kernels, GemmKind::Bf16, options.seconds);
+  c.gemm_bf16_fast_gflops = gemm_gflops(pool, kernels, GemmKind::Bf16Fast, options.seconds);
 #if defined(__x86_64__)
   const double fma512 = 2.0 * 16 * kChains512 * kChainSteps, fma256 = 2.0 * 8 * kChains256 * kChainSteps;
   if (set == "avx512" || set == "avx512bf16") c.peak_f32_gflops = chain_gflops(pool, options.seconds, fma_chains_avx512, fma512);

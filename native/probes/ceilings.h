@@ -24,8 +24,9 @@ struct Ceilings {
   std::string read_simd;  // vector width of the read loop: "avx512", "avx2", "sse2" or "scalar"
   double read_gbps = 0;   // 1e9 bytes/s, best pass
 
-  // Through the active set's gemm_f32 / gemm_bf16, each thread on its own blocks in L2.
-  double gemm_f32_gflops = 0, gemm_bf16_gflops = 0;
+  // Through the active set's gemm_f32 / gemm_bf16 / gemm_bf16_fast (fast precision), each thread on
+  // its own blocks in L2.
+  double gemm_f32_gflops = 0, gemm_bf16_gflops = 0, gemm_bf16_fast_gflops = 0;
 
   // Instruction-throughput peaks: independent chains of the set's F32 FMA (its vector width) and of
   // the instruction its gemm_bf16 multiplies with, counted as the useful FLOPs it yields (avx512bf16:

@@ -45,6 +45,7 @@ class CeilingsWorker : public Napi::AsyncWorker {
     out.Set("readGBps", ceilings_.read_gbps);
     out.Set("gemmF32Gflops", ceilings_.gemm_f32_gflops);
     out.Set("gemmBf16Gflops", ceilings_.gemm_bf16_gflops);
+    out.Set("gemmBf16FastGflops", ceilings_.gemm_bf16_fast_gflops);
     out.Set("peakF32Gflops", ceilings_.peak_f32_gflops);
     out.Set("peakBf16Gflops", ceilings_.peak_bf16_gflops);
     out.Set("clockGhz", ceilings_.clock_ghz);

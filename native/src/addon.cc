@@ -227,14 +227,16 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
 // converts F16 / F32 weights, seconds of work for a full checkpoint that the event loop never waits on.
 class LoadWorker : public Napi::AsyncWorker {
  public:
-  LoadWorker(Napi::Env env, std::string dir, DecoderDims dims, int threads, bool with_vision, VisionDims vision_dims)
+  LoadWorker(Napi::Env env, std::string dir, DecoderDims dims, int threads, bool with_vision, VisionDims vision_dims,
+             Precision precision)
       : Napi::AsyncWorker(env),
         deferred_(Napi::Promise::Deferred::New(env)),
         dir_(std::move(dir)),
         dims_(dims),
         threads_(threads),
         with_vision_(with_vision),
-        vision_dims_(std::move(vision_dims)) {}
+        vision_dims_(std::move(vision_dims)),
+        precision_(precision) {}
 
   Napi::Promise promise() const { return deferred_.Promise(); }
 
@@ -243,10 +245,10 @@ class LoadWorker : public Napi::AsyncWorker {
       engine_ = std::make_shared<Engine>();
       engine_->pool = std::make_unique<ThreadPool>(threads_);
       engine_->checkpoint = std::make_unique<Checkpoint>(dir_);
-      engine_->decoder = std::make_unique<Decoder>(*engine_->checkpoint, dims_, *engine_->pool);
+      engine_->decoder = std::make_unique<Decoder>(*engine_->checkpoint, dims_, *engine_->pool, precision_);
       if (with_vision_) {
         if (vision_dims_.embed != dims_.hidden) throw std::invalid_argument("config.json: projector n_embed must equal hidden_size");
-        engine_->vision = std::make_unique<VisionEncoder>(*engine_->checkpoint, vision_dims_, *engine_->pool);
+        engine_->vision = std::make_unique<VisionEncoder>(*engine_->checkpoint, vision_dims_, *engine_->pool, precision_);
       }
     } catch (const std::exception& e) {
       engine_.reset();
@@ -264,22 +266,31 @@ class LoadWorker : public Napi::AsyncWorker {
   int threads_;
   bool with_vision_;
   VisionDims vision_dims_;
+  Precision precision_;
   std::shared_ptr<Engine> engine_;
 };
 
-// loadModel(dir: string, dims: DecoderDims, threads: number, visionDims?: VisionDims) -> Promise<NativeModel>
+// loadModel(dir: string, dims: DecoderDims, threads: number, visionDims: VisionDims | undefined,
+//           options: {precision: 'exact' | 'fast'}) -> Promise<NativeModel>
 Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber() ||
-      (info.Length() > 3 && !info[3].IsUndefined() && !info[3].IsObject()))
-    throw Napi::TypeError::New(env, "loadModel(dir: string, dims: object, threads: number, visionDims?: object)");
+  if (info.Length() < 5 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber() ||
+      (!info[3].IsUndefined() && !info[3].IsObject()) || !info[4].IsObject())
+    throw Napi::TypeError::New(env, "loadModel(dir: string, dims: object, threads: number, visionDims: object | undefined, options: object)");
+  const Napi::Object options = info[4].As<Napi::Object>();
+  const Napi::Value precision_value = options.Get("precision");
+  const std::string precision_name = precision_value.IsString() ? precision_value.As<Napi::String>().Utf8Value() : "";
+  if (precision_name != "exact" && precision_name != "fast")
+    throw Napi::RangeError::New(env, "options.precision must be 'exact' or 'fast', got '" + precision_name + "'");
+  const Precision precision = precision_name == "fast" ? Precision::Fast : Precision::Exact;
   const DecoderDims dims = read_decoder_dims(info[1].As<Napi::Object>());
-  const bool with_vision = info.Length() > 3 && info[3].IsObject();
+  const bool with_vision = info[3].IsObject();
   VisionDims vision_dims;
   if (with_vision) vision_dims = read_vision_dims(info[3].As<Napi::Object>());
   const int threads = info[2].As<Napi::Number>().Int32Value();
   if (threads < 1 || threads > 1024) throw Napi::RangeError::New(env, "threads must be between 1 and 1024");
-  auto* worker = new LoadWorker(env, info[0].As<Napi::String>(), dims, threads, with_vision, std::move(vision_dims));
+  auto* worker =
+      new LoadWorker(env, info[0].As<Napi::String>(), dims, threads, with_vision, std::move(vision_dims), precision);
   Napi::Promise promise = worker->promise();
   worker->Queue();
   return promise;

@@ -17,8 +17,8 @@ void ClipDims::validate() const {
   if (width % heads != 0) throw std::invalid_argument("vision dims: clip width must be a multiple of heads");
 }
 
-ClipEncoder::ClipEncoder(const Checkpoint& checkpoint, const ClipDims& dims, ThreadPool& pool)
-    : dims_(dims), pool_(pool) {
+ClipEncoder::ClipEncoder(const Checkpoint& checkpoint, const ClipDims& dims, ThreadPool& pool, Precision precision)
+    : dims_(dims), pool_(pool), precision_(precision) {
   dims_.validate();
   const std::string p = "model.vision_model.";
   const int64_t W = dims_.width;
@@ -65,15 +65,15 @@ void ClipEncoder::encode(const float* patches, int64_t n, int64_t tokens, float*
   std::vector<float> normed(rows * W), qkv(rows * 3 * W), attn(rows * W), hidden(rows * dims_.mlp);
   for (const Layer& layer : layers_) {
     layer_norm(pool_, layer.norm1, x.data(), normed.data(), rows);
-    linear(pool_, layer.qkv, normed.data(), qkv.data(), rows);
+    linear(pool_, layer.qkv, normed.data(), qkv.data(), rows, precision_);
     const AttentionTensors tensors{qkv.data(), 3 * W, qkv.data() + W, 3 * W, qkv.data() + 2 * W, 3 * W, attn.data(), W};
     attention(pool_, tensors, AttentionShape{n, L, L, heads, heads, D, 1.0f / std::sqrt(static_cast<float>(D))});
-    linear(pool_, layer.out_proj, attn.data(), normed.data(), rows);
+    linear(pool_, layer.out_proj, attn.data(), normed.data(), rows, precision_);
     add_in_place(pool_, x.data(), normed.data(), rows * W);
     layer_norm(pool_, layer.norm2, x.data(), normed.data(), rows);
-    linear(pool_, layer.fc1, normed.data(), hidden.data(), rows);
+    linear(pool_, layer.fc1, normed.data(), hidden.data(), rows, precision_);
     quick_gelu(pool_, hidden.data(), rows * dims_.mlp);
-    linear(pool_, layer.fc2, hidden.data(), normed.data(), rows);
+    linear(pool_, layer.fc2, hidden.data(), normed.data(), rows, precision_);
     add_in_place(pool_, x.data(), normed.data(), rows * W);
   }
   for (int64_t v = 0; v < n; ++v)

@@ -23,7 +23,7 @@ struct ClipDims {
 
 class ClipEncoder {
  public:
-  ClipEncoder(const Checkpoint& checkpoint, const ClipDims& dims, ThreadPool& pool);
+  ClipEncoder(const Checkpoint& checkpoint, const ClipDims& dims, ThreadPool& pool, Precision precision);
 
   const ClipDims& dims() const { return dims_; }
 
@@ -38,6 +38,7 @@ class ClipEncoder {
 
   ClipDims dims_;
   ThreadPool& pool_;
+  Precision precision_;
   std::vector<float> class_embedding_;  // [width]
   std::vector<float> positions_;        // [pos_grid^2 + 1, width], row 0 for CLS
   LayerNorm pre_norm_;

@@ -96,8 +96,8 @@ void check_forward_entry(const DecoderDims& dims, const ForwardEntry& entry, con
     if (id < 0 || id >= dims.vocab) throw std::invalid_argument("forward: banned id outside the vocabulary");
 }
 
-Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool)
-    : dims_(dims), pool_(pool), kernels_(active_kernels()) {
+Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool, Precision precision)
+    : dims_(dims), pool_(pool), precision_(precision), kernels_(active_kernels()) {
   dims_.validate();
   auto bf16 = [&](const std::string& name, const std::vector<int64_t>& shape) {
     return reinterpret_cast<const bf16_t*>(checkpoint.get(name, shape).data);
@@ -224,7 +224,7 @@ void Decoder::attention(int64_t l, std::vector<ForwardEntry>& entries, int64_t r
   products_.assign({{norm_.data(), layer.wq, q_.data(), rows, QW, H},
                     {norm_.data(), layer.wk, k_.data(), rows, KW, H},
                     {norm_.data(), layer.wv, v_.data(), rows, KW, H}});
-  matmul_bf16_group(pool_, products_);
+  matmul_bf16_group(pool_, products_, precision_);
 
   // Rotate and store every new key before any query attends: within a call, later rows of the
   // same sequence are only visible to later queries through visible_slots().
@@ -236,7 +236,7 @@ void Decoder::attention(int64_t l, std::vector<ForwardEntry>& entries, int64_t r
   }
 
   attend_caches(pool_, kernels_, dims_, l, queries_, q_.data(), attn_.data(), attention_scratch_);
-  matmul_bf16(pool_, attn_.data(), layer.wo, proj_.data(), rows, H, QW);
+  matmul_bf16(pool_, attn_.data(), layer.wo, proj_.data(), rows, H, QW, precision_);
 }
 
 void Decoder::feed_forward(const Layer& layer, int64_t rows) {
@@ -312,7 +312,7 @@ void Decoder::run_experts() {
       row += m;
       offset += m * task.width;
     }
-    matmul_bf16_group(pool_, products_);
+    matmul_bf16_group(pool_, products_, precision_);
     kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), mid);
     products_.clear();
     row = 0, offset = 0;
@@ -323,7 +323,7 @@ void Decoder::run_experts() {
       row += m;
       offset += m * task.width;
     }
-    matmul_bf16_group(pool_, products_);
+    matmul_bf16_group(pool_, products_, precision_);
     row = 0;
     for (size_t t = first; t < end; ++t)
       for (const auto& [r, weight] : *tasks_[t].rows) kernels_.axpy(x_.data() + r * H, weight, expert_out_.data() + row++ * H, H);

@@ -77,7 +77,8 @@ void check_forward_entry(const DecoderDims& dims, const ForwardEntry& entry, con
 
 class Decoder {
  public:
-  Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool);
+  // `precision` applies to every product but the vocabulary head, which stays exact.
+  Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool, Precision precision);
 
   const DecoderDims& dims() const { return dims_; }
 
@@ -107,6 +108,7 @@ class Decoder {
 
   DecoderDims dims_;
   ThreadPool& pool_;
+  Precision precision_;
   const KernelSet& kernels_;
   const bf16_t* embed_ = nullptr;    // [vocab, hidden]
   const bf16_t* final_norm_ = nullptr;

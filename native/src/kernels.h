@@ -37,6 +37,12 @@ struct KernelSet {
   void (*gemm_bf16)(const float* X, int64_t ldx, const bf16_t* W, float* Y, int64_t ldy,
                     int64_t M, int64_t n0, int64_t n1, int64_t K);
 
+  // Same as gemm_bf16 for fast precision: X may be rounded once to BF16 before the product (one
+  // BF16 dot product per product on avx512bf16). Sets without a cheaper single-rounding product
+  // (convert-and-FMA: avx512, avx2, scalar) use their gemm_bf16 here. Row invariance as gemm_bf16.
+  void (*gemm_bf16_fast)(const float* X, int64_t ldx, const bf16_t* W, float* Y, int64_t ldy,
+                         int64_t M, int64_t n0, int64_t n1, int64_t K);
+
   // Y[m, n] = X[m, :] . W[n, :] with W[N, K] f32 (row stride ldw): used for the F32 router and
   // attention score blocks. Same range semantics as gemm_bf16.
   void (*gemm_f32)(const float* X, int64_t ldx, const float* W, int64_t ldw, float* Y, int64_t ldy,

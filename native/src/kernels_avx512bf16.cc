@@ -1,7 +1,8 @@
-// AVX-512 BF16 kernel set: gemm_bf16 on VDPBF16PS; every other member is the avx512 set's.
-// Activations are split as x ~ hi + lo with hi = bf16(x), lo = bf16(x - hi) (~16 mantissa bits),
-// so Y = dp(hi, W) + dp(lo, W) keeps near-F32 accuracy while bf16 weights are used as stored.
-// Compiled with the avx512 flags plus -mavx512bf16; only kernels_avx512bf16() is exported.
+// AVX-512 BF16 kernel set: gemm_bf16 and gemm_bf16_fast on VDPBF16PS; every other member is the
+// avx512 set's. gemm_bf16 splits activations as x ~ hi + lo with hi = bf16(x), lo = bf16(x - hi)
+// (~16 mantissa bits), so Y = dp(hi, W) + dp(lo, W) keeps near-F32 accuracy while bf16 weights are
+// used as stored. gemm_bf16_fast uses hi alone: one dot product per product, activations rounded
+// once to BF16. Compiled with the avx512 flags plus -mavx512bf16; only kernels_avx512bf16() is exported.
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_* (GCC PR 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -23,7 +24,7 @@ namespace {
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-constexpr int64_t kXBlock = 384 << 10;  // bytes of split X rows (hi + lo) kept in L2 per block
+constexpr int64_t kXBlock = 384 << 10;  // bytes of converted X rows (hi, or hi + lo) kept in L2 per block
 constexpr int64_t kMinRows = 16;        // decode batches up to this many rows read W once
 constexpr int64_t kStreamRows = 4;      // up to here the split rows stay in L1 beside one W row
 
@@ -43,29 +44,33 @@ bf16_t* scratch(int64_t elems) {
   return buf.p;
 }
 
-/* hi[Kp], lo[Kp] = split(x[K]), zero padded to Kp (a multiple of 32) */
-void split_row(const float* x, int64_t K, int64_t Kp, bf16_t* hi, bf16_t* lo) {
+/* row[0:Kp] = hi = bf16(x[K]) and, with Parts == 2, row[Kp:2Kp] = lo = bf16(x - hi); zero padded
+   to Kp (a multiple of 32) */
+template <int Parts>
+void convert_row(const float* x, int64_t K, int64_t Kp, bf16_t* row) {
   for (int64_t k = 0; k < Kp; k += 16) {
     const int64_t left = max64(0, K - k);
     const __mmask16 m = left >= 16 ? 0xffff : static_cast<__mmask16>((1u << left) - 1u);
     const __m512 v = _mm512_maskz_loadu_ps(m, x + k);
     const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
-    const __m512 hv = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    const __m256i l = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_sub_ps(v, hv)));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(hi + k), h);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lo + k), l);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(row + k), h);
+    if (Parts == 2) {
+      const __m512 hv = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+      const __m256i l = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_sub_ps(v, hv)));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(row + Kp + k), l);
+    }
   }
 }
 
 inline __m512bh as_bh(__m512i v) { return reinterpret_cast<__m512bh>(v); }
 
 // Every output follows one summation order, whatever the tile or path: K is walked in 32-wide
-// steps s (the last one zero-padded); step s adds dp(hi_s, w_s) then dp(lo_s, w_s) into acc[s & 1];
+// steps s (the last one zero-padded); step s adds dp(hi_s, w_s) then (Parts == 2) dp(lo_s, w_s) into acc[s & 1];
 // y = reduce_add(acc[0] + acc[1]). Two chains per output hide the dot product's latency, and a
 // batched row stays bitwise equal to a one-row call.
 
-/* acc[i][j][P] += (H_i + L_i)[k:k+32] . W_j[k:k+32]; W rows j at W + j*ldw, masked by m */
-template <int MR, int NR, int P>
+/* acc[i][j][P] += (H_i (+ L_i))[k:k+32] . W_j[k:k+32]; W rows j at W + j*ldw, masked by m */
+template <int MR, int NR, int Parts, int P>
 inline void dp_step(__m512 (&acc)[MR][NR][2], const bf16_t* S, int64_t lds, const bf16_t* W,
                     int64_t ldw, int64_t k, __mmask32 m) {
   __m512bh w[NR];
@@ -74,11 +79,12 @@ inline void dp_step(__m512 (&acc)[MR][NR][2], const bf16_t* S, int64_t lds, cons
   #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
     const __m512bh h = as_bh(_mm512_load_si512(S + i * lds + k));
-    const __m512bh l = as_bh(_mm512_load_si512(S + i * lds + lds / 2 + k));
     #pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) {
-      acc[i][j][P] = _mm512_dpbf16_ps(acc[i][j][P], h, w[j]);
-      acc[i][j][P] = _mm512_dpbf16_ps(acc[i][j][P], l, w[j]);
+    for (int j = 0; j < NR; ++j) acc[i][j][P] = _mm512_dpbf16_ps(acc[i][j][P], h, w[j]);
+    if (Parts == 2) {
+      const __m512bh l = as_bh(_mm512_load_si512(S + i * lds + lds / 2 + k));
+      #pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) acc[i][j][P] = _mm512_dpbf16_ps(acc[i][j][P], l, w[j]);
     }
   }
 }
@@ -95,8 +101,8 @@ inline __mmask32 step_mask(int64_t left) {
   return left >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << left) - 1u);
 }
 
-/* Y[MR, NR] = (H + L)[MR,K] @ W[NR,K]^T; row i of H at S + i*lds, of L at S + i*lds + lds/2 */
-template <int MR, int NR>
+/* Y[MR, NR] = (H (+ L))[MR,K] @ W[NR,K]^T; row i of H at S + i*lds, of L at S + i*lds + lds/2 */
+template <int MR, int NR, int Parts>
 void tile(const bf16_t* S, int64_t lds, const bf16_t* W, int64_t ldw, float* Y, int64_t ldy, int64_t K,
           WeightPrefetch<bf16_t> ahead) {
   __m512 acc[MR][NR][2];
@@ -108,11 +114,11 @@ void tile(const bf16_t* S, int64_t lds, const bf16_t* W, int64_t ldw, float* Y, 
   int64_t k = 0;
   for (; k + 64 <= K; k += 64) {
     prefetch(ahead, k);
-    dp_step<MR, NR, 0>(acc, S, lds, W, ldw, k, all);
-    dp_step<MR, NR, 1>(acc, S, lds, W, ldw, k + 32, all);
+    dp_step<MR, NR, Parts, 0>(acc, S, lds, W, ldw, k, all);
+    dp_step<MR, NR, Parts, 1>(acc, S, lds, W, ldw, k + 32, all);
   }
-  if (k < K) dp_step<MR, NR, 0>(acc, S, lds, W, ldw, k, step_mask(K - k));
-  if (k + 32 < K) dp_step<MR, NR, 1>(acc, S, lds, W, ldw, k + 32, step_mask(K - k - 32));
+  if (k < K) dp_step<MR, NR, Parts, 0>(acc, S, lds, W, ldw, k, step_mask(K - k));
+  if (k + 32 < K) dp_step<MR, NR, Parts, 1>(acc, S, lds, W, ldw, k + 32, step_mask(K - k - 32));
   #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
     #pragma GCC unroll 4
@@ -122,40 +128,53 @@ void tile(const bf16_t* S, int64_t lds, const bf16_t* W, int64_t ldw, float* Y, 
 using TileFn = void (*)(const bf16_t*, int64_t, const bf16_t*, int64_t, float*, int64_t, int64_t,
                        WeightPrefetch<bf16_t>);
 
-// kTiles[MR - 1][NR - 1]. A 3x4 tile holds 24 accumulators, 4 W and 2 X vectors in registers.
+// tiles<Parts>[MR - 1][NR - 1]. A 3x4 tile holds 24 accumulators, 4 W and 2 X vectors in registers.
+template <int Parts>
 constexpr TileFn kTiles[4][4] = {
-    {tile<1, 1>, tile<1, 2>, tile<1, 3>, tile<1, 4>},
-    {tile<2, 1>, tile<2, 2>, tile<2, 3>, tile<2, 4>},
-    {tile<3, 1>, tile<3, 2>, tile<3, 3>, tile<3, 4>},
-    {tile<4, 1>, nullptr, nullptr, nullptr},
+    {tile<1, 1, Parts>, tile<1, 2, Parts>, tile<1, 3, Parts>, tile<1, 4, Parts>},
+    {tile<2, 1, Parts>, tile<2, 2, Parts>, tile<2, 3, Parts>, tile<2, 4, Parts>},
+    {tile<3, 1, Parts>, tile<3, 2, Parts>, tile<3, 3, Parts>, tile<3, 4, Parts>},
+    {tile<4, 1, Parts>, nullptr, nullptr, nullptr},
 };
 
+template <int Parts>
 struct Tiles {
   void operator()(int64_t mr, int64_t nr, const bf16_t* S, int64_t lds, const bf16_t* W, int64_t ldw, float* Y,
                   int64_t ldy, int64_t K, WeightPrefetch<bf16_t> ahead) const {
-    kTiles[mr - 1][nr - 1](S, lds, W, ldw, Y, ldy, K, ahead);
+    kTiles<Parts>[mr - 1][nr - 1](S, lds, W, ldw, Y, ldy, K, ahead);
   }
 };
 
-/* Y[M, n0:n1] = X[M,K] @ W[n0:n1,K]^T. Each X block (mc rows) is split into scratch once, then
+/* Y[M, n0:n1] = X[M,K] @ W[n0:n1,K]^T with X converted to Parts BF16 parts (2: split, 1: rounded).
+   Each X block (mc rows) is converted into scratch once, then
    multiplied by all of W[n0:n1]. Up to kStreamRows rows (decode), W is read one row at a time,
    front to back, without prefetching: one sequential stream per thread keeps DRAM busiest, and
    the row serves every X row from L1. More rows are compute bound: 3x4 tiles, each W block reused
    from L1 by every X row of the block while the tiles prefetch the next block between them. */
-void gemm_bf16(const float* X, int64_t ldx, const bf16_t* W, float* Y, int64_t ldy, int64_t M,
-               int64_t n0, int64_t n1, int64_t K) {
+template <int Parts>
+void gemm_parts(const float* X, int64_t ldx, const bf16_t* W, float* Y, int64_t ldy, int64_t M,
+                int64_t n0, int64_t n1, int64_t K) {
   const int64_t kp = (K + 31) / 32 * 32;
-  const int64_t lds = 2 * kp;
+  const int64_t lds = Parts * kp;
   const int64_t mc = min64(M, max64(kMinRows, kXBlock / (lds * 2)));
   bf16_t* S = scratch(mc * lds);
   const bool stream = M <= kStreamRows;
   for (int64_t mb = 0; mb < M; mb += mc) {
     const int64_t rows = min64(mc, M - mb);
-    for (int64_t i = 0; i < rows; ++i)
-      split_row(X + (mb + i) * ldx, K, kp, S + i * lds, S + i * lds + kp);
+    for (int64_t i = 0; i < rows; ++i) convert_row<Parts>(X + (mb + i) * ldx, K, kp, S + i * lds);
     const GemmBlocking blocking{stream ? 4 : 3, stream ? 1 : 4, rows, max64(1, n1 - n0), !stream};
-    gemm_blocked(Tiles{}, blocking, S, lds, W, K, Y + mb * ldy, ldy, rows, n0, n1, K);
+    gemm_blocked(Tiles<Parts>{}, blocking, S, lds, W, K, Y + mb * ldy, ldy, rows, n0, n1, K);
   }
+}
+
+void gemm_bf16(const float* X, int64_t ldx, const bf16_t* W, float* Y, int64_t ldy, int64_t M,
+               int64_t n0, int64_t n1, int64_t K) {
+  gemm_parts<2>(X, ldx, W, Y, ldy, M, n0, n1, K);
+}
+
+void gemm_bf16_fast(const float* X, int64_t ldx, const bf16_t* W, float* Y, int64_t ldy, int64_t M,
+                    int64_t n0, int64_t n1, int64_t K) {
+  gemm_parts<1>(X, ldx, W, Y, ldy, M, n0, n1, K);
 }
 
 }  // namespace
@@ -165,6 +184,7 @@ const KernelSet& kernels_avx512bf16() {
     KernelSet s = kernels_avx512();
     s.name = "avx512bf16";
     s.gemm_bf16 = gemm_bf16;
+    s.gemm_bf16_fast = gemm_bf16_fast;
     return s;
   }();
   return set;

@@ -30,22 +30,29 @@ int64_t column_grain(const ThreadPool& pool, int64_t M, int64_t N) {
   return (per_chunk + kColumnGrain - 1) / kColumnGrain * kColumnGrain;
 }
 
+using GemmBf16 = decltype(KernelSet::gemm_bf16);
+
+GemmBf16 gemm_for(Precision precision) {
+  const KernelSet& kernels = active_kernels();
+  return precision == Precision::Fast ? kernels.gemm_bf16_fast : kernels.gemm_bf16;
+}
+
 }  // namespace
 
 /* Y[M,N] = X[M,K] @ W[N,K]^T, W bf16 */
 void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, int64_t M, int64_t N,
-                 int64_t K) {
+                 int64_t K, Precision precision) {
   const Args<bf16_t> a{X, W, Y, M, N, K};
-  const auto gemm = active_kernels().gemm_bf16;
+  const GemmBf16 gemm = gemm_for(precision);
   pool.parallel_for(N, column_grain(pool, M, N), [&a, gemm](int64_t n0, int64_t n1) {
     gemm(a.X, a.K, a.W, a.Y, a.N, a.M, n0, n1, a.K);
   });
 }
 
-void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group) {
+void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group, Precision precision) {
   int64_t columns = 0;
   for (const MatmulBf16& p : group) columns += p.N;
-  const auto gemm = active_kernels().gemm_bf16;
+  const GemmBf16 gemm = gemm_for(precision);
   const std::vector<MatmulBf16>* g = &group;
   // Chunk [c0, c1) of the concatenated columns: each product it overlaps gets its share. The
   // products' row counts differ (experts get different numbers of tokens), so equal column counts

@@ -8,10 +8,14 @@
 
 namespace scriptorium {
 
+// How a model's BF16-weight products treat their F32 activations: Exact keeps near-F32 accuracy
+// (KernelSet::gemm_bf16), Fast may round them once to BF16 (KernelSet::gemm_bf16_fast).
+enum class Precision { Exact, Fast };
+
 // Y[M, N] = X[M, K] @ W[N, K]^T; X f32 (row stride K), W bf16, Y f32 (row stride N).
 // Split over N in chunks sized so each thread streams its share of W once for all M rows.
 void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, int64_t M, int64_t N,
-                 int64_t K);
+                 int64_t K, Precision precision);
 
 // One product of a group: Y[M, N] = X[M, K] @ W[N, K]^T, row strides K (X, W) and N (Y).
 struct MatmulBf16 {
@@ -23,8 +27,8 @@ struct MatmulBf16 {
 
 // Runs every product of the group in one dispatch over their concatenated columns, so a layer's
 // small products (q/k/v, the selected experts) share one wake-up of the pool. Each Y element is
-// bitwise what matmul_bf16 gives.
-void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group);
+// bitwise what matmul_bf16 gives at the same precision.
+void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group, Precision precision);
 
 // Same with F32 weights W[N, K].
 void matmul_f32(ThreadPool& pool, const float* X, const float* W, float* Y, int64_t M, int64_t N,

@@ -21,8 +21,8 @@ void Qwen2Dims::validate() const {
 }
 
 Qwen2Encoder::Qwen2Encoder(const Checkpoint& checkpoint, const Qwen2Dims& dims, const std::vector<int64_t>& query_tokens,
-                           ThreadPool& pool)
-    : dims_(dims), pool_(pool), kernels_(active_kernels()) {
+                           ThreadPool& pool, Precision precision)
+    : dims_(dims), pool_(pool), precision_(precision), kernels_(active_kernels()) {
   dims_.validate();
   if (query_tokens.size() != dims_.query_sides.size())
     throw std::invalid_argument("Qwen2 encoder: one query token count per query side");
@@ -76,9 +76,9 @@ void Qwen2Encoder::encode(const float* visual, int64_t n, int64_t tokens, float*
   mask.visible_keys = [tokens](int64_t t) { return t < tokens ? tokens : t + 1; };
   for (const Layer& layer : layers_) {
     rms_norm(x.data(), layer.input_norm, h.data(), rows);
-    linear(pool_, layer.q, h.data(), q.data(), rows);
-    linear(pool_, layer.k, h.data(), k.data(), rows);
-    linear(pool_, layer.v, h.data(), val.data(), rows);
+    linear(pool_, layer.q, h.data(), q.data(), rows, precision_);
+    linear(pool_, layer.k, h.data(), k.data(), rows, precision_);
+    linear(pool_, layer.v, h.data(), val.data(), rows, precision_);
     pool_.parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         rope_rotate_half(q.data() + r * D, H, hd, r % L, dims_.rope_theta);
@@ -87,16 +87,16 @@ void Qwen2Encoder::encode(const float* visual, int64_t n, int64_t tokens, float*
     });
     const AttentionTensors tensors{q.data(), D, k.data(), KW, val.data(), KW, attn.data(), D};
     attention(pool_, tensors, AttentionShape{n, L, L, H, KVH, hd, 1.0f / std::sqrt(static_cast<float>(hd))}, mask);
-    linear(pool_, layer.o, attn.data(), h.data(), rows);
+    linear(pool_, layer.o, attn.data(), h.data(), rows, precision_);
     add_in_place(pool_, x.data(), h.data(), rows * D);
 
     rms_norm(x.data(), layer.post_norm, h.data(), rows);
-    linear(pool_, layer.gate, h.data(), gate.data(), rows);
-    linear(pool_, layer.up, h.data(), up.data(), rows);
+    linear(pool_, layer.gate, h.data(), gate.data(), rows, precision_);
+    linear(pool_, layer.up, h.data(), up.data(), rows, precision_);
     pool_.parallel_for(rows, std::max<int64_t>(1, 4096 / F), [&](int64_t r0, int64_t r1) {
       kernels_.swiglu(gate.data() + r0 * F, up.data() + r0 * F, gate.data() + r0 * F, (r1 - r0) * F);
     });
-    linear(pool_, layer.down, gate.data(), h.data(), rows);
+    linear(pool_, layer.down, gate.data(), h.data(), rows, precision_);
     add_in_place(pool_, x.data(), h.data(), rows * D);
   }
   for (int64_t v = 0; v < n; ++v)

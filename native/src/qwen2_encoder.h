@@ -27,7 +27,7 @@ class Qwen2Encoder {
  public:
   // query_tokens[i] = rows of query_<query_sides[i]>.weight: the SAM token count of that side.
   Qwen2Encoder(const Checkpoint& checkpoint, const Qwen2Dims& dims, const std::vector<int64_t>& query_tokens,
-               ThreadPool& pool);
+               ThreadPool& pool, Precision precision);
 
   const Qwen2Dims& dims() const { return dims_; }
 
@@ -49,6 +49,7 @@ class Qwen2Encoder {
 
   Qwen2Dims dims_;
   ThreadPool& pool_;
+  Precision precision_;
   const KernelSet& kernels_;
   std::vector<Layer> layers_;
   const bf16_t* final_norm_ = nullptr;

@@ -21,8 +21,8 @@ void SamDims::validate() const {
     if (b < 0 || b >= layers) throw std::invalid_argument("vision dims: sam global_attn_indexes must lie within its layers");
 }
 
-SamEncoder::SamEncoder(const Checkpoint& checkpoint, const SamDims& dims, ThreadPool& pool)
-    : dims_(dims), pool_(pool) {
+SamEncoder::SamEncoder(const Checkpoint& checkpoint, const SamDims& dims, ThreadPool& pool, Precision precision)
+    : dims_(dims), pool_(pool), precision_(precision) {
   dims_.validate();
   const std::string p = "model.sam_model.";
   const int64_t C = dims_.width, D = C / dims_.heads, P = dims_.pos_grid;
@@ -63,7 +63,7 @@ void SamEncoder::encode(const float* pixels, int64_t n, int64_t side, std::vecto
                                 std::to_string(dims_.patch) + "-pixel patch");
   const int64_t g = side / dims_.patch, C = dims_.width, P = dims_.pos_grid, T = n * g * g;
   std::vector<float> x(T * C);
-  conv2d(pool_, patch_embed_, pixels, ImageStrides::nchw(3, side, side), n, side, side, x.data());
+  conv2d(pool_, patch_embed_, pixels, ImageStrides::nchw(3, side, side), n, side, side, x.data(), precision_);
   std::vector<float> resized;
   const float* pos = pos_embed_.data();
   if (g != P) {
@@ -77,15 +77,15 @@ void SamEncoder::encode(const float* pixels, int64_t n, int64_t side, std::vecto
 
   const int64_t N = dims_.neck;
   std::vector<float> a(T * N), b(T * N);
-  conv2d(pool_, neck0_, x.data(), ImageStrides::nhwc(C, g, g), n, g, g, a.data());
+  conv2d(pool_, neck0_, x.data(), ImageStrides::nhwc(C, g, g), n, g, g, a.data(), precision_);
   layer_norm(pool_, neck1_, a.data(), a.data(), T);
-  conv2d(pool_, neck2_, a.data(), ImageStrides::nhwc(N, g, g), n, g, g, b.data());
+  conv2d(pool_, neck2_, a.data(), ImageStrides::nhwc(N, g, g), n, g, g, b.data(), precision_);
   layer_norm(pool_, neck3_, b.data(), b.data(), T);
   const int64_t g2 = net2_.output_size(g), g3 = net3_.output_size(g2);
   std::vector<float> c(n * g2 * g2 * dims_.net2);
-  conv2d(pool_, net2_, b.data(), ImageStrides::nhwc(N, g, g), n, g, g, c.data());
+  conv2d(pool_, net2_, b.data(), ImageStrides::nhwc(N, g, g), n, g, g, c.data(), precision_);
   features.resize(n * g3 * g3 * dims_.net3);
-  conv2d(pool_, net3_, c.data(), ImageStrides::nhwc(dims_.net2, g2, g2), n, g2, g2, features.data());
+  conv2d(pool_, net3_, c.data(), ImageStrides::nhwc(dims_.net2, g2, g2), n, g2, g2, features.data(), precision_);
 }
 
 /* x[n, g, g, width] = x + Attn(LN1(x)); x = x + MLP(LN2(x)) */
@@ -123,9 +123,9 @@ void SamEncoder::run_block(const Block& block, std::vector<float>& x, int64_t n,
   }
   layer_norm(pool_, block.norm2, x.data(), normed.data(), T);
   std::vector<float> hidden(T * dims_.mlp);
-  linear(pool_, block.lin1, normed.data(), hidden.data(), T);
+  linear(pool_, block.lin1, normed.data(), hidden.data(), T, precision_);
   gelu_erf(pool_, hidden.data(), T * dims_.mlp);
-  linear(pool_, block.lin2, hidden.data(), normed.data(), T);
+  linear(pool_, block.lin2, hidden.data(), normed.data(), T, precision_);
   add_in_place(pool_, x.data(), normed.data(), T * C);
 }
 
@@ -133,7 +133,7 @@ void SamEncoder::run_block(const Block& block, std::vector<float>& x, int64_t n,
 void SamEncoder::attend(const Block& block, const float* in, int64_t seqs, int64_t S, float* out) const {
   const int64_t C = dims_.width, H = dims_.heads, D = C / H, tokens = S * S, rows = seqs * tokens;
   std::vector<float> qkv(rows * 3 * C), attn(rows * C);
-  linear(pool_, block.qkv, in, qkv.data(), rows);
+  linear(pool_, block.qkv, in, qkv.data(), rows, precision_);
 
   // Relative offsets along an axis of S positions span 2S - 1 table rows; a stored table of another
   // length (global blocks when the grid is not the stored one) is linearly interpolated first.
@@ -169,7 +169,7 @@ void SamEncoder::attend(const Block& block, const float* in, int64_t seqs, int64
   const AttentionTensors tensors{qkv.data(), 3 * C, qkv.data() + C, 3 * C, qkv.data() + 2 * C, 3 * C, attn.data(), C};
   const AttentionShape shape{seqs, tokens, tokens, H, H, D, 1.0f / std::sqrt(static_cast<float>(D))};
   attention(pool_, tensors, shape, hooks);
-  linear(pool_, block.proj, attn.data(), out, rows);
+  linear(pool_, block.proj, attn.data(), out, rows, precision_);
 }
 
 }  // namespace scriptorium

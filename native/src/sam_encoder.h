@@ -27,7 +27,7 @@ struct SamDims {
 
 class SamEncoder {
  public:
-  SamEncoder(const Checkpoint& checkpoint, const SamDims& dims, ThreadPool& pool);
+  SamEncoder(const Checkpoint& checkpoint, const SamDims& dims, ThreadPool& pool, Precision precision);
 
   const SamDims& dims() const { return dims_; }
   // Side of the output grid for views of `side` pixels: side / patch, then halved twice (rounding up).
@@ -52,6 +52,7 @@ class SamEncoder {
 
   SamDims dims_;
   ThreadPool& pool_;
+  Precision precision_;
   Conv2d patch_embed_;
   std::vector<float> pos_embed_;  // [pos_grid, pos_grid, width]
   std::vector<Block> blocks_;

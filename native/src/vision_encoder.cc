@@ -43,10 +43,10 @@ double lap_ms(Clock::time_point& start) {
 
 }  // namespace
 
-VisionEncoder::VisionEncoder(const Checkpoint& checkpoint, const VisionDims& dims, ThreadPool& pool)
-    : dims_(validated(dims)), pool_(pool), sam_(checkpoint, dims.sam, pool) {
+VisionEncoder::VisionEncoder(const Checkpoint& checkpoint, const VisionDims& dims, ThreadPool& pool, Precision precision)
+    : dims_(validated(dims)), pool_(pool), precision_(precision), sam_(checkpoint, dims.sam, pool, precision) {
   if (dims_.kind == VisionKind::DeepEncoder) {
-    clip_ = std::make_unique<ClipEncoder>(checkpoint, dims_.clip, pool);
+    clip_ = std::make_unique<ClipEncoder>(checkpoint, dims_.clip, pool, precision);
   } else {
     std::vector<int64_t> query_tokens;
     for (int64_t side : dims_.qwen2.query_sides) {
@@ -56,7 +56,7 @@ VisionEncoder::VisionEncoder(const Checkpoint& checkpoint, const VisionDims& dim
       const int64_t grid = sam_.output_grid(side);
       query_tokens.push_back(grid * grid);
     }
-    qwen2_ = std::make_unique<Qwen2Encoder>(checkpoint, dims_.qwen2, query_tokens, pool);
+    qwen2_ = std::make_unique<Qwen2Encoder>(checkpoint, dims_.qwen2, query_tokens, pool, precision);
   }
   projector_ = load_linear(checkpoint, "model.projector.layers", dims_.embed, dims_.projector_input, true);
   if (dims_.kind == VisionKind::DeepEncoder) image_newline_ = load_f32(checkpoint, "model.image_newline", {dims_.embed});
@@ -117,7 +117,7 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t n, int64_t side,
     projector_in = encoded.data();
   }
   result.projected.resize(rows * dims_.embed);
-  linear(pool_, projector_, projector_in, result.projected.data(), rows);
+  linear(pool_, projector_, projector_in, result.projected.data(), rows, precision_);
   result.stage_ms.projector = lap_ms(lap);
 
   if (keep_intermediates) {

@@ -51,7 +51,7 @@ class VisionEncoder {
   // Views larger than this are refused (a 256 x 256 patch grid).
   static constexpr int64_t kMaxSide = 4096;
 
-  VisionEncoder(const Checkpoint& checkpoint, const VisionDims& dims, ThreadPool& pool);
+  VisionEncoder(const Checkpoint& checkpoint, const VisionDims& dims, ThreadPool& pool, Precision precision);
 
   const VisionDims& dims() const { return dims_; }
   // Tokens one view of `side` pixels becomes; throws std::invalid_argument for a side this model
@@ -67,6 +67,7 @@ class VisionEncoder {
  private:
   VisionDims dims_;
   ThreadPool& pool_;
+  Precision precision_;
   SamEncoder sam_;
   std::unique_ptr<ClipEncoder> clip_;
   std::unique_ptr<Qwen2Encoder> qwen2_;

@@ -107,8 +107,8 @@ Linear load_linear(const Checkpoint& checkpoint, const std::string& prefix, int6
 }
 
 /* Y[M,out] = X[M,in] @ W[out,in]^T + b[out] */
-void linear(ThreadPool& pool, const Linear& layer, const float* X, float* Y, int64_t M) {
-  matmul_bf16(pool, X, layer.weight, Y, M, layer.out, layer.in);
+void linear(ThreadPool& pool, const Linear& layer, const float* X, float* Y, int64_t M, Precision precision) {
+  matmul_bf16(pool, X, layer.weight, Y, M, layer.out, layer.in, precision);
   add_bias(pool, layer.bias, Y, M);
 }
 
@@ -150,14 +150,14 @@ Conv2d load_conv2d(const Checkpoint& checkpoint, const std::string& prefix, int6
 
 /* Y[B,Ho,Wo,out] = conv(X[B,in,H,W] at `strides`) */
 void conv2d(ThreadPool& pool, const Conv2d& conv, const float* X, const ImageStrides& s, int64_t B, int64_t H,
-            int64_t W, float* Y) {
+            int64_t W, float* Y, Precision precision) {
   const int64_t Ho = conv.output_size(H), Wo = conv.output_size(W), k = conv.kernel;
   if (Ho <= 0 || Wo <= 0) throw std::invalid_argument("conv2d: the kernel is larger than the padded input");
   const int64_t rows = B * Ho * Wo, cols = conv.in * k * k;
   const ImageStrides channels_last = ImageStrides::nhwc(conv.in, H, W);
   if (k == 1 && conv.stride == 1 && conv.pad == 0 && s.batch == channels_last.batch && s.channel == 1 &&
       s.row == channels_last.row && s.col == channels_last.col) {
-    matmul_bf16(pool, X, conv.weight, Y, rows, conv.out, cols);  // a 1x1 conv on NHWC is a matmul
+    matmul_bf16(pool, X, conv.weight, Y, rows, conv.out, cols, precision);  // a 1x1 conv on NHWC is a matmul
   } else {
     const int64_t chunk = std::max<int64_t>(1, kIm2colFloats / cols);
     std::vector<float> patches(std::min(rows, chunk) * cols);
@@ -178,7 +178,7 @@ void conv2d(ThreadPool& pool, const Conv2d& conv, const float* X, const ImageStr
             }
         }
       });
-      matmul_bf16(pool, patches.data(), conv.weight, Y + r0 * conv.out, n, conv.out, cols);
+      matmul_bf16(pool, patches.data(), conv.weight, Y + r0 * conv.out, n, conv.out, cols, precision);
     }
   }
   add_bias(pool, conv.bias, Y, rows);

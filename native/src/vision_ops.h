@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "ops.h"
 #include "safetensors.h"
 #include "thread_pool.h"
 
@@ -28,7 +29,7 @@ struct Linear {
 Linear load_linear(const Checkpoint& checkpoint, const std::string& prefix, int64_t out, int64_t in, bool with_bias);
 
 /* Y[M,out] = X[M,in] @ W[out,in]^T + b[out] */
-void linear(ThreadPool& pool, const Linear& layer, const float* X, float* Y, int64_t M);
+void linear(ThreadPool& pool, const Linear& layer, const float* X, float* Y, int64_t M, Precision precision);
 
 // LayerNorm over the last dimension with affine weight and bias. LayerNorm2d (SAM's neck) is the
 // same operation on channels-last pixels, which is how the encoders hold feature maps.
@@ -65,7 +66,7 @@ struct ImageStrides {
 
 /* Y[B,Ho,Wo,out] = conv(X[B,in,H,W] at `strides`): im2col rows [(b,oy,ox), (c,ky,kx)] @ W[out, in*k*k]^T */
 void conv2d(ThreadPool& pool, const Conv2d& conv, const float* X, const ImageStrides& strides, int64_t B, int64_t H,
-            int64_t W, float* Y);
+            int64_t W, float* Y, Precision precision);
 
 /* x[n] = x * (1 + erf(x / sqrt 2)) / 2 (exact GELU) */
 void gelu_erf(ThreadPool& pool, float* x, int64_t n);

@@ -169,6 +169,43 @@ void test_gemm(const KernelSet& ks) {
   });
 }
 
+// gemm_bf16_fast on avx512bf16 must equal the product of BF16-rounded activations (one rounding, so
+// within the split tolerance of that reference and about 2^-9 away from the unrounded one); the other
+// sets have no cheaper product and must use their gemm_bf16. Batched rows equal one-row calls.
+void test_gemm_fast(const KernelSet& ks) {
+  run(std::string(ks.name) + "/gemm_bf16_fast", [&](std::string& note) -> std::string {
+    if (std::strcmp(ks.name, "avx512bf16") != 0) {
+      if (ks.gemm_bf16_fast != ks.gemm_bf16) return std::string("gemm_bf16_fast must be gemm_bf16 on this set");
+      note = "is gemm_bf16 (convert-and-FMA)";
+      return "";
+    }
+    double worst = 0;
+    for (const GemmCase& c : gemm_cases()) {
+      std::vector<float> rounded(c.X.size());
+      for (size_t i = 0; i < c.X.size(); ++i) rounded[i] = bf16_to_f32(f32_to_bf16(c.X[i]));
+      std::vector<float> Y(c.M * c.N), one(c.N);
+      ks.gemm_bf16_fast(c.X.data(), c.ldx, c.Wb.data(), Y.data(), c.N, c.M, 0, c.N / 3, c.K);
+      ks.gemm_bf16_fast(c.X.data(), c.ldx, c.Wb.data(), Y.data(), c.N, c.M, c.N / 3, c.N, c.K);
+      for (int64_t m = 0; m < c.M; ++m) {
+        ks.gemm_bf16_fast(c.X.data() + m * c.ldx, c.ldx, c.Wb.data(), one.data(), c.N, 1, 0, c.N, c.K);
+        if (!std::equal(one.begin(), one.end(), Y.begin() + m * c.N))
+          return fmt("M=%g N=%g K=%g: row %g differs from a one-row call", c.M, c.N, c.K, m);
+        for (int64_t n = 0; n < c.N; ++n) {
+          double want = 0;
+          for (int64_t k = 0; k < c.K; ++k) want += double(rounded[m * c.ldx + k]) * c.Wf[n * c.ldw + k];
+          const double err = std::fabs(Y[m * c.N + n] - want) / (c.mag[m * c.N + n] + 1e-300);
+          worst = std::max(worst, err);
+          if (!(err <= kDotTolSplit))
+            return fmt("M=%g N=%g K=%g m=%g: rel err %.3g against the BF16-rounded product", c.M, c.N, c.K, m, err);
+        }
+      }
+    }
+    note = std::to_string(gemm_cases().size()) +
+           fmt(" shapes, max rel err %.2e against BF16-rounded activations (tol %.0e), row invariant", worst, kDotTolSplit);
+    return "";
+  });
+}
+
 void test_gemm_nn(const KernelSet& ks) {
   run(std::string(ks.name) + "/gemm_nn_f32", [&](std::string& note) {
     return check_gemm("gemm_nn_f32", kDotTolF32, note,
@@ -617,7 +654,7 @@ void test_matmul() {
           ks.gemm_f32(X.data(), K, Wf.data(), K, want_f.data(), N, M, 0, N, K);
           for (ThreadPool& pool : pools) {
             std::vector<float> got_b(M * N, NAN), got_f(M * N, NAN);
-            matmul_bf16(pool, X.data(), Wb.data(), got_b.data(), M, N, K);
+            matmul_bf16(pool, X.data(), Wb.data(), got_b.data(), M, N, K, Precision::Exact);
             matmul_f32(pool, X.data(), Wf.data(), got_f.data(), M, N, K);
             if (got_b != want_b || got_f != want_f)
               return fmt("threads=%g M=%g N=%g K=%g differs from the single call", pool.size(), M,
@@ -668,6 +705,7 @@ int main() {
       continue;
     }
     test_gemm(*ks);
+    test_gemm_fast(*ks);
     test_gemm_nn(*ks);
     test_row_invariance(*ks);
     test_rmsnorm(*ks);

@@ -8,17 +8,19 @@ import { VARIANTS } from '../engine/model-config.js';
 import type { OcrTask } from '../engine/prompts.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { DEVICE_OPTION } from './device-option.js';
+import { PRECISION_CHOICES } from '../engine/precision.js';
 import { choice, flag, integer, text, texts } from './options.js';
 import { UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium debug dump --model DIR (--prompt TEXT | --image FILE [--image FILE ...])
                              [--task ocr|markdown|parse|parse-multi] [--mode tiny|small|base|large|gundam]
                              [--steps N] [--force-ids FILE.json] [--intermediates]
-                             [--variant v1|v2|v3] [--threads T] [--device D] --out FILE.safetensors
+                             [--variant v1|v2|v3] [--threads T] [--device D] [--precision exact|fast]
+                             --out FILE.safetensors
 
 Writes input_ids, prefill_logits, generated_ids, step_topk_ids and step_topk_logits; with images also
 vision_embeds, and with --intermediates the pixel tensors and each encoder's output per view
-(README, "Debugging"). Several --image flags need --task parse-multi (V3).`;
+(README, "Debugging"). Several --image flags need --task parse-multi (V3). --precision defaults to exact.`;
 
 const TASKS: readonly OcrTask[] = ['ocr', 'markdown', 'parse', 'parse-multi'];
 const MODES: readonly VisionMode[] = ['tiny', 'small', 'base', 'large', 'gundam'];
@@ -54,6 +56,7 @@ const OPTIONS = {
   variant: choice(VARIANTS),
   threads: integer({ min: 1 }),
   device: DEVICE_OPTION,
+  precision: choice(PRECISION_CHOICES).default('exact'),
   out: text().required(),
 };
 
@@ -75,6 +78,7 @@ async function runDebugDump({ options: values }: CommandLine<typeof OPTIONS>): P
     variant: values.variant,
     threads: values.threads,
     device: values.device,
+    precision: values.precision,
   });
   await writeDump(out, dump);
   const shapes = Object.entries(dump.tensors)

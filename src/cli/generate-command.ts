@@ -5,14 +5,16 @@ import { NativeModel } from '../engine/native-model.js';
 import { Tokenizer } from '../engine/tokenizer.js';
 import { resolveModelDir } from './default-model.js';
 import { defineCommand, type CommandLine } from './command-line.js';
-import { DEVICE_OPTION } from './device-option.js';
+import { COMMAND_DEFAULT_PRECISION } from '../engine/precision.js';
+import { ENGINE_OPTIONS } from './engine-options.js';
 import { integer, positiveNumber, text } from './options.js';
 
 const USAGE = `Usage: scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]
                            [--no-repeat-ngram N [--ngram-window W]] [--repetition-penalty P] [--threads T]
-                           [--device cpu|gpu|gpu:N|auto]
+                           [--device cpu|gpu|gpu:N|auto] [--precision exact|fast]
 
-Without --model (or SCRIPTORIUM_MODEL) a tiny synthetic checkpoint with random weights is used.`;
+Without --model (or SCRIPTORIUM_MODEL) a tiny synthetic checkpoint with random weights is used.
+--precision defaults to ${COMMAND_DEFAULT_PRECISION} (see README "Precision").`;
 
 const OPTIONS = {
   model: text(),
@@ -22,7 +24,7 @@ const OPTIONS = {
   'ngram-window': integer({ min: 1 }).default(128),
   'repetition-penalty': positiveNumber().default(1),
   threads: integer({ min: 1 }),
-  device: DEVICE_OPTION,
+  ...ENGINE_OPTIONS,
 };
 
 export const generateCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: runGenerate });
@@ -30,7 +32,7 @@ export const generateCommand = defineCommand({ usage: USAGE, options: OPTIONS, r
 async function runGenerate({ options: values }: CommandLine<typeof OPTIONS>): Promise<number> {
   const { prompt, threads, 'max-tokens': maxNewTokens, 'no-repeat-ngram': ngram, 'ngram-window': ngramWindow, 'repetition-penalty': penalty } = values;
   const model = await resolveModelDir(values.model);
-  const decoder = await NativeModel.load(model.dir, { threads, device: values.device });
+  const decoder = await NativeModel.load(model.dir, { threads, device: values.device, precision: values.precision });
   const tokenizer = await Tokenizer.fromDir(model.dir);
   const started = performance.now();
   const [result] = await generate(decoder, [
@@ -47,7 +49,7 @@ async function runGenerate({ options: values }: CommandLine<typeof OPTIONS>): Pr
   process.stderr.write(
     `${decoder.config.variant} ${model.synthetic ? '(synthetic) ' : ''}| prompt ${result.promptTokens} tokens | ` +
       `generated ${result.ids.length} (${result.finish}) | ${(result.ids.length / seconds).toFixed(1)} tokens/s | ` +
-      `${decoder.backend}${decoder.device.backend === 'cpu' ? ` × ${decoder.threads} threads` : ''}\n`,
+      `${decoder.backend}${decoder.device.backend === 'cpu' ? ` × ${decoder.threads} threads, ${decoder.precision} precision` : ''}\n`,
   );
   return 0;
 }

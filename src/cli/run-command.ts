@@ -12,7 +12,7 @@ import { commandLogger } from './cli-logger.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from './default-model.js';
 import { defineCommand, type CommandLine } from './command-line.js';
-import { DEVICE_OPTION, DEVICE_USAGE } from './device-option.js';
+import { ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE } from './engine-options.js';
 import { EXIT_INTERRUPTED } from './document-report.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
 import { progressTerminal } from './enqueue-progress.js';
@@ -26,7 +26,7 @@ const UNFINISHED_DOCUMENT_STATES = ['waiting-children', 'waiting', 'prioritized'
 
 const USAGE = `Usage: scriptorium run INPUT... --out DIR [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
                       [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
-                      [--batch N] [--threads T] [--device D]
+                      [--batch N] [--threads T] [--device D] [--precision exact|fast]
 
 Reads every document of the inputs through the queue pipeline on this machine and waits for all
 of them: INPUT is a PDF or image file, a directory (recursively), a zip or tar(.gz) archive, or
@@ -48,7 +48,7 @@ documents are left; the same command again reads them.
 ${OCR_JOB_ARGS_USAGE}
   --batch N         most pages decoded together (default 8, continuous batching)
   --threads T       engine threads (default: one per CPU)
-  ${DEVICE_USAGE}
+${ENGINE_OPTIONS_USAGE}
 
 When stderr is a terminal, a progress line shows the documents found and queued, then the pages and
 documents finished; the lines on stdout stay the same.
@@ -62,7 +62,7 @@ const OPTIONS = {
   variant: choice(VARIANTS),
   batch: integer({ min: 1 }).default(DEFAULT_MAX_SEQUENCES),
   threads: integer({ min: 1 }),
-  device: DEVICE_OPTION,
+  ...ENGINE_OPTIONS,
   ...OCR_JOB_OPTIONS,
 };
 
@@ -92,7 +92,7 @@ async function runPipeline({ options: values, positionals }: CommandLine<typeof 
       process.stderr.write(`scriptorium run: a private Redis at ${redis.url}; watch it with REDIS_URL=${redis.url} scriptorium status (or dashboard)\n`);
     }
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
-    workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: values.device, storage, redisUrl: redis.url, batch, logger });
+    workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: values.device, precision: values.precision, storage, redisUrl: redis.url, batch, logger });
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
     return await enqueueAndFollow({
       inputs: positionals,

@@ -18,7 +18,8 @@ import { EXIT_ENGINE_HUNG, startOcrWorkers } from '../worker/ocr-workers.js';
 import { openQueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 import { defineCommand, type CommandLine } from './command-line.js';
-import { DEVICE_OPTION } from './device-option.js';
+import { COMMAND_DEFAULT_PRECISION } from '../engine/precision.js';
+import { ENGINE_OPTIONS } from './engine-options.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
 import { choice, duration, integer, port, text } from './options.js';
 import { UsageError } from './usage.js';
@@ -26,7 +27,7 @@ import { UsageError } from './usage.js';
 const S = 1000;
 
 const USAGE = `Usage: scriptorium work [--model DIR|s3://bucket/prefix/] [--model-cache DIR] [--variant v1|v2|v3] [--storage URL]
-                       [--batch N] [--concurrency N] [--threads T] [--device D] [--metrics-port P [--metrics-host H]]
+                       [--batch N] [--concurrency N] [--threads T] [--device D] [--precision exact|fast] [--metrics-port P [--metrics-host H]]
                        [--page-timeout S] [--hang-grace S] [--lock-duration S] [--stalled-interval S] [--max-stalled N]
 
 Takes page jobs from Redis ($REDIS_URL, default redis://127.0.0.1:6379), reads them with the model
@@ -48,6 +49,7 @@ While it runs, \`scriptorium status\` lists it among the live workers.
   --threads T         engine threads (default: one per CPU this process may use: its cgroup's CPU
                       limit, as a container's or pod's, when it is lower than the CPU count)
   --device D          where the decoder runs: cpu, gpu, gpu:N or auto (default cpu; see scriptorium devices)
+  --precision P       activations of the CPU engine's products: exact or fast (default ${COMMAND_DEFAULT_PRECISION}; see README "Precision")
   --metrics-port P    serve Prometheus metrics at http://H:P/metrics (pages done and failed, stage
                       times, generated tokens and decode time, queue depths, process metrics), and
                       /healthz (event loop responsive) and /readyz (model loaded, Redis reachable)
@@ -74,7 +76,7 @@ const OPTIONS = {
   batch: integer({ min: 1 }).default(DEFAULT_MAX_SEQUENCES),
   concurrency: integer({ min: 1 }),
   threads: integer({ min: 1 }),
-  device: DEVICE_OPTION,
+  ...ENGINE_OPTIONS,
   'metrics-port': port({ anyFreePort: false }),
   'metrics-host': text(),
   'page-timeout': duration({ unit: 's', min: S }).default(DEFAULT_PAGE_TIMEOUT_MS),
@@ -108,7 +110,7 @@ async function runWork({ options: values }: CommandLine<typeof OPTIONS>): Promis
       logger.info({ url: metrics.url }, 'serving metrics');
     }
     const model = await resolveModelDir(values.model, { cacheDir: values['model-cache'], logger });
-    const workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: values.device, storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
+    const workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: values.device, precision: values.precision, storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
     metrics?.health.modelLoaded();
     logger.info({ redis: redis.description, batch, concurrency, ...faults }, 'taking jobs');
     await new Promise<void>((resolve, reject) => {

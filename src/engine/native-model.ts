@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { deviceLabel, resolveDevice, type DeviceSpec, type GpuBackendReport, type ResolvedDevice } from './compute-device.js';
 import { cpuLimit } from './cpu-limit.js';
 import type { DeviceMemory } from './device-memory.js';
+import { ENGINE_DEFAULT_PRECISION, type Precision } from './precision.js';
 import { loadModelConfig, type ModelConfig, type Variant } from './model-config.js';
 import { parseVisionDims, type VisionDims } from './vision-config.js';
 
@@ -110,7 +111,7 @@ interface NativeGpuModelHandle {
 
 interface NativeBinding {
   /** Maps the checkpoint and builds the model on a native thread (F16 / F32 weights are converted there). */
-  loadModel(dir: string, dims: object, threads: number, visionDims?: VisionDims): Promise<NativeModelHandle>;
+  loadModel(dir: string, dims: object, threads: number, visionDims: VisionDims | undefined, options: { precision: Precision }): Promise<NativeModelHandle>;
   loadGpuModel?: (dir: string, dims: object, deviceIndex: number) => Promise<NativeGpuModelHandle>;
   supportedKernelSets(): string[];
   /** Validates a header exactly as loading does (a file's data section holds dataBytes); throws naming `file`. */
@@ -141,6 +142,8 @@ export interface LoadOptions {
   device?: DeviceSpec;
   /** The CPU decoder's KV cache storage (default DEFAULT_KV_CACHE). */
   kvCache?: KvCacheDtype;
+  /** Activation precision of the CPU engine's products (default exact); see precision.ts. */
+  precision?: Precision;
 }
 
 export class NativeModel {
@@ -156,6 +159,7 @@ export class NativeModel {
     private readonly gpu: NativeGpuModelHandle | null,
     /** How the CPU decoder stores keys and values (the GPU's cache is F32). */
     readonly kvCache: KvCacheDtype,
+    readonly precision: Precision,
   ) {}
 
   /**
@@ -169,11 +173,12 @@ export class NativeModel {
     const threads = options.threads ?? cpuLimit();
     const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
     const binding = nativeBinding();
-    const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined);
-    if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null, kvCache);
+    const precision = options.precision ?? ENGINE_DEFAULT_PRECISION;
+    const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined, { precision });
+    if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null, kvCache, precision);
     if (!binding.loadGpuModel) throw new Error('the GPU backend is not available: this build of the addon has no Vulkan backend');
     const gpu = await binding.loadGpuModel(modelDir, config.decoder, device.index);
-    return new NativeModel(config, vision, handle, device, gpu, kvCache);
+    return new NativeModel(config, vision, handle, device, gpu, kvCache, precision);
   }
 
   /** What results, status and metrics name the engine by: `cpu-<kernel set>` or `vulkan:<device name>`. */

@@ -3,6 +3,7 @@
 // V3 can also read several pages in one pass (one prefill, one decode; docs/model.md §9).
 import type { RgbImage } from '../documents/rgb-image.js';
 import type { DeviceSpec } from './compute-device.js';
+import type { Precision } from './precision.js';
 import { ContinuousBatch, type GenerationRequest, type GenerationResult } from './generate.js';
 import type { VisionMode } from './image-tokens.js';
 import type { PreprocessedPage } from './image-preprocess.js';
@@ -68,6 +69,8 @@ export interface OcrEngineOptions {
   device?: DeviceSpec;
   /** The CPU decoder's KV cache storage (default f16; see native-model.ts). */
   kvCache?: KvCacheDtype;
+  /** Activation precision of the CPU engine (default exact). */
+  precision?: Precision;
   /** Most sequences in one decode step; more wait for a place. Default DEFAULT_MAX_SEQUENCES. */
   maxSequences?: number;
   /** Where preprocessing and post-processing run. Default: the process-wide sharedPageCpuThreads(). */

@@ -5,6 +5,7 @@ import { writeFile } from 'node:fs/promises';
 
 import type { RgbImage } from '../documents/rgb-image.js';
 import type { DeviceSpec } from '../engine/compute-device.js';
+import type { Precision } from '../engine/precision.js';
 import { generate } from '../engine/generate.js';
 import type { VisionMode } from '../engine/image-tokens.js';
 import type { Variant } from '../engine/model-config.js';
@@ -34,6 +35,8 @@ export interface DumpOptions {
   threads?: number;
   /** Where the decoder runs (default cpu). */
   device?: DeviceSpec;
+  /** Activation precision (default exact, the one reference comparisons use). */
+  precision?: Precision;
 }
 
 export interface Dump {
@@ -55,7 +58,7 @@ interface Prompt {
 
 async function buildPrompt(options: DumpOptions): Promise<Prompt> {
   // F32 keys and values: the dump is the exact engine, for comparisons with other implementations.
-  const load = { variant: options.variant, threads: options.threads, device: options.device, kvCache: 'f32' as const };
+  const load = { variant: options.variant, threads: options.threads, device: options.device, kvCache: 'f32' as const, precision: options.precision };
   if (!options.images?.length) {
     if (options.prompt === undefined) throw new Error('debug dump needs --prompt or --image');
     const [model, tokenizer] = await Promise.all([NativeModel.load(options.modelDir, load), Tokenizer.fromDir(options.modelDir)]);
@@ -144,7 +147,8 @@ export async function debugDump(options: DumpOptions): Promise<Dump> {
   const metadata: Record<string, string> = {
     format: 'scriptorium-debug-dump/1',
     variant: model.config.variant,
-    activation_precision: 'f32',
+    activation_precision: model.precision === 'exact' ? 'f32' : 'bf16 in the bf16-weight products (fast)',
+    precision: model.precision,
     kv_cache: 'f32',
     weight_precision: 'bf16',
     kernels: model.kernels,

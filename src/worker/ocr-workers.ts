@@ -3,6 +3,7 @@
 // worker that assembles finished documents, the heartbeat that lists the process among the live
 // workers, a clean close, and the exit status of a process whose engine hung.
 import type { DeviceSpec } from '../engine/compute-device.js';
+import type { Precision } from '../engine/precision.js';
 import os from 'node:os';
 
 import { Redis } from 'ioredis';
@@ -37,6 +38,8 @@ export interface OcrWorkersOptions extends PageFaultOptions {
   threads?: number;
   /** Where the decoder runs (default cpu). */
   device?: DeviceSpec;
+  /** Activation precision of the CPU engine (default exact). */
+  precision?: Precision;
   storage: Storage;
   redisUrl: string;
   /** Most pages decoded together (the engine's continuous batch). Default DEFAULT_MAX_SEQUENCES. */
@@ -60,7 +63,7 @@ export interface OcrWorkers {
 export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWorkers> {
   const { model, storage, logger } = options;
   const [engine, checkpointId] = await Promise.all([
-    OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, device: options.device, maxSequences: options.batch }),
+    OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, device: options.device, precision: options.precision, maxSequences: options.batch }),
     options.checkpointId,
   ]);
   const redis = new Redis(redisOptions(options.redisUrl, 'client'));
@@ -132,6 +135,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
       convertedBytes: engine.model.convertedBytes,
       backend: engine.model.backend,
       kernels: engine.model.kernels,
+      precision: engine.model.precision,
       threads: engine.model.threads,
       storage: storage.url,
       worker: heartbeat.key,

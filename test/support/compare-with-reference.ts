@@ -1,13 +1,12 @@
-// Native engine vs the float64 reference on one prompt: prefill logits within 1e-3 of the largest
-// logit; greedy ids identical up to the first step whose reference top-2 gap is below that
-// tolerance; then, teacher-forced on the reference ids for all steps, every unambiguous step picks
+// Native engine vs the float64 reference on one prompt: prefill logits within 1e-3 (or the tolerance
+// given) of the largest logit; greedy ids identical up to the first step whose reference top-2 gap is
+// below that tolerance; then, teacher-forced on the reference ids for all steps, every unambiguous step picks
 // the reference's token and every step's top logit agrees within the tolerance.
 import assert from 'node:assert/strict';
 
 import { generate } from '../../src/engine/generate.js';
 import type { NativeModel } from '../../src/engine/native-model.js';
-import type { EmbeddingOverride, ReferenceDecoder } from '../reference/reference-decoder.js';
-import { greedyReference } from '../reference/reference-generate.js';
+import type { GreedyResult } from '../reference/reference-generate.js';
 
 export const RELATIVE_TOLERANCE = 1e-3;
 
@@ -26,8 +25,12 @@ export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 
 export interface DecodingComparison {
   prefillError: number;
+  /** prefillError over the largest reference logit. */
+  prefillRelativeError: number;
+  /** Absolute tolerances: of the prefill logits, and of every step's top logit (also the near-tie gap). */
   tolerance: number;
-  /** Steps whose reference top-2 gap was below the tolerance (teacher forcing skips their argmax check). */
+  stepTolerance: number;
+  /** Steps whose reference top-2 gap was below the step tolerance (teacher forcing skips their argmax check). */
   nearTies: number;
   /** Leading free-running steps whose ids equal the reference's. */
   freeAgreeingSteps: number;
@@ -36,40 +39,52 @@ export interface DecodingComparison {
 /** One line for the test log: the measured errors beside their tolerance. */
 export function describeComparison(c: DecodingComparison): string {
   return (
-    `prefill logits max abs error ${c.prefillError.toExponential(2)} (tolerance ${c.tolerance.toExponential(2)}); ` +
-    `free-running ids equal for ${c.freeAgreeingSteps} steps; ${c.nearTies} near-tie steps`
+    `prefill logits max abs error ${c.prefillError.toExponential(2)} (${c.prefillRelativeError.toExponential(2)} of the largest; tolerance ${c.tolerance.toExponential(2)}); ` +
+    `free-running ids equal for ${c.freeAgreeingSteps} steps; ${c.nearTies} near-tie steps (step tolerance ${c.stepTolerance.toExponential(2)})`
   );
 }
 
+/** Tolerances relative to the largest reference prefill logit. */
+export interface LogitTolerances {
+  prefill: number;
+  /** Every decode step's top logit; also the top-2 gap below which a step is a near tie. */
+  steps: number;
+}
+
+/**
+ * Compares against a greedy reference run (greedyReference with topk 2) at `relative` tolerances;
+ * one reference run can serve several native models.
+ */
 export async function compareDecoding(
   native: NativeModel,
-  reference: ReferenceDecoder,
+  expected: GreedyResult,
   promptIds: number[],
-  steps: number,
-  embeds?: { native: { rows: Int32Array; values: Float32Array }; reference: EmbeddingOverride },
+  embeds: { rows: Int32Array; values: Float32Array } | undefined,
+  relative: LogitTolerances,
 ): Promise<DecodingComparison> {
-  const expected = greedyReference(reference, promptIds, steps, { topk: 2, embeds: embeds?.reference });
-  const tolerance = RELATIVE_TOLERANCE * maxAbs(expected.prefillLogits);
+  const steps = expected.ids.length;
+  const tolerance = relative.prefill * maxAbs(expected.prefillLogits);
+  const stepTolerance = relative.steps * maxAbs(expected.prefillLogits);
   const [free, forced] = await generate(native, [
-    { promptIds, embeds: embeds?.native, maxNewTokens: steps, stopAtEos: false, keepPrefillLogits: true, recordTopK: 2 },
-    { promptIds, embeds: embeds?.native, maxNewTokens: steps, forceIds: expected.ids, recordTopK: 2 },
+    { promptIds, embeds, maxNewTokens: steps, stopAtEos: false, keepPrefillLogits: true, recordTopK: 2 },
+    { promptIds, embeds, maxNewTokens: steps, forceIds: expected.ids, recordTopK: 2 },
   ]);
 
   const prefillError = maxAbsDiff(free.prefillLogits!, expected.prefillLogits);
   assert.ok(prefillError <= tolerance, `prefill logits: max abs error ${prefillError} > ${tolerance}`);
 
   const gap = (step: number) => expected.topk[step].logits[0] - expected.topk[step].logits[1];
-  const firstTie = expected.topk.findIndex((_, step) => gap(step) < tolerance);
+  const firstTie = expected.topk.findIndex((_, step) => gap(step) < stepTolerance);
   const agreeUntil = firstTie === -1 ? steps : firstTie;
   assert.deepEqual(free.ids.slice(0, agreeUntil), expected.ids.slice(0, agreeUntil), 'free-running greedy ids');
 
   let nearTies = 0;
   for (let step = 0; step < steps; step++) {
     const topError = Math.abs(forced.topk[step].logits[0] - expected.topk[step].logits[0]);
-    assert.ok(topError <= tolerance, `step ${step}: top logit off by ${topError}`);
-    if (gap(step) < tolerance) nearTies++;
+    assert.ok(topError <= stepTolerance, `step ${step}: top logit off by ${topError} > ${stepTolerance}`);
+    if (gap(step) < stepTolerance) nearTies++;
     else assert.equal(forced.chosen[step], expected.ids[step], `step ${step}: teacher-forced argmax`);
   }
   const freeAgreement = free.ids.findIndex((id, step) => id !== expected.ids[step]);
-  return { prefillError, tolerance, nearTies, freeAgreeingSteps: freeAgreement === -1 ? steps : freeAgreement };
+  return { prefillError, prefillRelativeError: prefillError / maxAbs(expected.prefillLogits), tolerance, stepTolerance, nearTies, freeAgreeingSteps: freeAgreement === -1 ? steps : freeAgreement };
 }
