@@ -12,13 +12,13 @@
     {
       "target_name": "kernels_avx2",
       "type": "static_library",
-      "sources": ["native/src/kernels_avx2.cc"],
+      "sources": ["native/src/kernels_avx2.cc", "native/src/quant_avx2.cc"],
       "cflags_cc": ["-mavx2", "-mfma", "-mf16c"]
     },
     {
       "target_name": "kernels_avx512",
       "type": "static_library",
-      "sources": ["native/src/kernels_avx512.cc"],
+      "sources": ["native/src/kernels_avx512.cc", "native/src/quant_avx512.cc"],
       "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma"]
     },
     {
@@ -40,6 +40,8 @@
         "native/src/ops.cc",
         "native/src/attention.cc",
         "native/src/decoder.cc",
+        "native/src/quant_int8.cc",
+        "native/src/quant_scalar.cc",
         "native/src/addon_forward_input.cc",
         "native/src/vision_ops.cc",
         "native/src/sam_encoder.cc",
