@@ -287,6 +287,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
                         InstanceAccessor<&ModelWrap::Threads>("threads"),
                         InstanceAccessor<&ModelWrap::WeightBytes>("weightBytes"),
                         InstanceAccessor<&ModelWrap::ConvertedBytes>("convertedBytes"),
+                        InstanceAccessor<&ModelWrap::QuantizedBytes>("quantizedBytes"),
                         InstanceAccessor<&ModelWrap::UnreadTensors>("unreadTensors")});
   }
 
@@ -312,6 +313,10 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   Napi::Value ConvertedBytes(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), static_cast<double>(engine_->checkpoint->converted_bytes()));
   }
+  // Bytes of the int8 copies of experts and head (--quantize int8), in place of their mapped pages.
+  Napi::Value QuantizedBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(engine_->decoder->quantized_bytes()));
+  }
   // Tensors of the checkpoint the model does not read (extra buffers such as position_ids), sorted.
   Napi::Value UnreadTensors(const Napi::CallbackInfo& info) {
     const std::vector<std::string> names = engine_->checkpoint->unread_tensors();
@@ -327,14 +332,16 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
 // converts F16 / F32 weights, seconds of work for a full checkpoint that the event loop never waits on.
 class LoadWorker : public Napi::AsyncWorker {
  public:
-  LoadWorker(Napi::Env env, std::string dir, DecoderDims dims, int threads, bool with_vision, VisionDims vision_dims)
+  LoadWorker(Napi::Env env, std::string dir, DecoderDims dims, int threads, bool with_vision, VisionDims vision_dims,
+             WeightQuantization quantization)
       : Napi::AsyncWorker(env),
         deferred_(Napi::Promise::Deferred::New(env)),
         dir_(std::move(dir)),
         dims_(dims),
         threads_(threads),
         with_vision_(with_vision),
-        vision_dims_(std::move(vision_dims)) {}
+        vision_dims_(std::move(vision_dims)),
+        quantization_(quantization) {}
 
   Napi::Promise promise() const { return deferred_.Promise(); }
 
@@ -343,7 +350,7 @@ class LoadWorker : public Napi::AsyncWorker {
       engine_ = std::make_shared<Engine>();
       engine_->pool = std::make_unique<ThreadPool>(threads_);
       engine_->checkpoint = std::make_unique<Checkpoint>(dir_);
-      engine_->decoder = std::make_unique<Decoder>(*engine_->checkpoint, dims_, *engine_->pool);
+      engine_->decoder = std::make_unique<Decoder>(*engine_->checkpoint, dims_, *engine_->pool, quantization_);
       if (with_vision_) {
         if (vision_dims_.embed != dims_.hidden) throw std::invalid_argument("config.json: projector n_embed must equal hidden_size");
         engine_->vision = std::make_unique<VisionEncoder>(*engine_->checkpoint, vision_dims_, *engine_->pool);
@@ -364,22 +371,38 @@ class LoadWorker : public Napi::AsyncWorker {
   int threads_;
   bool with_vision_;
   VisionDims vision_dims_;
+  WeightQuantization quantization_;
   std::shared_ptr<Engine> engine_;
 };
 
-// loadModel(dir: string, dims: DecoderDims, threads: number, visionDims?: VisionDims) -> Promise<NativeModel>
+// The options object of loadModel: {quantize?: 'none' | 'int8'}.
+WeightQuantization read_quantization(const Napi::Env& env, const Napi::Value& options) {
+  if (options.IsUndefined()) return WeightQuantization::None;
+  if (!options.IsObject()) throw Napi::TypeError::New(env, "loadModel: options must be an object");
+  const Napi::Value quantize = options.As<Napi::Object>().Get("quantize");
+  if (quantize.IsUndefined()) return WeightQuantization::None;
+  const std::string name = quantize.IsString() ? quantize.As<Napi::String>().Utf8Value() : "";
+  if (name == "none") return WeightQuantization::None;
+  if (name == "int8") return WeightQuantization::Int8;
+  throw Napi::TypeError::New(env, "loadModel: options.quantize must be 'none' or 'int8'");
+}
+
+// loadModel(dir: string, dims: DecoderDims, threads: number, visionDims?: VisionDims,
+//           options?: {quantize?: 'none' | 'int8'}) -> Promise<NativeModel>
 Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 3 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber() ||
       (info.Length() > 3 && !info[3].IsUndefined() && !info[3].IsObject()))
-    throw Napi::TypeError::New(env, "loadModel(dir: string, dims: object, threads: number, visionDims?: object)");
+    throw Napi::TypeError::New(env, "loadModel(dir: string, dims: object, threads: number, visionDims?: object, options?: object)");
   const DecoderDims dims = read_dims(info[1].As<Napi::Object>());
   const bool with_vision = info.Length() > 3 && info[3].IsObject();
   VisionDims vision_dims;
   if (with_vision) vision_dims = read_vision_dims(info[3].As<Napi::Object>());
   const int threads = info[2].As<Napi::Number>().Int32Value();
+  const WeightQuantization quantization = read_quantization(env, info.Length() > 4 ? info[4] : env.Undefined());
   if (threads < 1 || threads > 1024) throw Napi::RangeError::New(env, "threads must be between 1 and 1024");
-  auto* worker = new LoadWorker(env, info[0].As<Napi::String>(), dims, threads, with_vision, std::move(vision_dims));
+  auto* worker =
+      new LoadWorker(env, info[0].As<Napi::String>(), dims, threads, with_vision, std::move(vision_dims), quantization);
   Napi::Promise promise = worker->promise();
   worker->Queue();
   return promise;

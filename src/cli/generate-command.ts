@@ -5,11 +5,14 @@ import { NativeModel } from '../engine/native-model.js';
 import { Tokenizer } from '../engine/tokenizer.js';
 import { resolveModelDir } from './default-model.js';
 import { deviceOption } from './device-option.js';
+import { QUANTIZE_USAGE, quantizeOption } from './quantize-option.js';
 import { integerOption, parseCommandArgs, requireOption } from './usage.js';
 
 const USAGE = `Usage: scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]
                            [--no-repeat-ngram N [--ngram-window W]] [--repetition-penalty P] [--threads T]
-                           [--device cpu|gpu|gpu:N|auto]
+                           [--device cpu|gpu|gpu:N|auto] [--quantize none|int8]
+
+  ${QUANTIZE_USAGE}
 
 Without --model (or SCRIPTORIUM_MODEL) a tiny synthetic checkpoint with random weights is used.`;
 
@@ -25,6 +28,7 @@ export async function runGenerateCommand(args: string[]): Promise<number> {
       'repetition-penalty': { type: 'string' },
       threads: { type: 'string' },
       device: { type: 'string' },
+      quantize: { type: 'string' },
     },
     USAGE,
   );
@@ -41,7 +45,7 @@ export async function runGenerateCommand(args: string[]): Promise<number> {
   if (!(penalty > 0)) throw new Error('--repetition-penalty must be a positive number');
 
   const model = await resolveModelDir(values.model);
-  const decoder = await NativeModel.load(model.dir, { threads, device: deviceOption(values.device, USAGE) });
+  const decoder = await NativeModel.load(model.dir, { threads, device: deviceOption(values.device, USAGE), quantize: quantizeOption(values.quantize, USAGE) });
   const tokenizer = await Tokenizer.fromDir(model.dir);
   const started = performance.now();
   const [result] = await generate(decoder, [

@@ -14,6 +14,7 @@ import { PAGE_SPLIT } from '../worker/document-assembler.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from './default-model.js';
 import { DEVICE_USAGE, deviceOption } from './device-option.js';
+import { QUANTIZE_USAGE, quantizeOption } from './quantize-option.js';
 import { EXIT_ALL_DONE, EXIT_SOME_FAILED } from './document-report.js';
 import { OCR_JOB_ARGS, OCR_JOB_ARGS_USAGE, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
 import { ocrDocument, type OcrDocument } from './ocr-document.js';
@@ -23,6 +24,7 @@ import { choiceOption, integerOption, parseCommandArgs, UsageError } from './usa
 const USAGE = `Usage: scriptorium ocr FILE [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
                       [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
                       [--pages 1-5] [--format md|json] [--profile] [--batch N] [--threads T] [--device D]
+                      [--quantize none|int8]
 
 Reads one PDF (pages rendered with PDFium) or image (PNG, JPEG, WebP, GIF, BMP, multi-page TIFF) with
 the workers' page pipeline, without a queue, and prints its markdown (pages joined by the page split
@@ -39,6 +41,7 @@ ${OCR_JOB_ARGS_USAGE}
   --batch N         most pages decoded together (default ${DEFAULT_MAX_SEQUENCES}, continuous batching)
   --threads T       engine threads (default: one per CPU)
   ${DEVICE_USAGE}
+  ${QUANTIZE_USAGE}
 
 Exit status: 0 when every page was read; 3 when the file is no usable document or a page failed
 (each reason on stderr).`;
@@ -58,6 +61,7 @@ export async function runOcrCommand(args: string[]): Promise<number> {
       threads: { type: 'string' },
       ...OCR_JOB_ARGS,
       device: { type: 'string' },
+      quantize: { type: 'string' },
     },
     USAGE,
   );
@@ -77,7 +81,7 @@ export async function runOcrCommand(args: string[]): Promise<number> {
   const ocr = ocrJobOptionsOf(values, variant, USAGE);
 
   const [engine, checkpointId] = await Promise.all([
-    OcrEngine.load(model.dir, { variant, threads, device: deviceOption(values.device, USAGE), maxSequences: batch }),
+    OcrEngine.load(model.dir, { variant, threads, device: deviceOption(values.device, USAGE), quantize: quantizeOption(values.quantize, USAGE), maxSequences: batch }),
     checkpointIdentity(model.dir),
   ]);
   const read = await ocrDocument({

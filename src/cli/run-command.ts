@@ -12,6 +12,7 @@ import { commandLogger } from './cli-logger.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from './default-model.js';
 import { DEVICE_USAGE, deviceOption } from './device-option.js';
+import { QUANTIZE_USAGE, quantizeOption } from './quantize-option.js';
 import { EXIT_INTERRUPTED } from './document-report.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
 import { progressTerminal } from './enqueue-progress.js';
@@ -25,7 +26,7 @@ const UNFINISHED_DOCUMENT_STATES = ['waiting-children', 'waiting', 'prioritized'
 
 const USAGE = `Usage: scriptorium run INPUT... --out DIR [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
                       [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
-                      [--batch N] [--threads T] [--device D]
+                      [--batch N] [--threads T] [--device D] [--quantize none|int8]
 
 Reads every document of the inputs through the queue pipeline on this machine and waits for all
 of them: INPUT is a PDF or image file, a directory (recursively), a zip or tar(.gz) archive, or
@@ -48,6 +49,7 @@ ${OCR_JOB_ARGS_USAGE}
   --batch N         most pages decoded together (default 8, continuous batching)
   --threads T       engine threads (default: one per CPU)
   ${DEVICE_USAGE}
+  ${QUANTIZE_USAGE}
 
 When stderr is a terminal, a progress line shows the documents found and queued, then the pages and
 documents finished; the lines on stdout stay the same.
@@ -65,6 +67,7 @@ export async function runRunCommand(args: string[]): Promise<number> {
       batch: { type: 'string' },
       threads: { type: 'string' },
       device: { type: 'string' },
+      quantize: { type: 'string' },
       ...OCR_JOB_ARGS,
     },
     USAGE,
@@ -99,7 +102,7 @@ export async function runRunCommand(args: string[]): Promise<number> {
       process.stderr.write(`scriptorium run: a private Redis at ${redis.url}; watch it with REDIS_URL=${redis.url} scriptorium status (or dashboard)\n`);
     }
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
-    workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: deviceOption(values.device, USAGE), storage, redisUrl: redis.url, batch, logger });
+    workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: deviceOption(values.device, USAGE), quantize: quantizeOption(values.quantize, USAGE), storage, redisUrl: redis.url, batch, logger });
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
     return await enqueueAndFollow({
       inputs: positionals,

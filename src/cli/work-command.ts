@@ -18,13 +18,14 @@ import { EXIT_ENGINE_HUNG, startOcrWorkers } from '../worker/ocr-workers.js';
 import { openQueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 import { deviceOption } from './device-option.js';
+import { quantizeOption } from './quantize-option.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
 import { choiceOption, integerOption, parseCommandArgs, UsageError } from './usage.js';
 
 const S = 1000;
 
 const USAGE = `Usage: scriptorium work [--model DIR|s3://bucket/prefix/] [--model-cache DIR] [--variant v1|v2|v3] [--storage URL]
-                       [--batch N] [--concurrency N] [--threads T] [--device D] [--metrics-port P [--metrics-host H]]
+                       [--batch N] [--concurrency N] [--threads T] [--device D] [--quantize none|int8] [--metrics-port P [--metrics-host H]]
                        [--page-timeout S] [--hang-grace S] [--lock-duration S] [--stalled-interval S] [--max-stalled N]
 
 Takes page jobs from Redis ($REDIS_URL, default redis://127.0.0.1:6379), reads them with the model
@@ -46,6 +47,8 @@ While it runs, \`scriptorium status\` lists it among the live workers.
   --threads T         engine threads (default: one per CPU this process may use: its cgroup's CPU
                       limit, as a container's or pod's, when it is lower than the CPU count)
   --device D          where the decoder runs: cpu, gpu, gpu:N or auto (default cpu; see scriptorium devices)
+  --quantize Q        none|int8: int8 holds the experts and the vocabulary head in 8 bits, converted at
+                      load (CPU decoder; default none; accuracy in docs/model.md)
   --metrics-port P    serve Prometheus metrics at http://H:P/metrics (pages done and failed, stage
                       times, generated tokens and decode time, queue depths, process metrics), and
                       /healthz (event loop responsive) and /readyz (model loaded, Redis reachable)
@@ -74,6 +77,7 @@ export async function runWorkCommand(args: string[]): Promise<number> {
       concurrency: { type: 'string' },
       threads: { type: 'string' },
       device: { type: 'string' },
+      quantize: { type: 'string' },
       'metrics-port': { type: 'string' },
       'metrics-host': { type: 'string' },
       'page-timeout': { type: 'string' },
@@ -114,7 +118,7 @@ export async function runWorkCommand(args: string[]): Promise<number> {
       logger.info({ url: metrics.url }, 'serving metrics');
     }
     const model = await resolveModelDir(values.model, { cacheDir: values['model-cache'], logger });
-    const workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: deviceOption(values.device, USAGE), storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
+    const workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: deviceOption(values.device, USAGE), quantize: quantizeOption(values.quantize, USAGE), storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
     metrics?.health.modelLoaded();
     logger.info({ redis: redis.description, batch, concurrency, ...faults }, 'taking jobs');
     await new Promise<void>((resolve, reject) => {

@@ -77,6 +77,7 @@ interface NativeModelHandle {
   readonly threads: number;
   readonly weightBytes: number;
   readonly convertedBytes: number;
+  readonly quantizedBytes: number;
   readonly unreadTensors: string[];
 }
 
@@ -99,7 +100,7 @@ interface NativeGpuModelHandle {
 
 interface NativeBinding {
   /** Maps the checkpoint and builds the model on a native thread (F16 / F32 weights are converted there). */
-  loadModel(dir: string, dims: object, threads: number, visionDims?: VisionDims): Promise<NativeModelHandle>;
+  loadModel(dir: string, dims: object, threads: number, visionDims?: VisionDims, options?: { quantize?: WeightQuantization }): Promise<NativeModelHandle>;
   loadGpuModel?: (dir: string, dims: object, deviceIndex: number) => Promise<NativeGpuModelHandle>;
   supportedKernelSets(): string[];
   /** Validates a header exactly as loading does (a file's data section holds dataBytes); throws naming `file`. */
@@ -122,12 +123,18 @@ export function nativeBinding(): NativeBinding {
   return binding;
 }
 
+/** How the experts and the vocabulary head are held: the checkpoint's BF16 (none) or int8 converted at load. */
+export type WeightQuantization = 'none' | 'int8';
+export const QUANTIZE_CHOICES: readonly WeightQuantization[] = ['none', 'int8'];
+
 export interface LoadOptions {
   variant?: Variant;
   /** Engine threads; defaults to cpuLimit(): the CPUs this process may use, within its cgroup's quota. */
   threads?: number;
   /** Where the decoder runs (default cpu); see compute-device.ts. */
   device?: DeviceSpec;
+  /** int8: the routed and shared experts and lm_head converted at load to int8 (CPU decoder only; default none). */
+  quantize?: WeightQuantization;
 }
 
 export class NativeModel {
@@ -141,6 +148,7 @@ export class NativeModel {
     private readonly handle: NativeModelHandle,
     readonly device: ResolvedDevice,
     private readonly gpu: NativeGpuModelHandle | null,
+    readonly quantize: WeightQuantization,
   ) {}
 
   /**
@@ -150,14 +158,16 @@ export class NativeModel {
   static async load(modelDir: string, options: LoadOptions = {}): Promise<NativeModel> {
     const config = await loadModelConfig(modelDir, options.variant);
     const device = await resolveDevice(options.device ?? { kind: 'cpu' });
+    const quantize = options.quantize ?? 'none';
+    if (quantize !== 'none' && device.backend !== 'cpu') throw new Error(`--quantize ${quantize} runs on the CPU decoder only; drop it or use --device cpu`);
     const vision = parseVisionDims(config);
     const threads = options.threads ?? cpuLimit();
     const binding = nativeBinding();
-    const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined);
-    if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null);
+    const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined, { quantize });
+    if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null, quantize);
     if (!binding.loadGpuModel) throw new Error('the GPU backend is not available: this build of the addon has no Vulkan backend');
     const gpu = await binding.loadGpuModel(modelDir, config.decoder, device.index);
-    return new NativeModel(config, vision, handle, device, gpu);
+    return new NativeModel(config, vision, handle, device, gpu, quantize);
   }
 
   /** What results, status and metrics name the engine by: `cpu-<kernel set>` or `vulkan:<device name>`. */
@@ -181,6 +191,11 @@ export class NativeModel {
   /** Bytes of the BF16 copies made of F16 / F32 weights at load: memory on top of the mapped files. */
   get convertedBytes(): number {
     return this.handle.convertedBytes;
+  }
+
+  /** Bytes of the int8 experts and head made at load (--quantize int8), in place of their released BF16 pages. */
+  get quantizedBytes(): number {
+    return this.handle.quantizedBytes;
   }
 
   /** Tensors of the checkpoint the model never reads (extra buffers such as position_ids), sorted. */

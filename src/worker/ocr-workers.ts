@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 
 import { DEFAULT_MAX_SEQUENCES, OcrEngine } from '../engine/ocr-engine.js';
 import type { Variant } from '../engine/model-config.js';
+import type { WeightQuantization } from '../engine/native-model.js';
 import { LiveWorkerHeartbeat } from '../queue/live-workers.js';
 import { redisOptions } from '../queue/redis.js';
 import { flushTraces, queueTelemetry } from '../queue/tracing.js';
@@ -36,6 +37,8 @@ export interface OcrWorkersOptions extends PageFaultOptions {
   threads?: number;
   /** Where the decoder runs (default cpu). */
   device?: DeviceSpec;
+  /** int8: experts and vocabulary head in int8 (default none). */
+  quantize?: WeightQuantization;
   storage: Storage;
   redisUrl: string;
   /** Most pages decoded together (the engine's continuous batch). Default DEFAULT_MAX_SEQUENCES. */
@@ -59,7 +62,7 @@ export interface OcrWorkers {
 export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWorkers> {
   const { model, storage, logger } = options;
   const [engine, checkpointId] = await Promise.all([
-    OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, device: options.device, maxSequences: options.batch }),
+    OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, device: options.device, quantize: options.quantize, maxSequences: options.batch }),
     options.checkpointId,
   ]);
   const redis = new Redis(redisOptions(options.redisUrl, 'client'));
@@ -127,6 +130,8 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
       checkpoint: checkpointId,
       synthetic: model.synthetic,
       convertedBytes: engine.model.convertedBytes,
+      quantize: engine.model.quantize,
+      quantizedBytes: engine.model.quantizedBytes,
       backend: engine.model.backend,
       kernels: engine.model.kernels,
       threads: engine.model.threads,
