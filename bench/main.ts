@@ -7,6 +7,7 @@ import path from 'node:path';
 
 import { UsageError } from '../src/cli/usage.js';
 import type { Variant } from '../src/engine/model-config.js';
+import { QUANTIZE_CHOICES } from '../src/engine/native-model.js';
 import { parseBenchArgs, USAGE, type BenchOptions } from './bench-options.js';
 import { benchCheckpoint } from './checkpoints.js';
 import { runMeasureProcess } from './measure-client.js';
@@ -36,7 +37,8 @@ interface BenchResults {
   options: Omit<BenchOptions, 'parts' | 'cases'> & { parts: string[]; cases: string[] };
   ceilings: MachineCeilings;
   pages: PageSummary[];
-  batch?: BatchSummary;
+  /** Batched decode with the checkpoint's BF16 experts, then with --quantize int8. */
+  batch: BatchSummary[];
   latency: LatencySummary[];
   latencyPlot?: string;
 }
@@ -81,6 +83,7 @@ async function main(args: string[]): Promise<number> {
     options: { ...options, parts: [...parts], cases: options.cases.map((c) => c.id) },
     ceilings: await measureCeilings({ threads: options.threads, ...options.ceilings }),
     pages: [],
+    batch: [],
     latency: [],
   };
   const save = () => writeFile(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
@@ -113,17 +116,20 @@ async function main(args: string[]): Promise<number> {
   }
 
   if (parts.has('batch')) {
-    progress(`batched decode on ${BATCH_VARIANT}`);
-    const answer = await runMeasureProcess({
-      part: 'batch',
-      ...settings(await checkpoint(BATCH_VARIANT)),
-      batches: BATCH_SIZES,
-      prefixTokens: BATCH_PREFIX_TOKENS,
-      steps: options.batchSteps,
-    });
-    results.batch = summariseBatch(answer, results.ceilings);
-    await save();
-    print(batchText(results.batch));
+    for (const quantize of QUANTIZE_CHOICES) {
+      progress(`batched decode on ${BATCH_VARIANT}, quantize ${quantize}`);
+      const answer = await runMeasureProcess({
+        part: 'batch',
+        ...settings(await checkpoint(BATCH_VARIANT)),
+        quantize,
+        batches: BATCH_SIZES,
+        prefixTokens: BATCH_PREFIX_TOKENS,
+        steps: options.batchSteps,
+      });
+      results.batch.push(summariseBatch(answer, results.ceilings));
+      await save();
+      print(batchText(results.batch[results.batch.length - 1]));
+    }
   }
 
   if (parts.has('latency')) {

@@ -2,7 +2,8 @@
 // (preprocess + vision encode) and then decoded in a ContinuousBatch, all pages concurrently, the way
 // the page worker runs them. Random weights give random text, so every page generates exactly
 // --tokens tokens (no EOS stop). Outside `npm run bench` because it takes minutes per batch size:
-//   node dist/bench/pages-per-hour.js --model DIR [--pages 20] [--batch 1,8] [--tokens 400]
+//   node dist/bench/pages-per-hour.js --model DIR [--pages 20] [--batch 1,8] [--tokens 400] [--quantize int8]
+import { quantizeOption } from '../src/cli/quantize-option.js';
 import { integerOption, parseCommandArgs, UsageError } from '../src/cli/usage.js';
 import { ContinuousBatch } from '../src/engine/generate.js';
 import { OcrEngine } from '../src/engine/ocr-engine.js';
@@ -10,7 +11,7 @@ import { generationDefaults } from '../src/engine/prompts.js';
 import { warmUpDecoder } from './decoder-warm-up.js';
 import { syntheticPage } from './page-cases.js';
 
-const USAGE = `Usage: node dist/bench/pages-per-hour.js --model DIR [--pages N] [--batch B1,B2,...] [--tokens T]
+const USAGE = `Usage: node dist/bench/pages-per-hour.js --model DIR [--pages N] [--batch B1,B2,...] [--tokens T] [--quantize none|int8]
 
 Reads N synthetic A4 pages (base mode) at each batch size and prints pages/hour.`;
 
@@ -19,7 +20,7 @@ const A4_150_DPI: [number, number] = [1240, 1754];
 async function main(args: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(
     args,
-    { model: { type: 'string' }, pages: { type: 'string' }, batch: { type: 'string' }, tokens: { type: 'string' } },
+    { model: { type: 'string' }, pages: { type: 'string' }, batch: { type: 'string' }, tokens: { type: 'string' }, quantize: { type: 'string' } },
     USAGE,
   );
   if (values.help) return void process.stdout.write(`${USAGE}\n`);
@@ -29,11 +30,11 @@ async function main(args: string[]): Promise<void> {
   const tokens = integerOption(values.tokens, 'tokens', 400, USAGE, 1);
   const batches = (values.batch ?? '1,8').split(',').map((b) => integerOption(b, 'batch', 1, USAGE, 1));
 
-  const engine = await OcrEngine.load(values.model);
+  const engine = await OcrEngine.load(values.model, { quantize: quantizeOption(values.quantize, USAGE) });
   await warmUpDecoder(engine.model);
   await engine.prepare([syntheticPage(A4_150_DPI, 0)], 'markdown', 'base');  // untimed: vision weights into memory
   const { noRepeatNgram } = generationDefaults(engine.variant, 'markdown');
-  process.stdout.write(`${engine.variant}, ${engine.model.kernels} × ${engine.model.threads} threads, ${pages} pages, ${tokens} tokens each\n`);
+  process.stdout.write(`${engine.variant}, ${engine.model.kernels} × ${engine.model.threads} threads, quantize ${engine.model.quantize}, ${pages} pages, ${tokens} tokens each\n`);
   process.stdout.write('batch  seconds  pages/hour  generated tok/s\n');
   for (const batch of batches) {
     const decoding = new ContinuousBatch(engine.model, batch);

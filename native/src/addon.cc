@@ -288,6 +288,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
                         InstanceAccessor<&ModelWrap::WeightBytes>("weightBytes"),
                         InstanceAccessor<&ModelWrap::ConvertedBytes>("convertedBytes"),
                         InstanceAccessor<&ModelWrap::QuantizedBytes>("quantizedBytes"),
+                        InstanceAccessor<&ModelWrap::RoutedExpertPasses>("routedExpertPasses"),
                         InstanceAccessor<&ModelWrap::UnreadTensors>("unreadTensors")});
   }
 
@@ -316,6 +317,10 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   // Bytes of the int8 copies of experts and head (--quantize int8), in place of their mapped pages.
   Napi::Value QuantizedBytes(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), static_cast<double>(engine_->decoder->quantized_bytes()));
+  }
+  // Routed experts run so far (each distinct expert a MoE layer's batch selects, once per call).
+  Napi::Value RoutedExpertPasses(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(engine_->decoder->routed_expert_passes()));
   }
   // Tensors of the checkpoint the model does not read (extra buffers such as position_ids), sorted.
   Napi::Value UnreadTensors(const Napi::CallbackInfo& info) {

@@ -329,9 +329,11 @@ void Decoder::feed_forward(const Layer& layer, int64_t rows) {
   // Routed experts in index order, then the shared ones: every row sums its experts in the same
   // order whatever else is in the batch.
   const Int8Layer* int8 = int8_layers_.empty() ? nullptr : &int8_layers_[&layer - layers_.data()];
-  for (int64_t e = 0; e < E; ++e)
-    if (!rows_of_expert_[e].empty())
-      tasks_.push_back({&layer.experts[e], dims_.moe_intermediate, &rows_of_expert_[e], int8 ? &int8->experts[e] : nullptr});
+  for (int64_t e = 0; e < E; ++e) {
+    if (rows_of_expert_[e].empty()) continue;
+    tasks_.push_back({&layer.experts[e], dims_.moe_intermediate, &rows_of_expert_[e], int8 ? &int8->experts[e] : nullptr});
+    ++routed_expert_passes_;
+  }
   if (dims_.n_shared > 0)
     tasks_.push_back({&layer.shared, dims_.n_shared * dims_.moe_intermediate, &all_rows_, int8 ? &int8->shared : nullptr});
   run_experts();

@@ -89,6 +89,9 @@ class Decoder {
   // Bytes of the int8 copies made at load (0 unquantised): process memory, while the BF16 pages
   // they replace are released from it.
   size_t quantized_bytes() const;
+  // Routed experts run so far, summed over MoE layers and forward calls: each distinct expert a
+  // layer's batch selects counts once (the bench derives the bytes a decode step reads from it).
+  uint64_t routed_expert_passes() const { return routed_expert_passes_; }
 
   // Runs every entry's new tokens through the model, appending to its cache. For each entry's last
   // token, best[b] is the argmax of its logits over the ids not banned (lowest id on ties; 0 when
@@ -141,6 +144,7 @@ class Decoder {
   const bf16_t* final_norm_ = nullptr;
   const bf16_t* lm_head_ = nullptr;  // [vocab, hidden]
   std::vector<Layer> layers_;
+  uint64_t routed_expert_passes_ = 0;
   std::vector<Int8Layer> int8_layers_;  // [layers] with --quantize int8, else empty
   Int8Matrix int8_head_;                // [vocab, hidden] with --quantize int8
 

@@ -78,6 +78,7 @@ interface NativeModelHandle {
   readonly weightBytes: number;
   readonly convertedBytes: number;
   readonly quantizedBytes: number;
+  readonly routedExpertPasses: number;
   readonly unreadTensors: string[];
 }
 
@@ -196,6 +197,11 @@ export class NativeModel {
   /** Bytes of the int8 experts and head made at load (--quantize int8), in place of their released BF16 pages. */
   get quantizedBytes(): number {
     return this.handle.quantizedBytes;
+  }
+
+  /** Routed experts the CPU decoder has run: per MoE layer and forward call, each distinct expert its batch selected. */
+  get routedExpertPasses(): number {
+    return this.handle.routedExpertPasses;
   }
 
   /** Tensors of the checkpoint the model never reads (extra buffers such as position_ids), sorted. */
