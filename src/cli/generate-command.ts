@@ -62,7 +62,8 @@ export async function runGenerateCommand(args: string[]): Promise<number> {
   process.stderr.write(
     `${decoder.config.variant} ${model.synthetic ? '(synthetic) ' : ''}| prompt ${result.promptTokens} tokens | ` +
       `generated ${result.ids.length} (${result.finish}) | ${(result.ids.length / seconds).toFixed(1)} tokens/s | ` +
-      `${decoder.backend}${decoder.device.backend === 'cpu' ? ` × ${decoder.threads} threads` : ''}\n`,
+      `${decoder.backend}${decoder.device.backend === 'cpu' ? ` × ${decoder.threads} threads` : ''}` +
+      `${decoder.quantize === 'int8' ? ' | int8 experts and lm_head' : ''}\n`,
   );
   return 0;
 }
