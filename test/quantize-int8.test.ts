@@ -45,6 +45,7 @@ describe('--quantize int8', () => {
     const dir = await tinyCheckpoint('v1');
     const [int8, exact] = await Promise.all([NativeModel.load(dir, { quantize: 'int8' }), NativeModel.load(dir)]);
     assert.equal(int8.quantize, 'int8');
+    assert.equal(int8.backend, `${exact.backend}+int8`, 'results, status and metrics name the int8 engine');
     assert.equal(int8.quantizedBytes, expectedInt8Bytes(int8.config.decoder));
     assert.equal(exact.quantizedBytes, 0);
     const prefill = async (model: NativeModel) => {

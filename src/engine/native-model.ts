@@ -171,9 +171,10 @@ export class NativeModel {
     return new NativeModel(config, vision, handle, device, gpu, quantize);
   }
 
-  /** What results, status and metrics name the engine by: `cpu-<kernel set>` or `vulkan:<device name>`. */
+  /** What results, status and metrics name the engine by: `cpu-<kernel set>` or `vulkan:<device name>`, `+int8` when quantised. */
   get backend(): string {
-    return deviceLabel(this.device, this.handle.kernels);
+    const quantized = this.quantize === 'int8' ? '+int8' : '';
+    return `${deviceLabel(this.device, this.handle.kernels)}${quantized}`;
   }
 
   get kernels(): string {
