@@ -22,6 +22,12 @@
       "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma"]
     },
     {
+      "target_name": "kernels_avx512vnni",
+      "type": "static_library",
+      "sources": ["native/src/quant_avx512vnni.cc"],
+      "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mavx512vnni"]
+    },
+    {
       "target_name": "kernels_avx512bf16",
       "type": "static_library",
       "sources": ["native/src/kernels_avx512bf16.cc"],
@@ -29,7 +35,7 @@
     },
     {
       "target_name": "scriptorium_native",
-      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512bf16"],
+      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"],
       "sources": [
         "native/src/addon.cc",
         "native/src/json.cc",

@@ -21,6 +21,8 @@ bool has_avx512() {
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 }
 
+bool has_avx512vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnni"); }
+
 }  // namespace
 
 Int8Weights Int8Matrix::view() const {
@@ -61,6 +63,7 @@ Int8Matrix quantize_int8(ThreadPool& pool, const bf16_t* W, int64_t rows, int64_
 const QuantKernelSet* quant_kernels_by_name(const char* name) {
   if (name == nullptr) return nullptr;
   __builtin_cpu_init();
+  if (std::strcmp(name, "avx512vnni") == 0) return has_avx512vnni() ? &quant_avx512vnni() : nullptr;
   if (std::strcmp(name, "avx512") == 0) return has_avx512() ? &quant_avx512() : nullptr;
   if (std::strcmp(name, "avx2") == 0) return has_avx2() ? &quant_avx2() : nullptr;
   if (std::strcmp(name, "scalar") == 0) return &quant_scalar();
@@ -70,8 +73,9 @@ const QuantKernelSet* quant_kernels_by_name(const char* name) {
 const QuantKernelSet& active_quant_kernels() {
   static const QuantKernelSet& set = []() -> const QuantKernelSet& {
     const std::string bf16_set = active_kernels().name;
-    const char* name = bf16_set.rfind("avx512", 0) == 0 ? "avx512" : bf16_set == "avx2" ? "avx2" : "scalar";
+    const char* name = bf16_set.rfind("avx512", 0) == 0 ? "avx512vnni" : bf16_set == "avx2" ? "avx2" : "scalar";
     const QuantKernelSet* named = quant_kernels_by_name(name);
+    if (named == nullptr && std::strcmp(name, "avx512vnni") == 0) named = quant_kernels_by_name("avx512");
     return named != nullptr ? *named : quant_scalar();
   }();
   return set;

@@ -40,7 +40,10 @@ struct Int8Matrix {
 Int8Matrix quantize_int8(ThreadPool& pool, const bf16_t* W, int64_t rows, int64_t cols, int64_t group);
 
 struct QuantKernelSet {
-  const char* name;  // "avx512", "avx2", "scalar"
+  const char* name;  // "avx512vnni", "avx512", "avx2", "scalar"
+  // 0: activations stay F32 (only the weights are rounded); 16: each activation row is rounded to
+  // int16 per weight group (scale = max|x| / 32767), which adds at most max|x| / 65534 per value.
+  int activation_bits;
 
   // Y[m, n] = sum_k X[m, k] * (q[n, k] * scale[n, k / group]) for m in [0, M), n in [n0, n1):
   //   X[M, K] f32 (row stride ldx), W as Int8Weights, Y[M, N] f32 (row stride ldy). Overwrites Y.
@@ -53,9 +56,10 @@ struct QuantKernelSet {
 const QuantKernelSet& quant_scalar();
 const QuantKernelSet& quant_avx2();
 const QuantKernelSet& quant_avx512();
+const QuantKernelSet& quant_avx512vnni();
 
 // The set matching active_kernels(): SCRIPTORIUM_KERNELS=scalar forces the scalar one, avx2 the
-// AVX2 one, and the AVX-512 sets the AVX-512 one.
+// AVX2 one, and the AVX-512 sets the AVX-512 VNNI one where the CPU has it, else the AVX-512 one.
 const QuantKernelSet& active_quant_kernels();
 // A named set, or nullptr when the CPU cannot run it or the name is unknown.
 const QuantKernelSet* quant_kernels_by_name(const char* name);
