@@ -233,6 +233,16 @@ void test_group_accuracy() {
       if (rel < previous) return "a larger group was more accurate: " + line;
       if (group == kInt8Group && !(rel < 1.5e-2)) return "the engine's group size errs above 1.5e-2: " + line;
       previous = rel;
+      // Rounding the activations to int16 (VNNI) must not add measurably to the weights' error.
+      const QuantKernelSet* vnni = quant_kernels_by_name("avx512vnni");
+      if (group == kInt8Group && vnni != nullptr) {
+        vnni->gemm_int8(X.data(), K, q.view(), Y.data(), N, M, 0, N);
+        double vnni_err = 0;
+        for (int64_t i = 0; i < M * N; ++i) vnni_err += (Y[i] - exact[i]) * (Y[i] - exact[i]);
+        const double vnni_rel = std::sqrt(vnni_err / norm);
+        line += fmt("(avx512vnni %.4e against %.4e)  ", vnni_rel, rel);
+        if (!(std::fabs(vnni_rel - rel) <= 1e-3 * rel)) return "int16 activations moved the error: " + line;
+      }
     }
     std::printf("      relative RMS error of the product: %s\n", line.c_str());
     return "";
