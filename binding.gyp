@@ -89,13 +89,16 @@
     },
     {
       "target_name": "scriptorium_probes",
-      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512bf16"],
+      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"],
       "sources": [
         "native/probes/probes_addon.cc",
         "native/probes/ceilings.cc",
+        "native/probes/int8_products.cc",
         "native/src/thread_pool.cc",
         "native/src/kernels_scalar.cc",
-        "native/src/kernels_dispatch.cc"
+        "native/src/kernels_dispatch.cc",
+        "native/src/quant_int8.cc",
+        "native/src/quant_scalar.cc"
       ],
       "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
       "libraries": ["-lpthread"]

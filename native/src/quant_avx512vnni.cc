@@ -49,7 +49,7 @@ float quantize_group(const float* x, int64_t k0, int64_t k1, int16_t* xq) {
 /* Y[MR, NR] = Xq[MR,K] @ q[NR,K]^T, each (row, column) summed in the same order whatever the tile */
 template <int MR, int NR>
 void tile(const int16_t* Xq, const float* XS, const int8_t* W, const float* S, const Int8Weights& w8, float* Y,
-          int64_t ldy) {
+          int64_t ldy, bool prefetch) {
   const int64_t K = w8.K;
   __m512 acc[MR][NR];
   #pragma GCC unroll 8
@@ -66,7 +66,10 @@ void tile(const int16_t* Xq, const float* XS, const int8_t* W, const float* S, c
         #pragma GCC unroll 8
         for (int j = 0; j < NR; ++j) dot[i][j] = _mm512_setzero_si512();
       for (int64_t k = s0; k < s1; k += 32) {
-        const __mmask32 m = mask32(s1 - k);
+        const __mmask32 m = mask32(s1 - k);  // all ones but in a group's last short step
+        if (prefetch && k % 64 == 0)  // the next tile's weight rows, one 64-byte line each
+          #pragma GCC unroll 8
+          for (int j = 0; j < NR; ++j) _mm_prefetch(reinterpret_cast<const char*>(W + (NR + j) * K + k), _MM_HINT_T0);
         __m512i w[NR];
         #pragma GCC unroll 8
         for (int j = 0; j < NR; ++j) w[j] = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, W + j * K + k));
@@ -92,7 +95,7 @@ void tile(const int16_t* Xq, const float* XS, const int8_t* W, const float* S, c
 }
 
 using TileFn = void (*)(const int16_t*, const float*, const int8_t*, const float*, const Int8Weights&, float*,
-                        int64_t);
+                        int64_t, bool);
 
 // kTiles[MR - 1][NR - 1]: 2 * MR * NR accumulators and NR weight vectors fit the 32 registers.
 constexpr TileFn kTiles[4][8] = {
@@ -123,7 +126,7 @@ void gemm_int8(const float* X, int64_t ldx, const Int8Weights& W, float* Y, int6
         for (int64_t j = c0; j < c1; j += kTileColumns[mr - 1]) {
           const int64_t nr = min64(kTileColumns[mr - 1], c1 - j);
           kTiles[mr - 1][nr - 1](Xq + i0 * K, XS + i0 * W.groups, W.q + j * K, W.scales + j * W.groups, W,
-                                 Y + (r0 + i0) * ldy + j, ldy);
+                                 Y + (r0 + i0) * ldy + j, ldy, i0 == 0);
         }
       }
     }
