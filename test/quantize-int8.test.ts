@@ -7,6 +7,7 @@ import { describe, test } from 'node:test';
 
 import type { DecoderDims } from '../src/engine/model-config.js';
 import { NativeModel } from '../src/engine/native-model.js';
+import { measureInt8Products } from '../bench/native-probes.js';
 import { quantizeOption } from '../src/cli/quantize-option.js';
 import { ReferenceDecoder } from './reference/reference-decoder.js';
 import { compareDecoding, describeComparison, maxAbs, maxAbsDiff, type ComparisonBounds } from './support/compare-with-reference.js';
@@ -76,5 +77,17 @@ describe('--quantize int8', () => {
     assert.equal(quantizeOption('int8', 'usage'), 'int8');
     assert.equal(quantizeOption('none', 'usage'), 'none');
     assert.throws(() => quantizeOption('int4', 'usage'), { name: 'UsageError', message: /--quantize must be one of none, int8, got 'int4'/ });
+  });
+});
+
+describe('measureInt8Products', () => {
+  test('measures each int8 kernel set the CPU has at batch 1 and 8, and rejects options it cannot use', async () => {
+    const speeds = await measureInt8Products({ threads: 2, weightBytes: 4 << 20, passes: 1 });
+    const sets = [...new Set(speeds.map((s) => s.kernels))];
+    assert.ok(sets.every((k) => ['avx512vnni', 'avx512', 'avx2'].includes(k)), sets.join());
+    for (const k of sets) assert.deepEqual(speeds.filter((s) => s.kernels === k).map((s) => s.batch), [1, 8]);
+    for (const s of speeds) assert.ok(s.weightGBps > 0, `${s.kernels} ${s.batch}: ${s.weightGBps}`);
+    assert.throws(() => measureInt8Products({ passes: 0 }), /passes must be an integer between 1 and 1000/);
+    assert.throws(() => measureInt8Products({ cols: 16 }), /cols must be between 64 and 65536/);
   });
 });
