@@ -42,7 +42,7 @@ Int8Matrix quantize_int8(ThreadPool& pool, const bf16_t* W, int64_t rows, int64_
 struct QuantKernelSet {
   const char* name;  // "avx512vnni", "avx512", "avx2", "scalar"
   // 0: activations stay F32 (only the weights are rounded); 16: each activation row is rounded to
-  // int16 per weight group (scale = max|x| / 32767), which adds at most max|x| / 65534 per value.
+  // int16 (one scale per row, max|x| / 32767), which adds at most max|x| / 65534 per value.
   int activation_bits;
 
   // Y[m, n] = sum_k X[m, k] * (q[n, k] * scale[n, k / group]) for m in [0, M), n in [n0, n1):
