@@ -31,15 +31,21 @@ constexpr int64_t kColumnBlock = 24;  // weight rows kept in L1/L2 while every r
 inline __mmask32 mask32(int64_t n) { return n >= 32 ? ~__mmask32(0) : static_cast<__mmask32>((1u << n) - 1u); }
 inline __mmask16 mask16(int64_t n) { return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u); }
 
-// One row: xq[0:K] = round(x / scale), returns scale (0 for an all-zero row).
+// One row: xq[0:K] = round(x / scale), returns scale (0 for an all-zero row; NaN for a row holding
+// a NaN or an infinity, so that its products are NaN as with F32 activations).
 float quantize_row(const float* x, int64_t K, int16_t* xq) {
   const int64_t k0 = 0, k1 = K;
   __m512 top = _mm512_setzero_ps();
-  for (int64_t k = k0; k < k1; k += 16)
-    top = _mm512_max_ps(top, _mm512_abs_ps(_mm512_maskz_loadu_ps(mask16(k1 - k), x + k)));
+  __mmask16 nan = 0;
+  for (int64_t k = k0; k < k1; k += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(mask16(k1 - k), x + k);
+    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    top = _mm512_max_ps(top, _mm512_abs_ps(v));
+  }
   const float amax = _mm512_reduce_max_ps(top);
-  const float scale = amax / 32767.f;
-  const __m512 inverse = _mm512_set1_ps(amax > 0.f ? 32767.f / amax : 0.f);
+  const bool finite = nan == 0 && amax <= 3.40282347e38f;
+  const float scale = finite ? amax / 32767.f : __builtin_nanf("");
+  const __m512 inverse = _mm512_set1_ps(finite && amax > 0.f ? 32767.f / amax : 0.f);
   for (int64_t k = k0; k < k1; k += 16) {
     const __mmask16 m = mask16(k1 - k);
     const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + k), inverse));

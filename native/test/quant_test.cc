@@ -167,6 +167,28 @@ void test_set(const QuantKernelSet& set, const std::vector<Case>& cases) {
   });
 }
 
+// A NaN or an infinity in a row makes that row's products NaN or infinite, never finite, and
+// leaves the other rows as they were.
+void test_non_finite(const QuantKernelSet& set, const std::vector<Case>& cases) {
+  run(std::string(set.name) + "/gemm_int8_non_finite_rows", [&]() -> std::string {
+    for (const Case& c : cases) {
+      if (c.M != 3 || c.N != 7 || c.K < 17) continue;
+      std::vector<float> want(c.M * c.N), got(c.M * c.N);
+      set.gemm_int8(c.X.data(), c.ldx, c.W.view(), want.data(), c.N, c.M, 0, c.N);
+      for (float bad : {NAN, INFINITY}) {
+        std::vector<float> X = c.X;
+        X[1 * c.ldx + 9] = bad;
+        set.gemm_int8(X.data(), c.ldx, c.W.view(), got.data(), c.N, c.M, 0, c.N);
+        for (int64_t n = 0; n < c.N; ++n) {
+          if (std::isfinite(got[1 * c.N + n])) return fmt("K=%g: a row with %g gave a finite product", c.K, bad);
+          if (got[n] != want[n] || got[2 * c.N + n] != want[2 * c.N + n]) return fmt("K=%g: %g changed another row", c.K, bad);
+        }
+      }
+    }
+    return "";
+  });
+}
+
 void test_group_driver(const std::vector<Case>& cases) {
   run("matmul_int8_group/threads_1_2_3", [&]() -> std::string {
     const QuantKernelSet& set = active_quant_kernels();
@@ -257,6 +279,7 @@ int main() {
       continue;
     }
     test_set(*set, cases);
+    test_non_finite(*set, cases);
   }
   test_group_driver(cases);
   test_group_accuracy();
