@@ -12,14 +12,20 @@
     {
       "target_name": "kernels_avx2",
       "type": "static_library",
-      "sources": ["native/src/kernels_avx2.cc"],
+      "sources": ["native/src/kernels_avx2.cc", "native/src/quant_avx2.cc"],
       "cflags_cc": ["-mavx2", "-mfma", "-mf16c"]
     },
     {
       "target_name": "kernels_avx512",
       "type": "static_library",
-      "sources": ["native/src/kernels_avx512.cc"],
+      "sources": ["native/src/kernels_avx512.cc", "native/src/quant_avx512.cc"],
       "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma"]
+    },
+    {
+      "target_name": "kernels_avx512vnni",
+      "type": "static_library",
+      "sources": ["native/src/quant_avx512vnni.cc"],
+      "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mavx512vnni"]
     },
     {
       "target_name": "kernels_avx512bf16",
@@ -29,7 +35,7 @@
     },
     {
       "target_name": "scriptorium_native",
-      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512bf16"],
+      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"],
       "sources": [
         "native/src/addon.cc",
         "native/src/json.cc",
@@ -40,6 +46,8 @@
         "native/src/ops.cc",
         "native/src/attention.cc",
         "native/src/decoder.cc",
+        "native/src/quant_int8.cc",
+        "native/src/quant_scalar.cc",
         "native/src/addon_forward.cc",
         "native/src/vision_ops.cc",
         "native/src/sam_encoder.cc",
@@ -81,13 +89,16 @@
     },
     {
       "target_name": "scriptorium_probes",
-      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512bf16"],
+      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"],
       "sources": [
         "native/probes/probes_addon.cc",
         "native/probes/ceilings.cc",
+        "native/probes/int8_products.cc",
         "native/src/thread_pool.cc",
         "native/src/kernels_scalar.cc",
-        "native/src/kernels_dispatch.cc"
+        "native/src/kernels_dispatch.cc",
+        "native/src/quant_int8.cc",
+        "native/src/quant_scalar.cc"
       ],
       "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
       "libraries": ["-lpthread"],

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { UsageError } from '../src/cli/usage.js';
 import { resolveDevice } from '../src/engine/compute-device.js';
 import type { Variant } from '../src/engine/model-config.js';
+import { QUANTIZE_CHOICES } from '../src/engine/native-model.js';
 import { parseBenchArgs, USAGE, type BenchOptions } from './bench-options.js';
 import { benchCheckpoint } from './checkpoints.js';
 import { kvCacheText, summariseKvCache, type KvCacheSummary } from './kv-cache-report.js';
@@ -45,7 +46,8 @@ interface BenchResults {
   /** With --device gpu: the device's ceilings, which the decoder's figures are ratios to. */
   gpuCeilings?: GpuCeilings;
   pages: PageSummary[];
-  batch?: BatchSummary;
+  /** Batched decode with the checkpoint's BF16 experts, then with --quantize int8. */
+  batch: BatchSummary[];
   latency: LatencySummary[];
   latencyPlot?: string;
   kvCache: KvCacheSummary[];
@@ -93,6 +95,7 @@ async function main(args: string[]): Promise<number> {
     options: { ...options, parts: [...parts], cases: options.cases.map((c) => c.id) },
     ceilings: await measureCeilings({ threads: options.threads, ...options.ceilings }),
     pages: [],
+    batch: [],
     latency: [],
     kvCache: [],
     accuracy: [],
@@ -139,17 +142,20 @@ async function main(args: string[]): Promise<number> {
   }
 
   if (parts.has('batch')) {
-    progress(`batched decode on ${BATCH_VARIANT}`);
-    const answer = await runMeasureProcess({
-      part: 'batch',
-      ...settings(await checkpoint(BATCH_VARIANT)),
-      batches: device.backend === 'vulkan' ? GPU_BATCH_SIZES : BATCH_SIZES,
-      prefixTokens: BATCH_PREFIX_TOKENS,
-      steps: options.batchSteps,
-    });
-    results.batch = summariseBatch(answer, decoderCeilings);
-    await save();
-    print(batchText(results.batch));
+    for (const quantize of QUANTIZE_CHOICES) {
+      progress(`batched decode on ${BATCH_VARIANT}, quantize ${quantize}`);
+      const answer = await runMeasureProcess({
+        part: 'batch',
+        ...settings(await checkpoint(BATCH_VARIANT)),
+        quantize,
+        batches: device.backend === 'vulkan' ? GPU_BATCH_SIZES : BATCH_SIZES,
+        prefixTokens: BATCH_PREFIX_TOKENS,
+        steps: options.batchSteps,
+      });
+      results.batch.push(summariseBatch(answer, decoderCeilings));
+      await save();
+      print(batchText(results.batch[results.batch.length - 1]));
+    }
   }
 
   if (parts.has('latency')) {

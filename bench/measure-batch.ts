@@ -1,18 +1,22 @@
 // Batched decode in this process: for each batch size B, B sequences get the same-length prefix of
 // seeded random ids in one batched prefill, then advance together, one greedy token each per forward
-// call. Only the forward calls of the decode steps are timed.
+// call. Only the forward calls of the decode steps are timed; the engine counts the routed experts
+// they run, which gives the bytes they read.
 import { NativeModel } from '../src/engine/native-model.js';
 import { randomIds, warmUpDecoder } from './decoder-warm-up.js';
 import { peakRssBytes, type BatchAnswer, type BatchJob } from './measure-jobs.js';
 import { decodeRunBytes, KV_ELEMENT_BYTES } from './work-counts.js';
 
 export async function measureBatch(job: BatchJob, progress: (line: string) => void): Promise<BatchAnswer> {
-  const model = await NativeModel.load(job.modelDir, { threads: job.threads, device: job.device, precision: job.precision });
+  const model = await NativeModel.load(job.modelDir, { threads: job.threads, device: job.device, precision: job.precision, quantize: job.quantize });
+  const d = model.config.decoder;
+  const moeLayers = Array.from({ length: d.layers }, (_, l) => d.routedExperts > 0 && l >= d.firstDenseLayers && l % d.moeLayerFreq === 0).filter(Boolean).length;
   progress('warming up the decoder');
   await warmUpDecoder(model);
   const rows: BatchAnswer['rows'] = [];
   for (const batch of job.batches) {
     const ms: number[] = [];
+    let passes = 0;
     for (let run = 1; run <= job.runs; run++) {
       progress(`batch ${batch}, run ${run}/${job.runs}: prefill ${batch}×${job.prefixTokens} tokens, then ${job.steps} steps`);
       const sequences = Array.from({ length: batch }, () => model.createSequence());
@@ -21,6 +25,7 @@ export async function measureBatch(job: BatchJob, progress: (line: string) => vo
           sequences.map((sequence, i) => ({ sequence, ids: randomIds(job.prefixTokens, i + 1), logits: false })),
         );
         let elapsed = 0;
+        const passesBefore = model.routedExpertPasses;
         for (let step = 0; step < job.steps; step++) {
           const next = outputs.map((output) => output.best);
           const started = performance.now();
@@ -28,11 +33,14 @@ export async function measureBatch(job: BatchJob, progress: (line: string) => vo
           elapsed += performance.now() - started;
         }
         ms.push(elapsed);
+        passes += model.routedExpertPasses - passesBefore;
       } finally {
         for (const sequence of sequences) sequence.release();
       }
     }
-    rows.push({ batch, ms, bytes: decodeRunBytes(model.config.decoder, batch, job.prefixTokens, job.steps, KV_ELEMENT_BYTES[model.kvCache]) });
+    const distinctExperts = passes / (job.runs * job.steps * moeLayers);
+    const bytes = decodeRunBytes(d, batch, job.prefixTokens, job.steps, { quantize: job.quantize, distinctExperts, kvElementBytes: KV_ELEMENT_BYTES[model.kvCache] });
+    rows.push({ batch, ms, distinctExperts, bytes, peakRssBytes: peakRssBytes() });
   }
-  return { variant: model.config.variant, prefixTokens: job.prefixTokens, steps: job.steps, rows, peakRssBytes: peakRssBytes() };
+  return { variant: model.config.variant, quantize: job.quantize, prefixTokens: job.prefixTokens, steps: job.steps, rows, peakRssBytes: peakRssBytes() };
 }

@@ -4,7 +4,7 @@
 // takes medians and ratios to the ceilings.
 import type { DeviceSpec } from '../src/engine/compute-device.js';
 import type { Variant } from '../src/engine/model-config.js';
-import type { KvCacheDtype } from '../src/engine/native-model.js';
+import type { KvCacheDtype, WeightQuantization } from '../src/engine/native-model.js';
 import type { Precision } from '../src/engine/precision.js';
 import type { Flops } from './work-counts.js';
 
@@ -30,6 +30,7 @@ export interface PageJob extends JobSettings {
 /** Decode steps of `batch` sequences together, for each batch size. */
 export interface BatchJob extends JobSettings {
   part: 'batch';
+  quantize: WeightQuantization;
   batches: number[];
   prefixTokens: number;
   steps: number;
@@ -85,10 +86,14 @@ export interface PageAnswer {
 
 export interface BatchAnswer {
   variant: Variant;
+  quantize: WeightQuantization;
   prefixTokens: number;
   steps: number;
-  /** Per batch size: the forward time of all steps, per run, and the bytes those steps read. */
-  rows: { batch: number; ms: number[]; bytes: number }[];
+  /**
+   * Per batch size: the forward time of all steps, per run; the distinct routed experts a MoE layer
+   * ran per step (measured) and the bytes the steps read with them; peak RSS once it was measured.
+   */
+  rows: { batch: number; ms: number[]; distinctExperts: number; bytes: number; peakRssBytes: number }[];
   peakRssBytes: number;
 }
 

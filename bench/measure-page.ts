@@ -57,7 +57,7 @@ export async function measurePage(job: PageJob, progress: (line: string) => void
       encoder: addFlops(...stages.map((s) => s.encoder)),
       projector: addFlops(...stages.map((s) => s.projector)),
       prefill: job.decode ? prefillFlops(model.config.decoder, promptTokens) : NO_FLOPS,
-      decodeBytes: job.decode ? decodeRunBytes(model.config.decoder, 1, promptTokens, job.decodeTokens - 1, KV_ELEMENT_BYTES[model.kvCache]) : 0,
+      decodeBytes: job.decode ? decodeRunBytes(model.config.decoder, 1, promptTokens, job.decodeTokens - 1, { kvElementBytes: KV_ELEMENT_BYTES[model.kvCache] }) : 0,
     },
     encode: [],
     prefillMs: [],

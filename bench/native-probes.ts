@@ -57,9 +57,26 @@ export interface GpuCeilings {
   matmul: { path: string; gflops: number }[];
 }
 
+/** Options of the int8 product probe; defaults: every hardware thread, 256 MiB of int8, K 1280, 5 passes. */
+export interface Int8ProductOptions {
+  threads?: number;
+  weightBytes?: number;
+  cols?: number;
+  passes?: number;
+}
+
+/** One int8 kernel set streaming one matrix far larger than the caches (native/probes/int8_products.h). */
+export interface Int8ProductSpeed {
+  kernels: string;
+  batch: number;
+  /** 1e9 bytes/s of int8 weights and their scales, best pass. */
+  weightGBps: number;
+}
+
 interface ProbesBinding {
   measureCeilings(options?: CeilingOptions): Promise<MachineCeilings>;
   measureGpuCeilings(options?: GpuCeilingOptions): Promise<GpuCeilings>;
+  measureInt8Products(options: Int8ProductOptions): Promise<Int8ProductSpeed[]>;
 }
 
 const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -75,6 +92,11 @@ function probes(): ProbesBinding {
     }
   }
   return binding;
+}
+
+/** Every int8 kernel set the CPU has, at batch 1 and 8, on native threads. */
+export function measureInt8Products(options: Int8ProductOptions = {}): Promise<Int8ProductSpeed[]> {
+  return probes().measureInt8Products(options);
 }
 
 /** Measures the ceilings on native threads; rejects options it cannot measure with (synchronously). */

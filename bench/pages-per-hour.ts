@@ -2,8 +2,9 @@
 // (preprocess + vision encode) and then decoded in a ContinuousBatch, all pages concurrently, the way
 // the page worker runs them. Random weights give random text, so every page generates exactly
 // --tokens tokens (no EOS stop). Outside `npm run bench` because it takes minutes per batch size:
-//   node dist/bench/pages-per-hour.js --model DIR [--pages 20] [--batch 1,8] [--tokens 400]
+//   node dist/bench/pages-per-hour.js --model DIR [--pages 20] [--batch 1,8] [--tokens 400] [--precision P] [--quantize int8]
 import { defineCommand, type CommandLine } from '../src/cli/command-line.js';
+import { ENGINE_OPTIONS, engineChoices } from '../src/cli/engine-options.js';
 import { integer, integers, text } from '../src/cli/options.js';
 import { exitWith, runCommandLine } from '../src/cli/usage.js';
 import { ContinuousBatch } from '../src/engine/generate.js';
@@ -12,7 +13,7 @@ import { generationDefaults } from '../src/engine/prompts.js';
 import { warmUpDecoder } from './decoder-warm-up.js';
 import { syntheticPage } from './page-cases.js';
 
-const USAGE = `Usage: node dist/bench/pages-per-hour.js --model DIR [--pages N] [--batch B1,B2,...] [--tokens T]
+const USAGE = `Usage: node dist/bench/pages-per-hour.js --model DIR [--pages N] [--batch B1,B2,...] [--tokens T] [--device D] [--precision P] [--quantize none|int8]
 
 Reads N synthetic A4 pages (base mode) at each batch size and prints pages/hour.`;
 
@@ -23,15 +24,16 @@ const OPTIONS = {
   pages: integer({ min: 1 }).default(20),
   batch: integers({ min: 1 }).default([1, 8]),
   tokens: integer({ min: 1 }).default(400),
+  ...ENGINE_OPTIONS,
 };
 
 async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<number> {
   const { pages, tokens, batch: batches } = values;
-  const engine = await OcrEngine.load(values.model);
+  const engine = await OcrEngine.load(values.model, engineChoices(values));
   await warmUpDecoder(engine.model);
   await engine.prepare([syntheticPage(A4_150_DPI, 0)], 'markdown', 'base');  // untimed: vision weights into memory
   const { noRepeatNgram } = generationDefaults(engine.variant, 'markdown');
-  process.stdout.write(`${engine.variant}, ${engine.model.kernels} × ${engine.model.threads} threads, ${pages} pages, ${tokens} tokens each\n`);
+  process.stdout.write(`${engine.variant}, ${engine.model.kernels} × ${engine.model.threads} threads, quantize ${engine.model.quantize}, ${pages} pages, ${tokens} tokens each\n`);
   process.stdout.write('batch  seconds  pages/hour  generated tok/s\n');
   for (const batch of batches) {
     const decoding = new ContinuousBatch(engine.model, batch);

@@ -88,16 +88,18 @@ export function decoderText(pages: readonly PageSummary[]): string {
 
 export function batchText(b: BatchSummary): string {
   return [
-    `Batched decode (${b.variant}, ${b.prefixTokens}-token prefixes, ${b.steps} steps; peak RSS ${gb(b.peakRssBytes)})`,
+    `Batched decode (${b.variant}, quantize ${b.quantize}, ${b.prefixTokens}-token prefixes, ${b.steps} steps; peak RSS ${gb(b.peakRssBytes)})`,
     formatTable(
-      ['batch', 'tok/s', 'ms/step', 'read/step', '% of bandwidth', 'tok/s at bandwidth'],
+      ['batch', 'tok/s', 'ms/step', 'experts/layer', 'read/step', '% of bandwidth', 'tok/s at bandwidth', 'peak RSS'],
       b.rows.map((r) => [
         String(r.batch),
         fixed(r.tokensPerSecond),
         fixed(r.msPerStep),
+        fixed(r.distinctExperts),
         gb(r.bytesPerStep),
         percent(r.efficiency),
         fixed(r.ceilingTokensPerSecond),
+        gb(r.peakRssBytes),
       ]),
     ),
   ].join('\n');

@@ -96,10 +96,15 @@ export function summarisePage(answer: PageAnswer, ceilings: MachineCeilings, dec
 
 export interface BatchSummary {
   variant: string;
+  quantize: string;
   prefixTokens: number;
   steps: number;
   rows: {
     batch: number;
+    /** Distinct routed experts per MoE layer and step, measured. */
+    distinctExperts: number;
+    /** Peak resident memory of the measuring process up to and including this batch size. */
+    peakRssBytes: number;
     msPerStep: number;
     tokensPerSecond: number;
     bytesPerStep: number;
@@ -113,13 +118,16 @@ export interface BatchSummary {
 export function summariseBatch(answer: BatchAnswer, ceilings: MachineCeilings): BatchSummary {
   return {
     variant: answer.variant,
+    quantize: answer.quantize,
     prefixTokens: answer.prefixTokens,
     steps: answer.steps,
-    rows: answer.rows.map(({ batch, ms, bytes }) => {
+    rows: answer.rows.map(({ batch, ms, distinctExperts, bytes, peakRssBytes }) => {
       const total = median(ms);
       const bytesPerStep = bytes / answer.steps;
       return {
         batch,
+        distinctExperts,
+        peakRssBytes,
         msPerStep: total / answer.steps,
         tokensPerSecond: (batch * answer.steps) / (total / 1000),
         bytesPerStep,

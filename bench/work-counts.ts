@@ -6,7 +6,7 @@
 // gemm_bf16; activation-by-activation products (attention scores and values, SAM's relative
 // position terms, the MoE router) run on gemm_f32. Norms, activations and softmax are not counted.
 import type { DecoderDims } from '../src/engine/model-config.js';
-import type { KvCacheDtype } from '../src/engine/native-model.js';
+import type { KvCacheDtype, WeightQuantization } from '../src/engine/native-model.js';
 import type { ClipDims, Qwen2Dims, SamDims, VisionDims } from '../src/engine/vision-config.js';
 
 export interface Flops {
@@ -138,6 +138,18 @@ export function prefillFlops(d: DecoderDims, tokens: number, past = 0): Flops {
 
 const BF16_BYTES = 2;
 const F32_BYTES = 4;
+/** `--quantize int8`: one byte per weight plus an F32 scale per 64 (native kInt8Group). */
+const INT8_BYTES = 1 + F32_BYTES / 64;
+
+/** What a decode step's weight bytes depend on besides the dims and the batch. */
+export interface DecodeReadOptions {
+  /** int8: experts and lm_head held in 8 bits (default none: BF16). */
+  quantize?: WeightQuantization;
+  /** Distinct routed experts per MoE layer and step, as measured; default the uniform-routing expectation. */
+  distinctExperts?: number;
+  /** Bytes of one cached key or value element (default F32; KV_ELEMENT_BYTES.f16 for the half cache). */
+  kvElementBytes?: number;
+}
 
 /** Expected number of distinct experts `batch` tokens select when each picks `perToken` of `experts` uniformly. */
 export function expectedDistinctExperts(experts: number, perToken: number, batch: number): number {
@@ -147,25 +159,27 @@ export function expectedDistinctExperts(experts: number, perToken: number, batch
 /**
  * Weight bytes one decode step reads for `batch` sequences of one new token each: per layer the
  * attention projections and both norms, then the dense FFN or the MoE router (held in F32), the
- * shared experts and the routed experts selected (at batch > 1 the expected number of distinct
- * ones); then the final norm, lm_head and the new tokens' embedding rows.
+ * shared experts and the routed experts selected (at batch > 1 the distinct ones: measured, or
+ * their expected number); then the final norm, lm_head and the new tokens' embedding rows.
  */
-export function decodeWeightBytes(d: DecoderDims, batch: number): number {
+export function decodeWeightBytes(d: DecoderDims, batch: number, options: DecodeReadOptions = {}): number {
   const H = d.hidden;
   const qWidth = d.heads * d.headDim;
   const kvWidth = d.kvHeads * d.headDim;
-  const expert = 3 * H * d.moeIntermediate * BF16_BYTES;
+  const quantizedBytes = options.quantize === 'int8' ? INT8_BYTES : BF16_BYTES;
+  const expert = 3 * H * d.moeIntermediate * quantizedBytes;
+  const distinct = options.distinctExperts ?? expectedDistinctExperts(d.routedExperts, d.expertsPerToken, batch);
   let bytes = 0;
   for (let layer = 0; layer < d.layers; layer++) {
     bytes += (2 * H * qWidth + 2 * H * kvWidth + 2 * H) * BF16_BYTES;
     if (isMoeLayer(d, layer)) {
       bytes += d.routedExperts * H * F32_BYTES;
-      bytes += expert * (expectedDistinctExperts(d.routedExperts, d.expertsPerToken, batch) + d.sharedExperts);
+      bytes += expert * (distinct + d.sharedExperts);
     } else {
       bytes += 3 * H * d.intermediate * BF16_BYTES;
     }
   }
-  return bytes + (H + d.vocab * H + batch * H) * BF16_BYTES;
+  return bytes + (H + batch * H) * BF16_BYTES + d.vocab * H * quantizedBytes;
 }
 
 /**
@@ -193,8 +207,8 @@ export function kvReadBytes(d: DecoderDims, prefix: number, pos: number, element
  * Bytes read by `steps` decode steps of `batch` sequences that each hold `prefix` prompt tokens and
  * feed their first generated token at position `prefix`, the next at prefix + 1, and so on.
  */
-export function decodeRunBytes(d: DecoderDims, batch: number, prefix: number, steps: number, elementBytes = F32_BYTES): number {
-  let bytes = steps * decodeWeightBytes(d, batch);
-  for (let step = 0; step < steps; step++) bytes += batch * kvReadBytes(d, prefix, prefix + step, elementBytes);
+export function decodeRunBytes(d: DecoderDims, batch: number, prefix: number, steps: number, options: DecodeReadOptions = {}): number {
+  let bytes = steps * decodeWeightBytes(d, batch, options);
+  for (let step = 0; step < steps; step++) bytes += batch * kvReadBytes(d, prefix, prefix + step, options.kvElementBytes);
   return bytes;
 }

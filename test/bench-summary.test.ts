@@ -87,11 +87,20 @@ describe('ratios to the ceilings', () => {
 
   test('batched decode: tokens are batch × steps, the ceiling is the batch at one step per bytes-at-bandwidth', () => {
     const summary = summariseBatch(
-      { variant: 'v1', prefixTokens: 256, steps: 10, rows: [{ batch: 4, ms: [500, 400, 600], bytes: 20e9 }], peakRssBytes: 1 },
+      {
+        variant: 'v1',
+        quantize: 'none',
+        prefixTokens: 256,
+        steps: 10,
+        rows: [{ batch: 4, ms: [500, 400, 600], distinctExperts: 3.5, bytes: 20e9, peakRssBytes: 7 }],
+        peakRssBytes: 9,
+      },
       CEILINGS,
     );
     assert.deepEqual(summary.rows[0], {
       batch: 4,
+      distinctExperts: 3.5,
+      peakRssBytes: 7,
       msPerStep: 50,
       tokensPerSecond: 40 / 0.5,
       bytesPerStep: 2e9,

@@ -139,6 +139,17 @@ describe('decode bytes', () => {
     assert.equal(decodeWeightBytes(DECODER, 2), 2 * attention + dense + router + (3 + 1) * expert + (4 + 10 * 4 + 2 * 4) * 2);
   });
 
+  test('int8 experts and lm_head read 1 + 4/64 bytes per weight; a measured expert count replaces the expectation', () => {
+    const attention = (2 * 4 * 4 + 2 * 4 * 2 + 2 * 4) * 2;
+    const dense = 3 * 4 * 6 * 2;
+    const router = 4 * 4 * 4;
+    const int8Expert = 3 * 4 * 3 * (1 + 4 / 64);
+    assert.equal(
+      decodeWeightBytes(DECODER, 2, { quantize: 'int8', distinctExperts: 2.5 }),
+      2 * attention + dense + router + (2.5 + 1) * int8Expert + (4 + 2 * 4) * 2 + 10 * 4 * (1 + 4 / 64),
+    );
+  });
+
   test('R-SWA sees the prefix and the latest window of generated tokens; full attention sees everything', () => {
     const rswa = { ...DECODER, slidingWindow: 3 };
     assert.deepEqual([4, 5, 7, 9, 20].map((pos) => visibleSlots(rswa, 5, pos)), [5, 6, 8, 8, 8]);

@@ -187,6 +187,8 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
                         InstanceAccessor<&ModelWrap::Threads>("threads"),
                         InstanceAccessor<&ModelWrap::WeightBytes>("weightBytes"),
                         InstanceAccessor<&ModelWrap::ConvertedBytes>("convertedBytes"),
+                        InstanceAccessor<&ModelWrap::QuantizedBytes>("quantizedBytes"),
+                        InstanceAccessor<&ModelWrap::RoutedExpertPasses>("routedExpertPasses"),
                         InstanceAccessor<&ModelWrap::UnreadTensors>("unreadTensors")});
   }
 
@@ -212,6 +214,14 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   Napi::Value ConvertedBytes(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), static_cast<double>(engine_->checkpoint->converted_bytes()));
   }
+  // Bytes of the int8 copies of experts and head (--quantize int8), in place of their mapped pages.
+  Napi::Value QuantizedBytes(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(engine_->decoder->quantized_bytes()));
+  }
+  // Routed experts run so far (each distinct expert a MoE layer's batch selects, once per call).
+  Napi::Value RoutedExpertPasses(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(engine_->decoder->routed_expert_passes()));
+  }
   // Tensors of the checkpoint the model does not read (extra buffers such as position_ids), sorted.
   Napi::Value UnreadTensors(const Napi::CallbackInfo& info) {
     const std::vector<std::string> names = engine_->checkpoint->unread_tensors();
@@ -228,7 +238,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
 class LoadWorker : public Napi::AsyncWorker {
  public:
   LoadWorker(Napi::Env env, std::string dir, DecoderDims dims, int threads, bool with_vision, VisionDims vision_dims,
-             Precision precision)
+             Precision precision, WeightQuantization quantization)
       : Napi::AsyncWorker(env),
         deferred_(Napi::Promise::Deferred::New(env)),
         dir_(std::move(dir)),
@@ -236,7 +246,8 @@ class LoadWorker : public Napi::AsyncWorker {
         threads_(threads),
         with_vision_(with_vision),
         vision_dims_(std::move(vision_dims)),
-        precision_(precision) {}
+        precision_(precision),
+        quantization_(quantization) {}
 
   Napi::Promise promise() const { return deferred_.Promise(); }
 
@@ -245,7 +256,7 @@ class LoadWorker : public Napi::AsyncWorker {
       engine_ = std::make_shared<Engine>();
       engine_->pool = std::make_unique<ThreadPool>(threads_);
       engine_->checkpoint = std::make_unique<Checkpoint>(dir_);
-      engine_->decoder = std::make_unique<Decoder>(*engine_->checkpoint, dims_, *engine_->pool, precision_);
+      engine_->decoder = std::make_unique<Decoder>(*engine_->checkpoint, dims_, *engine_->pool, precision_, quantization_);
       if (with_vision_) {
         if (vision_dims_.embed != dims_.hidden) throw std::invalid_argument("config.json: projector n_embed must equal hidden_size");
         engine_->vision = std::make_unique<VisionEncoder>(*engine_->checkpoint, vision_dims_, *engine_->pool, precision_);
@@ -267,11 +278,12 @@ class LoadWorker : public Napi::AsyncWorker {
   bool with_vision_;
   VisionDims vision_dims_;
   Precision precision_;
+  WeightQuantization quantization_;
   std::shared_ptr<Engine> engine_;
 };
 
 // loadModel(dir: string, dims: DecoderDims, threads: number, visionDims: VisionDims | undefined,
-//           options: {precision: 'exact' | 'fast'}) -> Promise<NativeModel>
+//           options: {precision: 'exact' | 'fast', quantize?: 'none' | 'int8'}) -> Promise<NativeModel>
 Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 5 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber() ||
@@ -283,14 +295,20 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   if (precision_name != "exact" && precision_name != "fast")
     throw Napi::RangeError::New(env, "options.precision must be 'exact' or 'fast', got '" + precision_name + "'");
   const Precision precision = precision_name == "fast" ? Precision::Fast : Precision::Exact;
+  const Napi::Value quantize = options.Get("quantize");
+  const std::string quantize_name = quantize.IsUndefined() ? "none" : quantize.IsString() ? quantize.As<Napi::String>().Utf8Value() : "";
+  if (quantize_name != "none" && quantize_name != "int8")
+    throw Napi::TypeError::New(env, "loadModel: options.quantize must be 'none' or 'int8'");
+  const WeightQuantization quantization = quantize_name == "int8" ? WeightQuantization::Int8 : WeightQuantization::None;
   const DecoderDims dims = read_decoder_dims(info[1].As<Napi::Object>());
   const bool with_vision = info[3].IsObject();
   VisionDims vision_dims;
   if (with_vision) vision_dims = read_vision_dims(info[3].As<Napi::Object>());
   const int threads = info[2].As<Napi::Number>().Int32Value();
+  const WeightQuantization quantization = read_quantization(env, info.Length() > 4 ? info[4] : env.Undefined());
   if (threads < 1 || threads > 1024) throw Napi::RangeError::New(env, "threads must be between 1 and 1024");
   auto* worker =
-      new LoadWorker(env, info[0].As<Napi::String>(), dims, threads, with_vision, std::move(vision_dims), precision);
+      new LoadWorker(env, info[0].As<Napi::String>(), dims, threads, with_vision, std::move(vision_dims), precision, quantization);
   Napi::Promise promise = worker->promise();
   worker->Queue();
   return promise;

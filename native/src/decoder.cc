@@ -96,7 +96,8 @@ void check_forward_entry(const DecoderDims& dims, const ForwardEntry& entry, con
     if (id < 0 || id >= dims.vocab) throw std::invalid_argument("forward: banned id outside the vocabulary");
 }
 
-Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool, Precision precision)
+Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool, Precision precision,
+                 WeightQuantization quantization)
     : dims_(dims), pool_(pool), precision_(precision), kernels_(active_kernels()) {
   dims_.validate();
   auto bf16 = [&](const std::string& name, const std::vector<int64_t>& shape) {
@@ -108,6 +109,35 @@ Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPo
   final_norm_ = weights.final_norm;
   lm_head_ = weights.lm_head;
   layers_ = std::move(weights.layers);
+  if (quantization == WeightQuantization::Int8) quantize_int8_weights(checkpoint);
+}
+
+void Decoder::quantize_int8_weights(const Checkpoint& checkpoint) {
+  const int64_t H = dims_.hidden;
+  auto convert = [&](const bf16_t* W, int64_t rows, int64_t cols) {
+    Int8Matrix q = quantize_int8(pool_, W, rows, cols, std::min(cols, kInt8Group));
+    checkpoint.release_mapped(W, static_cast<size_t>(rows * cols) * sizeof(bf16_t));
+    return q;
+  };
+  auto expert = [&](const Expert& e, int64_t width) {
+    return Int8Expert{convert(e.gate, width, H), convert(e.up, width, H), convert(e.down, H, width)};
+  };
+  int8_layers_.resize(dims_.layers);
+  for (int64_t l = 0; l < dims_.layers; ++l) {
+    if (!layers_[l].moe) continue;
+    for (const Expert& e : layers_[l].experts) int8_layers_[l].experts.push_back(expert(e, dims_.moe_intermediate));
+    if (dims_.n_shared > 0) int8_layers_[l].shared = expert(layers_[l].shared, dims_.n_shared * dims_.moe_intermediate);
+  }
+  int8_head_ = convert(lm_head_, dims_.vocab, H);
+}
+
+size_t Decoder::quantized_bytes() const {
+  size_t total = int8_head_.bytes();
+  for (const Int8Layer& layer : int8_layers_) {
+    for (const Int8Expert& e : layer.experts) total += e.gate.bytes() + e.up.bytes() + e.down.bytes();
+    total += layer.shared.gate.bytes() + layer.shared.up.bytes() + layer.shared.down.bytes();
+  }
+  return total;
 }
 
 void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t* best) {
@@ -190,7 +220,13 @@ void Decoder::head(std::vector<ForwardEntry>& entries, float* logits, int32_t* b
     if (static_cast<int64_t>(y.size()) < B * kChunk) y.resize(B * kChunk);
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t n0 = c * kChunk, width = std::min(kChunk, V - n0);
-      kernels_.gemm_bf16(last_rows_.data(), H, lm_head_ + n0 * H, y.data(), kChunk, B, 0, width, H);
+      if (int8_head_.rows > 0) {
+        Int8Weights rows = int8_head_.view();
+        rows.q += n0 * H, rows.scales += n0 * rows.groups;
+        active_quant_kernels().gemm_int8(last_rows_.data(), H, rows, y.data(), kChunk, B, 0, width);
+      } else {
+        kernels_.gemm_bf16(last_rows_.data(), H, lm_head_ + n0 * H, y.data(), kChunk, B, 0, width, H);
+      }
       for (int64_t b = 0; b < B; ++b) {
         const float* row = y.data() + b * kChunk;
         if (logits_row_[b] >= 0) std::copy_n(row, width, logits + logits_row_[b] * V + n0);
@@ -273,10 +309,21 @@ void Decoder::feed_forward(const Layer& layer, int64_t rows) {
   }
   // Routed experts in index order, then the shared ones: every row sums its experts in the same
   // order whatever else is in the batch.
-  for (int64_t e = 0; e < E; ++e)
-    if (!rows_of_expert_[e].empty()) tasks_.push_back({&layer.experts[e], dims_.moe_intermediate, &rows_of_expert_[e]});
-  if (dims_.n_shared > 0) tasks_.push_back({&layer.shared, dims_.n_shared * dims_.moe_intermediate, &all_rows_});
+  const Int8Layer* int8 = int8_layers_.empty() ? nullptr : &int8_layers_[&layer - layers_.data()];
+  for (int64_t e = 0; e < E; ++e) {
+    if (rows_of_expert_[e].empty()) continue;
+    tasks_.push_back({&layer.experts[e], dims_.moe_intermediate, &rows_of_expert_[e], int8 ? &int8->experts[e] : nullptr});
+    ++routed_expert_passes_;
+  }
+  if (dims_.n_shared > 0)
+    tasks_.push_back({&layer.shared, dims_.n_shared * dims_.moe_intermediate, &all_rows_, int8 ? &int8->shared : nullptr});
   run_experts();
+}
+
+// The products gathered in products_ (BF16) and int8_products_, one dispatch each.
+void Decoder::run_products() {
+  if (!products_.empty()) matmul_bf16_group(pool_, products_, precision_);
+  if (!int8_products_.empty()) matmul_int8_group(pool_, int8_products_);
 }
 
 // Runs tasks_ in waves of at most kWaveRows gathered rows (a larger task runs alone): per wave,
@@ -300,6 +347,7 @@ void Decoder::run_experts() {
     grow(gate_, mid);
     grow(up_, mid);
     products_.clear();
+    int8_products_.clear();
     int64_t row = 0, offset = 0;
     for (size_t t = first; t < end; ++t) {
       const ExpertTask& task = tasks_[t];
@@ -307,23 +355,33 @@ void Decoder::run_experts() {
       for (int64_t i = 0; i < m; ++i)
         std::copy_n(norm_.data() + (*task.rows)[i].first * H, H, expert_in_.data() + (row + i) * H);
       const float* x = expert_in_.data() + row * H;
-      products_.push_back({x, task.expert->gate, gate_.data() + offset, m, task.width, H});
-      products_.push_back({x, task.expert->up, up_.data() + offset, m, task.width, H});
+      if (task.int8) {
+        int8_products_.push_back({x, task.int8->gate.view(), gate_.data() + offset, m, task.width});
+        int8_products_.push_back({x, task.int8->up.view(), up_.data() + offset, m, task.width});
+      } else {
+        products_.push_back({x, task.expert->gate, gate_.data() + offset, m, task.width, H});
+        products_.push_back({x, task.expert->up, up_.data() + offset, m, task.width, H});
+      }
       row += m;
       offset += m * task.width;
     }
-    matmul_bf16_group(pool_, products_, precision_);
+    run_products();
     kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), mid);
     products_.clear();
+    int8_products_.clear();
     row = 0, offset = 0;
     for (size_t t = first; t < end; ++t) {
       const ExpertTask& task = tasks_[t];
       const int64_t m = static_cast<int64_t>(task.rows->size());
-      products_.push_back({gate_.data() + offset, task.expert->down, expert_out_.data() + row * H, m, H, task.width});
+      float* y = expert_out_.data() + row * H;
+      if (task.int8)
+        int8_products_.push_back({gate_.data() + offset, task.int8->down.view(), y, m, H});
+      else
+        products_.push_back({gate_.data() + offset, task.expert->down, y, m, H, task.width});
       row += m;
       offset += m * task.width;
     }
-    matmul_bf16_group(pool_, products_, precision_);
+    run_products();
     row = 0;
     for (size_t t = first; t < end; ++t)
       for (const auto& [r, weight] : *tasks_[t].rows) kernels_.axpy(x_.data() + r * H, weight, expert_out_.data() + row++ * H, H);

@@ -16,6 +16,7 @@
 #include "kv_slot_rules.h"
 #include "kernels.h"
 #include "ops.h"
+#include "quant_int8.h"
 #include "safetensors.h"
 #include "thread_pool.h"
 
@@ -75,12 +76,23 @@ struct ForwardEntry {
 // call after a windowed prefill, hidden_size floats per replaced embedding row inside the tokens.
 void check_forward_entry(const DecoderDims& dims, const ForwardEntry& entry, const KvSlotRules& rules);
 
+// How the routed and shared experts and the vocabulary head are held: the checkpoint's BF16, or
+// int8 with one scale per kInt8Group columns, converted at load (docs/model.md, "Int8 weights").
+enum class WeightQuantization { None, Int8 };
+
 class Decoder {
  public:
-  // `precision` applies to every product but the vocabulary head, which stays exact.
-  Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool, Precision precision);
+  // `precision` applies to every BF16 product but the vocabulary head's, which stays exact.
+  Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool, Precision precision,
+          WeightQuantization quantization = WeightQuantization::None);
 
   const DecoderDims& dims() const { return dims_; }
+  // Bytes of the int8 copies made at load (0 unquantised): process memory, while the BF16 pages
+  // they replace are released from it.
+  size_t quantized_bytes() const;
+  // Routed experts run so far, summed over MoE layers and forward calls: each distinct expert a
+  // layer's batch selects counts once (the bench derives the bytes a decode step reads from it).
+  uint64_t routed_expert_passes() const { return routed_expert_passes_; }
 
   // Runs every entry's new tokens through the model, appending to its cache. For each entry's last
   // token, best[b] is the argmax of its logits over the ids not banned (lowest id on ties; 0 when
@@ -95,6 +107,16 @@ class Decoder {
   // BF16 weights in place; the router [n_routed, hidden] in F32 (router math runs in F32).
   using Layer = LayerWeights<const bf16_t*, std::vector<float>>;
 
+  struct Int8Expert {
+    Int8Matrix gate, up, down;
+  };
+  struct Int8Layer {
+    std::vector<Int8Expert> experts;  // [n_routed]
+    Int8Expert shared;
+  };
+  // Converts every MoE layer's experts and the head, releasing their mapped BF16 pages.
+  void quantize_int8_weights(const Checkpoint& checkpoint);
+
   void attention(int64_t layer, std::vector<ForwardEntry>& entries, int64_t rows);
   void head(std::vector<ForwardEntry>& entries, float* logits, int32_t* best);
   // One MLP over some rows of norm_, each row's output added to x_ with its weight.
@@ -102,9 +124,11 @@ class Decoder {
     const Expert* expert;
     int64_t width;
     const std::vector<std::pair<int64_t, float>>* rows;  // (row, weight)
+    const Int8Expert* int8 = nullptr;  // the int8 copy the products read instead, when quantised
   };
   void feed_forward(const Layer& layer, int64_t rows);
   void run_experts();
+  void run_products();
 
   DecoderDims dims_;
   ThreadPool& pool_;
@@ -114,6 +138,9 @@ class Decoder {
   const bf16_t* final_norm_ = nullptr;
   const bf16_t* lm_head_ = nullptr;  // [vocab, hidden]
   std::vector<Layer> layers_;
+  uint64_t routed_expert_passes_ = 0;
+  std::vector<Int8Layer> int8_layers_;  // [layers] with --quantize int8, else empty
+  Int8Matrix int8_head_;                // [vocab, hidden] with --quantize int8
 
   // Scratch, grown on demand and reused across calls.
   std::vector<float> x_, norm_, q_, k_, v_, attn_, proj_, gate_, up_, router_logits_;
@@ -126,6 +153,7 @@ class Decoder {
   std::vector<std::pair<int64_t, float>> all_rows_;                     // every row, weight 1
   std::vector<ExpertTask> tasks_;
   std::vector<MatmulBf16> products_;
+  std::vector<MatmulInt8> int8_products_;
   std::vector<int64_t> logits_row_;                  // [entries] row in `logits`, or -1
   std::vector<std::pair<float, int32_t>> chunk_best_;  // [head chunks, entries] (value, id; -1: none)
 };

@@ -365,6 +365,16 @@ const TensorView& Checkpoint::checked(const std::string& name, const std::vector
   return view;
 }
 
+bool SafetensorsFile::maps(const void* data, size_t nbytes) const {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data), base = reinterpret_cast<uintptr_t>(mapping_);
+  return mapping_ != nullptr && begin >= base && nbytes <= mapped_bytes_ && begin - base <= mapped_bytes_ - nbytes;
+}
+
+void Checkpoint::release_mapped(const void* data, size_t nbytes) const {
+  for (const auto& file : files_)
+    if (file->maps(data, nbytes)) release_pages(static_cast<const uint8_t*>(data), nbytes);
+}
+
 const TensorView& Checkpoint::get(const std::string& name, const std::vector<int64_t>& shape) const {
   const TensorView& view = checked(name, shape);
   if (view.dtype == DType::BF16) return view;

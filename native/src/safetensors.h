@@ -66,6 +66,8 @@ class SafetensorsFile {
   const std::string& path() const { return path_; }
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // Whether [data, data + nbytes) lies inside this file's mapping.
+  bool maps(const void* data, size_t nbytes) const;
 
  private:
   std::string path_;
@@ -97,6 +99,10 @@ class Checkpoint {
   size_t converted_bytes() const { return converted_bytes_; }
   // Tensors no get() / f32() call has asked for, sorted (buffers the model does not use).
   std::vector<std::string> unread_tensors() const;
+  // Drops [data, data + nbytes) from the process's memory when it lies in a mapped file: weights
+  // the engine has converted into a form of its own and does not read again (the file stays in the
+  // page cache; a later read maps it back). Memory the Checkpoint owns is left alone.
+  void release_mapped(const void* data, size_t nbytes) const;
 
  private:
   const TensorView& checked(const std::string& name, const std::vector<int64_t>& shape) const;

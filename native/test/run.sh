@@ -15,8 +15,9 @@ TEST_FLAGS=(-std=c++17 -O2 -Wall -Wextra -pthread)
 
 isa_flags() {
   case "$1" in
-    kernels_avx2) echo "-mavx2 -mfma -mf16c" ;;
-    kernels_avx512) echo "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma" ;;
+    kernels_avx2 | quant_avx2) echo "-mavx2 -mfma -mf16c" ;;
+    kernels_avx512 | quant_avx512) echo "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma" ;;
+    quant_avx512vnni) echo "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mavx512vnni" ;;
     kernels_avx512bf16) echo "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mavx512bf16" ;;
     *) echo "" ;;
   esac

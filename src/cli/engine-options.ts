@@ -1,14 +1,25 @@
 // The engine options of the commands that run the model (ocr, run, work, generate): where the
-// decoder runs and how precise the CPU engine's products are. `debug dump` takes the same device
-// option but keeps exact precision as its default.
-import { COMMAND_DEFAULT_PRECISION, PRECISION_CHOICES } from '../engine/precision.js';
+// decoder runs, how precise the CPU engine's products are and whether the experts and vocabulary
+// head are held in 8 bits. `debug dump` takes the same device option but keeps exact precision as
+// its default and never quantizes.
+import type { DeviceSpec } from '../engine/compute-device.js';
+import { QUANTIZE_CHOICES, type WeightQuantization } from '../engine/native-model.js';
+import { COMMAND_DEFAULT_PRECISION, PRECISION_CHOICES, type Precision } from '../engine/precision.js';
 import { DEVICE_OPTION, DEVICE_USAGE } from './device-option.js';
 import { choice } from './options.js';
 
 export const ENGINE_OPTIONS = {
   device: DEVICE_OPTION,
   precision: choice(PRECISION_CHOICES).default(COMMAND_DEFAULT_PRECISION),
+  quantize: choice(QUANTIZE_CHOICES).default('none'),
 };
 
 export const ENGINE_OPTIONS_USAGE = `  ${DEVICE_USAGE}
-  --precision P     activations of the CPU engine's products: ${PRECISION_CHOICES.join(' or ')} (default ${COMMAND_DEFAULT_PRECISION}; see README "Precision")`;
+  --precision P     activations of the CPU engine's products: ${PRECISION_CHOICES.join(' or ')} (default ${COMMAND_DEFAULT_PRECISION}; see README "Precision")
+  --quantize Q      ${QUANTIZE_CHOICES.join('|')}: int8 holds the experts and the vocabulary head in 8 bits, converted
+                    at load (CPU decoder; default none; accuracy in docs/model.md)`;
+
+/** The engine load options the parsed ENGINE_OPTIONS name. */
+export function engineChoices(values: { device?: DeviceSpec; precision: Precision; quantize: WeightQuantization }) {
+  return { device: values.device, precision: values.precision, quantize: values.quantize };
+}

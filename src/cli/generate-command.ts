@@ -6,12 +6,12 @@ import { Tokenizer } from '../engine/tokenizer.js';
 import { resolveModelDir } from './default-model.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { COMMAND_DEFAULT_PRECISION } from '../engine/precision.js';
-import { ENGINE_OPTIONS } from './engine-options.js';
+import { ENGINE_OPTIONS, engineChoices } from './engine-options.js';
 import { integer, positiveNumber, text } from './options.js';
 
 const USAGE = `Usage: scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]
                            [--no-repeat-ngram N [--ngram-window W]] [--repetition-penalty P] [--threads T]
-                           [--device cpu|gpu|gpu:N|auto] [--precision exact|fast]
+                           [--device cpu|gpu|gpu:N|auto] [--precision exact|fast] [--quantize none|int8]
 
 Without --model (or SCRIPTORIUM_MODEL) a tiny synthetic checkpoint with random weights is used.
 --precision defaults to ${COMMAND_DEFAULT_PRECISION} (see README "Precision").`;
@@ -32,7 +32,7 @@ export const generateCommand = defineCommand({ usage: USAGE, options: OPTIONS, r
 async function runGenerate({ options: values }: CommandLine<typeof OPTIONS>): Promise<number> {
   const { prompt, threads, 'max-tokens': maxNewTokens, 'no-repeat-ngram': ngram, 'ngram-window': ngramWindow, 'repetition-penalty': penalty } = values;
   const model = await resolveModelDir(values.model);
-  const decoder = await NativeModel.load(model.dir, { threads, device: values.device, precision: values.precision });
+  const decoder = await NativeModel.load(model.dir, { threads, ...engineChoices(values) });
   const tokenizer = await Tokenizer.fromDir(model.dir);
   const started = performance.now();
   const [result] = await generate(decoder, [
@@ -49,7 +49,8 @@ async function runGenerate({ options: values }: CommandLine<typeof OPTIONS>): Pr
   process.stderr.write(
     `${decoder.config.variant} ${model.synthetic ? '(synthetic) ' : ''}| prompt ${result.promptTokens} tokens | ` +
       `generated ${result.ids.length} (${result.finish}) | ${(result.ids.length / seconds).toFixed(1)} tokens/s | ` +
-      `${decoder.backend}${decoder.device.backend === 'cpu' ? ` × ${decoder.threads} threads, ${decoder.precision} precision` : ''}\n`,
+      `${decoder.backend}${decoder.device.backend === 'cpu' ? ` × ${decoder.threads} threads, ${decoder.precision} precision` : ''}` +
+      `${decoder.quantize === 'int8' ? ' | int8 experts and lm_head' : ''}\n`,
   );
   return 0;
 }

@@ -14,7 +14,7 @@ import { PAGE_SPLIT } from '../worker/document-assembler.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from './default-model.js';
 import { defineCommand, type CommandLine } from './command-line.js';
-import { ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE } from './engine-options.js';
+import { ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE, engineChoices } from './engine-options.js';
 import { EXIT_ALL_DONE, EXIT_SOME_FAILED } from './document-report.js';
 import { OCR_JOB_ARGS_USAGE, OCR_JOB_OPTIONS, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
 import { ocrDocument, type OcrDocument } from './ocr-document.js';
@@ -25,7 +25,7 @@ import { UsageError } from './usage.js';
 const USAGE = `Usage: scriptorium ocr FILE [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
                       [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
                       [--pages 1-5] [--format md|json] [--profile] [--batch N] [--threads T] [--device D]
-                      [--precision exact|fast]
+                      [--precision exact|fast] [--quantize none|int8]
 
 Reads one PDF (pages rendered with PDFium) or image (PNG, JPEG, WebP, GIF, BMP, multi-page TIFF) with
 the workers' page pipeline, without a queue, and prints its markdown (pages joined by the page split
@@ -71,7 +71,7 @@ async function runOcr({ options: values, positionals }: CommandLine<typeof OPTIO
   const ocr = ocrJobOptionsOf(values, variant);
 
   const [engine, checkpointId] = await Promise.all([
-    OcrEngine.load(model.dir, { variant, threads, device: values.device, precision: values.precision, maxSequences: batch }),
+    OcrEngine.load(model.dir, { variant, threads, ...engineChoices(values), maxSequences: batch }),
     checkpointIdentity(model.dir),
   ]);
   const read = await ocrDocument({

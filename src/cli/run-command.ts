@@ -12,7 +12,7 @@ import { commandLogger } from './cli-logger.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from './default-model.js';
 import { defineCommand, type CommandLine } from './command-line.js';
-import { ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE } from './engine-options.js';
+import { ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE, engineChoices } from './engine-options.js';
 import { EXIT_INTERRUPTED } from './document-report.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
 import { progressTerminal } from './enqueue-progress.js';
@@ -27,6 +27,7 @@ const UNFINISHED_DOCUMENT_STATES = ['waiting-children', 'waiting', 'prioritized'
 const USAGE = `Usage: scriptorium run INPUT... --out DIR [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
                       [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
                       [--batch N] [--threads T] [--device D] [--precision exact|fast]
+                      [--quantize none|int8]
 
 Reads every document of the inputs through the queue pipeline on this machine and waits for all
 of them: INPUT is a PDF or image file, a directory (recursively), a zip or tar(.gz) archive, or
@@ -92,7 +93,7 @@ async function runPipeline({ options: values, positionals }: CommandLine<typeof 
       process.stderr.write(`scriptorium run: a private Redis at ${redis.url}; watch it with REDIS_URL=${redis.url} scriptorium status (or dashboard)\n`);
     }
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
-    workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: values.device, precision: values.precision, storage, redisUrl: redis.url, batch, logger });
+    workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, ...engineChoices(values), storage, redisUrl: redis.url, batch, logger });
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
     return await enqueueAndFollow({
       inputs: positionals,

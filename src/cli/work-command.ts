@@ -19,7 +19,7 @@ import { openQueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { COMMAND_DEFAULT_PRECISION } from '../engine/precision.js';
-import { ENGINE_OPTIONS } from './engine-options.js';
+import { ENGINE_OPTIONS, engineChoices } from './engine-options.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
 import { choice, duration, integer, port, text } from './options.js';
 import { UsageError } from './usage.js';
@@ -27,7 +27,7 @@ import { UsageError } from './usage.js';
 const S = 1000;
 
 const USAGE = `Usage: scriptorium work [--model DIR|s3://bucket/prefix/] [--model-cache DIR] [--variant v1|v2|v3] [--storage URL]
-                       [--batch N] [--concurrency N] [--threads T] [--device D] [--precision exact|fast] [--metrics-port P [--metrics-host H]]
+                       [--batch N] [--concurrency N] [--threads T] [--device D] [--precision exact|fast] [--quantize none|int8] [--metrics-port P [--metrics-host H]]
                        [--page-timeout S] [--hang-grace S] [--lock-duration S] [--stalled-interval S] [--max-stalled N]
 
 Takes page jobs from Redis ($REDIS_URL, default redis://127.0.0.1:6379), reads them with the model
@@ -50,6 +50,8 @@ While it runs, \`scriptorium status\` lists it among the live workers.
                       limit, as a container's or pod's, when it is lower than the CPU count)
   --device D          where the decoder runs: cpu, gpu, gpu:N or auto (default cpu; see scriptorium devices)
   --precision P       activations of the CPU engine's products: exact or fast (default ${COMMAND_DEFAULT_PRECISION}; see README "Precision")
+  --quantize Q        none|int8: int8 holds the experts and the vocabulary head in 8 bits, converted at
+                      load (CPU decoder; default none; accuracy in docs/model.md)
   --metrics-port P    serve Prometheus metrics at http://H:P/metrics (pages done and failed, stage
                       times, generated tokens and decode time, queue depths, process metrics), and
                       /healthz (event loop responsive) and /readyz (model loaded, Redis reachable)
@@ -110,7 +112,7 @@ async function runWork({ options: values }: CommandLine<typeof OPTIONS>): Promis
       logger.info({ url: metrics.url }, 'serving metrics');
     }
     const model = await resolveModelDir(values.model, { cacheDir: values['model-cache'], logger });
-    const workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, device: values.device, precision: values.precision, storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
+    const workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, ...engineChoices(values), storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
     metrics?.health.modelLoaded();
     logger.info({ redis: redis.description, batch, concurrency, ...faults }, 'taking jobs');
     await new Promise<void>((resolve, reject) => {

@@ -88,6 +88,8 @@ interface NativeModelHandle {
   readonly threads: number;
   readonly weightBytes: number;
   readonly convertedBytes: number;
+  readonly quantizedBytes: number;
+  readonly routedExpertPasses: number;
   readonly unreadTensors: string[];
 }
 
@@ -111,7 +113,7 @@ interface NativeGpuModelHandle {
 
 interface NativeBinding {
   /** Maps the checkpoint and builds the model on a native thread (F16 / F32 weights are converted there). */
-  loadModel(dir: string, dims: object, threads: number, visionDims: VisionDims | undefined, options: { precision: Precision }): Promise<NativeModelHandle>;
+  loadModel(dir: string, dims: object, threads: number, visionDims: VisionDims | undefined, options: { precision: Precision; quantize?: WeightQuantization }): Promise<NativeModelHandle>;
   loadGpuModel?: (dir: string, dims: object, deviceIndex: number) => Promise<NativeGpuModelHandle>;
   supportedKernelSets(): string[];
   /** Validates a header exactly as loading does (a file's data section holds dataBytes); throws naming `file`. */
@@ -134,6 +136,10 @@ export function nativeBinding(): NativeBinding {
   return binding;
 }
 
+/** How the experts and the vocabulary head are held: the checkpoint's BF16 (none) or int8 converted at load. */
+export type WeightQuantization = 'none' | 'int8';
+export const QUANTIZE_CHOICES: readonly WeightQuantization[] = ['none', 'int8'];
+
 export interface LoadOptions {
   variant?: Variant;
   /** Engine threads; defaults to cpuLimit(): the CPUs this process may use, within its cgroup's quota. */
@@ -144,6 +150,8 @@ export interface LoadOptions {
   kvCache?: KvCacheDtype;
   /** Activation precision of the CPU engine's products (default exact); see precision.ts. */
   precision?: Precision;
+  /** int8: the routed and shared experts and lm_head converted at load to int8 (CPU decoder only; default none). */
+  quantize?: WeightQuantization;
 }
 
 export class NativeModel {
@@ -160,6 +168,7 @@ export class NativeModel {
     /** How the CPU decoder stores keys and values (the GPU's cache is F32). */
     readonly kvCache: KvCacheDtype,
     readonly precision: Precision,
+    readonly quantize: WeightQuantization,
   ) {}
 
   /**
@@ -169,21 +178,24 @@ export class NativeModel {
   static async load(modelDir: string, options: LoadOptions = {}): Promise<NativeModel> {
     const config = await loadModelConfig(modelDir, options.variant);
     const device = await resolveDevice(options.device ?? { kind: 'cpu' });
+    const quantize = options.quantize ?? 'none';
+    if (quantize !== 'none' && device.backend !== 'cpu') throw new Error(`--quantize ${quantize} runs on the CPU decoder only; drop it or use --device cpu`);
     const vision = parseVisionDims(config);
     const threads = options.threads ?? cpuLimit();
     const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
     const binding = nativeBinding();
     const precision = options.precision ?? ENGINE_DEFAULT_PRECISION;
-    const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined, { precision });
-    if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null, kvCache, precision);
+    const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined, { precision, quantize });
+    if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null, kvCache, precision, quantize);
     if (!binding.loadGpuModel) throw new Error('the GPU backend is not available: this build of the addon has no Vulkan backend');
     const gpu = await binding.loadGpuModel(modelDir, config.decoder, device.index);
-    return new NativeModel(config, vision, handle, device, gpu, kvCache, precision);
+    return new NativeModel(config, vision, handle, device, gpu, kvCache, precision, quantize);
   }
 
-  /** What results, status and metrics name the engine by: `cpu-<kernel set>` or `vulkan:<device name>`. */
+  /** What results, status and metrics name the engine by: `cpu-<kernel set>` or `vulkan:<device name>`, `+int8` when quantised. */
   get backend(): string {
-    return deviceLabel(this.device, this.handle.kernels);
+    const quantized = this.quantize === 'int8' ? '+int8' : '';
+    return `${deviceLabel(this.device, this.handle.kernels)}${quantized}`;
   }
 
   get kernels(): string {
@@ -207,6 +219,16 @@ export class NativeModel {
   /** Bytes of the BF16 copies made of F16 / F32 weights at load: memory on top of the mapped files. */
   get convertedBytes(): number {
     return this.handle.convertedBytes;
+  }
+
+  /** Bytes of the int8 experts and head made at load (--quantize int8), in place of their released BF16 pages. */
+  get quantizedBytes(): number {
+    return this.handle.quantizedBytes;
+  }
+
+  /** Routed experts the CPU decoder has run: per MoE layer and forward call, each distinct expert its batch selected. */
+  get routedExpertPasses(): number {
+    return this.handle.routedExpertPasses;
   }
 
   /** Tensors of the checkpoint the model never reads (extra buffers such as position_ids), sorted. */

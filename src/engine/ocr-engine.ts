@@ -8,7 +8,7 @@ import { ContinuousBatch, type GenerationRequest, type GenerationResult } from '
 import type { VisionMode } from './image-tokens.js';
 import type { PreprocessedPage } from './image-preprocess.js';
 import type { Variant } from './model-config.js';
-import { NativeModel, type EncodedViews, type KvCacheDtype } from './native-model.js';
+import { NativeModel, type EncodedViews, type KvCacheDtype, type WeightQuantization } from './native-model.js';
 import type { OcrPage } from './ocr-postprocess.js';
 import { sharedPageCpuThreads, type PageCpuThreads } from './page-cpu-threads.js';
 import { buildPromptIds, generationDefaults, promptText, type OcrTask } from './prompts.js';
@@ -71,6 +71,8 @@ export interface OcrEngineOptions {
   kvCache?: KvCacheDtype;
   /** Activation precision of the CPU engine (default exact). */
   precision?: Precision;
+  /** int8: experts and vocabulary head in int8 (default none). */
+  quantize?: WeightQuantization;
   /** Most sequences in one decode step; more wait for a place. Default DEFAULT_MAX_SEQUENCES. */
   maxSequences?: number;
   /** Where preprocessing and post-processing run. Default: the process-wide sharedPageCpuThreads(). */

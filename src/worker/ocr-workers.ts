@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 
 import { DEFAULT_MAX_SEQUENCES, OcrEngine } from '../engine/ocr-engine.js';
 import type { Variant } from '../engine/model-config.js';
+import type { WeightQuantization } from '../engine/native-model.js';
 import { LiveWorkerHeartbeat } from '../queue/live-workers.js';
 import { redisOptions } from '../queue/redis.js';
 import { flushTraces, queueTelemetry } from '../queue/tracing.js';
@@ -40,6 +41,8 @@ export interface OcrWorkersOptions extends PageFaultOptions {
   device?: DeviceSpec;
   /** Activation precision of the CPU engine (default exact). */
   precision?: Precision;
+  /** int8: experts and vocabulary head in int8 (default none). */
+  quantize?: WeightQuantization;
   storage: Storage;
   redisUrl: string;
   /** Most pages decoded together (the engine's continuous batch). Default DEFAULT_MAX_SEQUENCES. */
@@ -63,7 +66,7 @@ export interface OcrWorkers {
 export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWorkers> {
   const { model, storage, logger } = options;
   const [engine, checkpointId] = await Promise.all([
-    OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, device: options.device, precision: options.precision, maxSequences: options.batch }),
+    OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, device: options.device, precision: options.precision, quantize: options.quantize, maxSequences: options.batch }),
     options.checkpointId,
   ]);
   const redis = new Redis(redisOptions(options.redisUrl, 'client'));
@@ -133,6 +136,8 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
       checkpoint: checkpointId,
       synthetic: model.synthetic,
       convertedBytes: engine.model.convertedBytes,
+      quantize: engine.model.quantize,
+      quantizedBytes: engine.model.quantizedBytes,
       backend: engine.model.backend,
       kernels: engine.model.kernels,
       precision: engine.model.precision,
