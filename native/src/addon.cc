@@ -305,7 +305,6 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   VisionDims vision_dims;
   if (with_vision) vision_dims = read_vision_dims(info[3].As<Napi::Object>());
   const int threads = info[2].As<Napi::Number>().Int32Value();
-  const WeightQuantization quantization = read_quantization(env, info.Length() > 4 ? info[4] : env.Undefined());
   if (threads < 1 || threads > 1024) throw Napi::RangeError::New(env, "threads must be between 1 and 1024");
   auto* worker =
       new LoadWorker(env, info[0].As<Napi::String>(), dims, threads, with_vision, std::move(vision_dims), precision, quantization);
