@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Vulkan backend's shader test (shaders compiled by glslc, the CPU's scalar kernels as the
-# reference) into native/vulkan/test/build and runs it. Does nothing but say so when this machine
+# Builds the Vulkan backend's shader tests (shaders compiled by glslc, the CPU's scalar kernels as the
+# reference) into native/vulkan/test/build and runs them. Does nothing but say so when this machine
 # lacks what building the backend needs (see ../detect.sh).
 set -euo pipefail
 
@@ -17,17 +17,22 @@ CXX="${CXX:-g++}"
 
 shaders=("$vulkan"/shaders/*.comp)
 header="$build/vulkan_shaders.h"
-newest="$(ls -t "$vulkan"/shaders/* "$vulkan"/*.h "$vulkan"/*.cc "$vulkan"/embed-shaders.py "$here"/*.cc | head -n 1)"
+newest="$(ls -t "$vulkan"/shaders/* "$vulkan"/*.h "$vulkan"/*.cc "$vulkan"/embed-shaders.py "$here"/*.cc "$here"/*.h | head -n 1)"
 if [[ ! -f "$header" || "$newest" -nt "$header" ]]; then
   echo "compile shaders"
   python3 "$vulkan/embed-shaders.py" "$header" "${shaders[@]}"
 fi
-exe="$build/shader_ops_test"
-if [[ ! -f "$exe" || "$header" -nt "$exe" || "$newest" -nt "$exe" ]]; then
-  echo "compile shader_ops_test.cc"
-  "$CXX" -std=c++17 -O2 -Wall -Wextra -Wno-missing-field-initializers -pthread -I"$build" -I"$vulkan" \
-    "$here/shader_ops_test.cc" "$vulkan"/instance.cc "$vulkan"/device.cc "$vulkan"/buffers.cc \
-    "$vulkan"/pipelines.cc "$vulkan"/shader_ops.cc "$vulkan/../src/kernels_scalar.cc" -ldl -o "$exe"
-fi
-echo "== shader_ops_test"
-"$exe"
+# Each *_test.cc is its own program over the backend's sources and the CPU's scalar kernels.
+sources=("$vulkan"/instance.cc "$vulkan"/device.cc "$vulkan"/buffers.cc "$vulkan"/pipelines.cc "$vulkan"/shader_ops.cc
+  "$vulkan"/gpu_vision_ops.cc "$vulkan/../src/kernels_scalar.cc")
+for test in "$here"/*_test.cc; do
+  name="$(basename "$test" .cc)"
+  exe="$build/$name"
+  if [[ ! -f "$exe" || "$header" -nt "$exe" || "$newest" -nt "$exe" ]]; then
+    echo "compile $name.cc"
+    "$CXX" -std=c++17 -O2 -Wall -Wextra -Wno-missing-field-initializers -pthread -I"$build" -I"$vulkan" \
+      "$test" "${sources[@]}" -ldl -o "$exe"
+  fi
+  echo "== $name"
+  "$exe"
+done
