@@ -25,6 +25,7 @@ VisionShaderOps::VisionShaderOps(Device& device) : device_(device) {
   im2col_ = std::make_unique<Pipeline>(device, spirv::im2col, 2, 14 * 4);
   copy_rows_ = std::make_unique<Pipeline>(device, spirv::copy_rows, 2, 9 * 4);
   sam_windows_ = std::make_unique<Pipeline>(device, spirv::sam_windows, 2, 6 * 4);
+  rel_bias_ = std::make_unique<Pipeline>(device, spirv::sam_rel_bias, 3, 9 * 4);
   attention_ = std::make_unique<Pipeline>(device, spirv::vision_attention, 3, 12 * 4);
   attention_d32_ = std::make_unique<Pipeline>(device, spirv::vision_attention_d32, 3, 12 * 4);
   attention_d64_ = std::make_unique<Pipeline>(device, spirv::vision_attention_d64, 3, 12 * 4);
@@ -95,9 +96,24 @@ void VisionShaderOps::sam_windows(CommandBatch& batch, Operand grid, Operand win
   batch.dispatch(*sam_windows_, {grid.buffer, windows.buffer}, push, groups(n, 256));
 }
 
+void VisionShaderOps::sam_rel_bias(CommandBatch& batch, const Buffer& qkv, uint64_t q_off, uint32_t ld, uint32_t rows,
+                                   uint32_t heads, uint32_t d, const RelativePositions& tables, Operand out) {
+  const uint32_t S = tables.side;
+  if (S == 0 || S > kMaxRelSide || rows % (S * S) != 0)
+    throw std::invalid_argument("sam_rel_bias: the rows must be whole S x S grids with 1 <= S <= 256");
+  const uint32_t total = element_count("sam_rel_bias", static_cast<uint64_t>(rows) * heads * 2 * S);
+  require_range("sam_rel_bias", "q", Operand{&qkv, q_off}, span(rows, heads * d, ld), 4);
+  const uint64_t table = static_cast<uint64_t>(2 * S - 1) * d;
+  require_range("sam_rel_bias", "rel_pos_h", Operand{tables.buffer, tables.rh_offset}, table, 4);
+  require_range("sam_rel_bias", "rel_pos_w", Operand{tables.buffer, tables.rw_offset}, table, 4);
+  require_range("sam_rel_bias", "out", out, total, 4);
+  const uint32_t push[9] = {total, heads, d, S, ld, u32(q_off), u32(tables.rh_offset), u32(tables.rw_offset), u32(out.offset)};
+  batch.dispatch(*rel_bias_, {&qkv, tables.buffer, out.buffer}, push, groups(total, 64));
+}
+
 void VisionShaderOps::attention(CommandBatch& batch, const Buffer& qkv, uint64_t q_off, uint64_t k_off, uint64_t v_off,
                                 uint32_t ld, Operand out, uint32_t ldo, uint32_t seqs, uint32_t L, uint32_t heads,
-                                uint32_t d, float scale, const RelativePositions* rel) {
+                                uint32_t d, float scale, const RelativeBias* rel) {
   if (d == 0 || d > kMaxHeadDim) throw std::invalid_argument("vision attention: head_dim must be in [1, 128]");
   if (seqs == 0 || L == 0 || heads == 0) throw std::invalid_argument("vision attention: empty attention");
   if (seqs > kMaxGroups || L > kMaxGroups || heads > kMaxGroups)
@@ -106,25 +122,22 @@ void VisionShaderOps::attention(CommandBatch& batch, const Buffer& qkv, uint64_t
   for (uint64_t off : {q_off, k_off, v_off})
     require_range("vision attention", "qkv", Operand{&qkv, off}, span(rows, heads * d, ld), 4);
   require_range("vision attention", "out", out, span(rows, heads * d, ldo), 4);
-  uint32_t side = 0, rh = 0, rw = 0;
-  const Buffer* tables = out.buffer;  // bound but unread without relative positions
+  uint32_t side = 0, bias_off = 0;
+  const Buffer* bias = out.buffer;  // bound but unread without relative positions
   if (rel) {
     side = rel->side;
     if (side == 0 || side > kMaxRelSide || static_cast<uint64_t>(side) * side != L)
       throw std::invalid_argument("vision attention: relative positions need L = S * S tokens with S <= 256");
-    const uint64_t table = static_cast<uint64_t>(2 * side - 1) * d;
-    require_range("vision attention", "rel_pos_h", Operand{rel->buffer, rel->rh_offset}, table, 4);
-    require_range("vision attention", "rel_pos_w", Operand{rel->buffer, rel->rw_offset}, table, 4);
-    tables = rel->buffer;
-    rh = u32(rel->rh_offset);
-    rw = u32(rel->rw_offset);
+    require_range("vision attention", "relative bias", rel->bias, static_cast<uint64_t>(rows) * heads * 2 * side, 4);
+    bias = rel->bias.buffer;
+    bias_off = u32(rel->bias.offset);
   }
   struct {
-    uint32_t L, d, ld, q_off, k_off, v_off, out_off, ldo, S, rh_off, rw_off;
+    uint32_t L, d, ld, q_off, k_off, v_off, out_off, ldo, S, bias_off, heads;
     float scale;
-  } push{L, d, ld, u32(q_off), u32(k_off), u32(v_off), u32(out.offset), ldo, side, rh, rw, scale};
+  } push{L, d, ld, u32(q_off), u32(k_off), u32(v_off), u32(out.offset), ldo, side, bias_off, heads, scale};
   const Pipeline& pipeline = d == 32 ? *attention_d32_ : d == 64 ? *attention_d64_ : *attention_;
-  batch.dispatch(pipeline, {&qkv, tables, out.buffer}, &push, (L + 63) / 64, heads, seqs);
+  batch.dispatch(pipeline, {&qkv, bias, out.buffer}, &push, (L + 63) / 64, heads, seqs);
 }
 
 }  // namespace scriptorium::vk

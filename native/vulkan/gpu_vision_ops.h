@@ -1,5 +1,5 @@
 // The vision encoders' operations that the decoder's ShaderOps lacks, as compute shaders
-// (shaders/layer_norm, bias_act, im2col, copy_rows, sam_windows, vision_attention*.comp). Operands are
+// (shaders/layer_norm, bias_act, im2col, copy_rows, sam_windows, sam_rel_bias, vision_attention*.comp). Operands are
 // f32 buffers with element offsets; every call checks that the ranges it touches lie in its buffers.
 #pragma once
 #include <cstdint>
@@ -18,6 +18,12 @@ struct RelativePositions {
   const Buffer* buffer;
   uint64_t rh_offset, rw_offset;
   uint32_t side;  // S: the sequences are S x S grids
+};
+
+// Those tables applied to the queries: f32 [rows, heads, 2 side] from sam_rel_bias().
+struct RelativeBias {
+  Operand bias;
+  uint32_t side;
 };
 
 class VisionShaderOps {
@@ -44,17 +50,23 @@ class VisionShaderOps {
      (per = ceil(g / S)); merge: grid += the windows' rows instead */
   void sam_windows(CommandBatch& batch, Operand grid, Operand windows, uint32_t views, uint32_t g, uint32_t C, uint32_t S,
                    bool merge);
+  /* out[r, h, j] = q[r, h] . Rh[qy - j + S - 1] (j < S) or q[r, h] . Rw[qx - (j - S) + S - 1] (j >= S)
+     for rows r of S x S grids (token t = r % S^2 at qy = t / S, qx = t % S); q of row r at q_off + r * ld
+     in qkv; out f32 [rows, heads, 2S] */
+  void sam_rel_bias(CommandBatch& batch, const Buffer& qkv, uint64_t q_off, uint32_t ld, uint32_t rows, uint32_t heads,
+                    uint32_t d, const RelativePositions& tables, Operand out);
   /* out[s*L + t, h*d..] = softmax(scale q.K^T (+ rel-pos bias)) V within each of seqs sequences of L
      tokens; q, k and v of row r at q_off / k_off / v_off + r * ld in qkv; rel: SAM's bias, L = side^2 */
   void attention(CommandBatch& batch, const Buffer& qkv, uint64_t q_off, uint64_t k_off, uint64_t v_off, uint32_t ld,
                  Operand out, uint32_t ldo, uint32_t seqs, uint32_t L, uint32_t heads, uint32_t d, float scale,
-                 const RelativePositions* rel);
+                 const RelativeBias* rel);
 
  private:
   Device& device_;
   // attention_ takes any head_dim; the other two are built for the head_dims of the real encoders
   // (64) and of the test checkpoints (32).
-  std::unique_ptr<Pipeline> layer_norm_, bias_act_, im2col_, copy_rows_, sam_windows_, attention_, attention_d32_, attention_d64_;
+  std::unique_ptr<Pipeline> layer_norm_, bias_act_, im2col_, copy_rows_, sam_windows_, rel_bias_, attention_, attention_d32_,
+      attention_d64_;
 };
 
 }  // namespace scriptorium::vk

@@ -64,7 +64,7 @@ export interface OcrEngineOptions {
   variant?: Variant;
   /** Engine threads. Default: one per CPU. */
   threads?: number;
-  /** Where the decoder runs (default cpu). */
+  /** Where the model runs (default cpu; V2's vision encoder stays on the CPU). */
   device?: DeviceSpec;
   /** Most sequences in one decode step; more wait for a place. Default DEFAULT_MAX_SEQUENCES. */
   maxSequences?: number;

@@ -5,14 +5,14 @@
 // out likewise at out_off + r * ldo + h * d. The including shader defines HEAD_DIM: a fixed d (the
 // loops unroll and q, acc stay in registers) or 0 for any d <= 128 (read from p.d).
 // With S > 0 (L = S * S tokens of an S x S grid) SAM's decomposed relative position bias is added to
-// the scaled scores: q . Rh[qy - ky + S - 1] + q . Rw[qx - kx + S - 1] with the unscaled query, Rh
-// and Rw f32 [2S - 1, d] at rh_off, rw_off.
+// the scaled scores: B[row, h, ky] + B[row, h, S + kx] from sam_rel_bias.comp's [rows, heads, 2S]
+// at bias_off.
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer QkvBuf { float X[]; };
-layout(std430, binding = 1) readonly buffer RelBuf { float R[]; };
+layout(std430, binding = 1) readonly buffer BiasBuf { float B[]; };
 layout(std430, binding = 2) writeonly buffer OutBuf { float O[]; };
 layout(push_constant) uniform Params {
-  uint L, d, ld, q_off, k_off, v_off, out_off, ldo, S, rh_off, rw_off;
+  uint L, d, ld, q_off, k_off, v_off, out_off, ldo, S, bias_off, heads;
   float scale;
 } p;
 
@@ -38,7 +38,7 @@ void main() {
     q[i] = X[q0 + i];
     acc[i] = 0.0;
   }
-  const uint qy = p.S > 0 ? qt / p.S : 0, qx = p.S > 0 ? qt % p.S : 0;
+  const uint bias0 = p.bias_off + ((base + min(qt, p.L - 1)) * p.heads + h) * 2 * p.S;
   float mx = NEG_INF, sum = 0.0;
   for (uint j0 = 0; j0 < p.L; j0 += BLOCK) {
     const uint nb = min(BLOCK, p.L - j0);
@@ -52,13 +52,7 @@ void main() {
       float dot = 0.0;
       for (uint i = 0; i < D; ++i) dot = fma(q[i], ks[j][i], dot);
       float score = p.scale * dot;
-      if (p.S > 0) {
-        const uint key = j0 + j;
-        const uint rh = p.rh_off + (qy + p.S - 1 - key / p.S) * D, rw = p.rw_off + (qx + p.S - 1 - key % p.S) * D;
-        float bias = 0.0;
-        for (uint i = 0; i < D; ++i) bias = fma(q[i], R[rh + i] + R[rw + i], bias);
-        score += bias;
-      }
+      if (p.S > 0) score += B[bias0 + (j0 + j) / p.S] + B[bias0 + p.S + (j0 + j) % p.S];
       if (score > mx) {
         const float c = exp(mx - score);
         sum *= c;

@@ -1,8 +1,8 @@
 // The vision encoders' shaders (gpu_vision_ops.h) against float64 / scalar-kernel references on odd
 // shapes, on the first Vulkan device (llvmpipe in CI): LayerNorm, bias with each activation, conv
 // patches from NCHW and channels-last inputs, strided row copies, SAM's window partition and merge,
-// and attention with and without SAM's relative position bias. Skipped without a Vulkan driver unless
-// SCRIPTORIUM_REQUIRE_VULKAN=1.
+// and attention with and without SAM's relative position bias (its per-query terms from
+// sam_rel_bias). Skipped without a Vulkan driver unless SCRIPTORIUM_REQUIRE_VULKAN=1.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -187,9 +187,12 @@ void test_attention(Gpu& gpu, uint32_t seqs, uint32_t S, uint32_t heads, uint32_
         auto X = gpu.upload(qkv);
         auto R = gpu.upload(rel);
         auto O = gpu.upload(std::vector<float>(want.size()));
+        auto Bias = gpu.upload(std::vector<float>(2 + static_cast<size_t>(rows) * heads * 2 * S));
         const vk::RelativePositions positions{R.get(), 3, 3 + table, S};
+        const vk::RelativeBias bias{{Bias.get(), 2}, S};
+        if (with_rel) g_ops->sam_rel_bias(*gpu.batch, *X, 0, ld, rows, heads, d, positions, bias.bias);
         g_ops->attention(*gpu.batch, *X, 0, width, 2 * width, ld, {O.get(), 0}, width, seqs, L, heads, d, scale,
-                         with_rel ? &positions : nullptr);
+                         with_rel ? &bias : nullptr);
         gpu.batch->run();
         return compare(gpu.download<float>(*O, want.size()), want);
       });
