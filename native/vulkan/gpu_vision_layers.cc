@@ -1,5 +1,6 @@
 #include "gpu_vision_layers.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "../src/vision_ops.h"

@@ -60,14 +60,14 @@ void VisionShaderOps::im2col(CommandBatch& batch, Operand x, const uint32_t stri
   if (k == 0 || stride == 0 || H + 2 * pad < k || W + 2 * pad < k)
     throw std::invalid_argument("im2col: the kernel is larger than the padded input");
   const uint32_t Ho = (H + 2 * pad - k) / stride + 1, Wo = (W + 2 * pad - k) / stride + 1;
-  const uint32_t total = element_count("im2col", static_cast<uint64_t>(B) * Ho * Wo * C * k * k);
   if (B == 0 || C == 0) throw std::invalid_argument("im2col: empty input");
+  const uint32_t total = element_count("im2col", static_cast<uint64_t>(B) * Ho * Wo * C * k * k);
   const uint64_t last = static_cast<uint64_t>(B - 1) * strides[0] + static_cast<uint64_t>(C - 1) * strides[1] +
                         static_cast<uint64_t>(H - 1) * strides[2] + static_cast<uint64_t>(W - 1) * strides[3];
   require_range("im2col", "x", x, last + 1, 4);
   require_range("im2col", "out", out, total, 4);
-  const uint32_t push[14] = {total, C, k, stride, pad, H, W, Ho, Wo, u32(x.offset), strides[0], strides[1], strides[2], strides[3]};
   if (out.offset != 0) throw std::invalid_argument("im2col: the patches must start at the beginning of their buffer");
+  const uint32_t push[14] = {total, C, k, stride, pad, H, W, Ho, Wo, u32(x.offset), strides[0], strides[1], strides[2], strides[3]};
   batch.dispatch(*im2col_, {x.buffer, out.buffer}, push, groups(total, 256));
 }
 
