@@ -48,18 +48,26 @@ void main() {
       vs[j][i] = X[p.v_off + row];
     }
     barrier();
-    for (uint j = 0; j < nb; ++j) {
-      float dot = 0.0;
-      for (uint i = 0; i < D; ++i) dot = fma(q[i], ks[j][i], dot);
-      float score = p.scale * dot;
-      if (p.S > 0) score += B[bias0 + (j0 + j) / p.S] + B[bias0 + p.S + (j0 + j) % p.S];
-      if (score > mx) {
-        const float c = exp(mx - score);
-        sum *= c;
-        for (uint i = 0; i < D; ++i) acc[i] *= c;
-        mx = score;
+    // Scores of the block first, then one rescale and the weighted values.
+    float scores[BLOCK];
+    float bmx = mx;
+    for (uint j = 0; j < BLOCK; ++j) {
+      float score = NEG_INF;
+      if (j < nb) {
+        float dot = 0.0;
+        for (uint i = 0; i < D; ++i) dot = fma(q[i], ks[j][i], dot);
+        score = p.scale * dot;
+        if (p.S > 0) score += B[bias0 + (j0 + j) / p.S] + B[bias0 + p.S + (j0 + j) % p.S];
       }
-      const float pj = exp(score - mx);
+      scores[j] = score;
+      bmx = max(bmx, score);
+    }
+    const float c = exp(mx - bmx);  // 0 on the first block (mx = -inf)
+    sum *= c;
+    for (uint i = 0; i < D; ++i) acc[i] *= c;
+    mx = bmx;
+    for (uint j = 0; j < nb; ++j) {
+      const float pj = exp(scores[j] - mx);
       sum += pj;
       for (uint i = 0; i < D; ++i) acc[i] = fma(pj, vs[j][i], acc[i]);
     }
