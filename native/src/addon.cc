@@ -16,6 +16,7 @@
 
 #include "addon_forward.h"
 #include "decoder.h"
+#include "addon_vision.h"
 #include "gpu_backend.h"
 #include "kernels.h"
 #include "safetensors.h"
@@ -33,147 +34,7 @@ struct Engine {
   std::mutex mutex;
 };
 
-int64_t read_int(const Napi::Object& obj, const char* key) {
-  Napi::Value v = obj.Get(key);
-  if (!v.IsNumber()) throw Napi::TypeError::New(obj.Env(), std::string("dims.") + key + " must be a number");
-  return v.As<Napi::Number>().Int64Value();
-}
-
-float read_float(const Napi::Object& obj, const char* key) {
-  Napi::Value v = obj.Get(key);
-  if (!v.IsNumber()) throw Napi::TypeError::New(obj.Env(), std::string("dims.") + key + " must be a number");
-  return v.As<Napi::Number>().FloatValue();
-}
-
-Napi::Object read_object(const Napi::Object& obj, const char* key) {
-  Napi::Value v = obj.Get(key);
-  if (!v.IsObject()) throw Napi::TypeError::New(obj.Env(), std::string("visionDims.") + key + " must be an object");
-  return v.As<Napi::Object>();
-}
-
-std::vector<int64_t> read_int_list(const Napi::Object& obj, const char* key) {
-  Napi::Value v = obj.Get(key);
-  if (!v.IsArray()) throw Napi::TypeError::New(obj.Env(), std::string("visionDims.") + key + " must be an array");
-  Napi::Array list = v.As<Napi::Array>();
-  std::vector<int64_t> out;
-  for (uint32_t i = 0; i < list.Length(); ++i) {
-    Napi::Value item = list.Get(i);
-    if (!item.IsNumber()) throw Napi::TypeError::New(obj.Env(), std::string("visionDims.") + key + " must hold numbers");
-    out.push_back(item.As<Napi::Number>().Int64Value());
-  }
-  return out;
-}
-
-// The VisionDims object of src/engine/vision-config.ts.
-VisionDims read_vision_dims(const Napi::Object& o) {
-  VisionDims d;
-  const std::string kind = o.Get("kind").ToString();
-  if (kind != "deepencoder" && kind != "deepencoderv2")
-    throw Napi::TypeError::New(o.Env(), "visionDims.kind must be 'deepencoder' or 'deepencoderv2'");
-  d.kind = kind == "deepencoder" ? VisionKind::DeepEncoder : VisionKind::DeepEncoderV2;
-  const Napi::Object s = read_object(o, "sam");
-  d.sam.width = read_int(s, "width");
-  d.sam.layers = read_int(s, "layers");
-  d.sam.heads = read_int(s, "heads");
-  d.sam.patch = read_int(s, "patchSize");
-  d.sam.window = read_int(s, "windowSize");
-  d.sam.mlp = read_int(s, "mlpDim");
-  d.sam.pos_grid = read_int(s, "posGrid");
-  d.sam.global_blocks = read_int_list(s, "globalBlocks");
-  d.sam.neck = read_int(s, "neckChannels");
-  d.sam.net2 = read_int(s, "net2Channels");
-  d.sam.net3 = read_int(s, "net3Channels");
-  d.sam.eps = read_float(s, "normEps");
-  if (d.kind == VisionKind::DeepEncoder) {
-    const Napi::Object c = read_object(o, "clip");
-    d.clip.width = read_int(c, "width");
-    d.clip.layers = read_int(c, "layers");
-    d.clip.heads = read_int(c, "heads");
-    d.clip.mlp = read_int(c, "mlpDim");
-    d.clip.pos_grid = read_int(c, "posGrid");
-    d.clip.eps = read_float(c, "normEps");
-  } else {
-    const Napi::Object q = read_object(o, "qwen2");
-    d.qwen2.dim = read_int(q, "dim");
-    d.qwen2.layers = read_int(q, "layers");
-    d.qwen2.heads = read_int(q, "heads");
-    d.qwen2.kv_heads = read_int(q, "kvHeads");
-    d.qwen2.mlp = read_int(q, "mlpDim");
-    d.qwen2.rms_eps = read_float(q, "rmsEps");
-    d.qwen2.rope_theta = read_float(q, "ropeTheta");
-    d.qwen2.query_sides = read_int_list(q, "querySides");
-  }
-  d.projector_input = read_int(o, "projectorInput");
-  d.embed = read_int(o, "embed");
-  return d;
-}
-
-Napi::Float32Array to_float32_array(Napi::Env env, const std::vector<float>& values) {
-  Napi::Float32Array out = Napi::Float32Array::New(env, values.size());
-  std::memcpy(out.Data(), values.data(), values.size() * sizeof(float));
-  return out;
-}
-
 using SequenceWrap = SequenceWrapOf<Engine, KvCache>;
-
-class EncodeWorker : public Napi::AsyncWorker {
- public:
-  EncodeWorker(Napi::Env env, std::shared_ptr<Engine> engine, Napi::Float32Array pixels, int64_t n, int64_t side,
-               bool keep_intermediates)
-      : Napi::AsyncWorker(env),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        engine_(std::move(engine)),
-        pixels_ref_(Napi::Reference<Napi::Float32Array>::New(pixels, 1)),
-        pixels_(pixels.Data()),
-        n_(n),
-        side_(side),
-        keep_(keep_intermediates) {}
-
-  Napi::Promise promise() const { return deferred_.Promise(); }
-
-  void Execute() override {
-    std::lock_guard<std::mutex> lock(engine_->mutex);
-    try {
-      output_ = engine_->vision->encode(pixels_, n_, side_, keep_);
-    } catch (const std::exception& e) {
-      SetError(e.what());
-    }
-  }
-
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::Object result = Napi::Object::New(env);
-    result.Set("projected", to_float32_array(env, output_.projected));
-    result.Set("tokensPerView", Napi::Number::New(env, static_cast<double>(output_.tokens_per_view)));
-    Napi::Object stages = Napi::Object::New(env);
-    stages.Set("sam", Napi::Number::New(env, output_.stage_ms.sam));
-    stages.Set("encoder", Napi::Number::New(env, output_.stage_ms.encoder));
-    stages.Set("projector", Napi::Number::New(env, output_.stage_ms.projector));
-    result.Set("stageMs", stages);
-    if (keep_) {
-      result.Set("sam", to_float32_array(env, output_.sam));
-      Napi::Array shape = Napi::Array::New(env, output_.sam_shape.size());
-      for (uint32_t i = 0; i < output_.sam_shape.size(); ++i)
-        shape.Set(i, Napi::Number::New(env, static_cast<double>(output_.sam_shape[i])));
-      result.Set("samShape", shape);
-      result.Set("encoder", to_float32_array(env, output_.encoder));
-    }
-    deferred_.Resolve(result);
-  }
-
-  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  std::shared_ptr<Engine> engine_;
-  // [n, 3, side, side]: read in place (a copy would cost the event loop tens of milliseconds); the
-  // reference keeps the array alive, and the caller leaves it unchanged until the promise settles.
-  Napi::Reference<Napi::Float32Array> pixels_ref_;
-  const float* pixels_;
-  int64_t n_, side_;
-  bool keep_;
-  VisionOutput output_;
-};
 
 class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
  public:
@@ -419,32 +280,14 @@ Napi::Value ModelWrap::Forward(const Napi::CallbackInfo& info) {
                        });
 }
 
-// encodeImages(pixels: Float32Array [n, 3, side, side], n: number, side: number, keepIntermediates: boolean)
-//   -> Promise<{projected: Float32Array [n, tokensPerView, embed], tokensPerView: number,
-//               sam?: Float32Array [n, C, h, w], samShape?: number[], encoder?: Float32Array [n, tokensPerView, width]}>
+// encodeImages(pixels, n, side, keepIntermediates): see addon_vision.h.
 Napi::Value ModelWrap::EncodeImages(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (!engine_->vision) throw Napi::Error::New(env, "encodeImages: this model was loaded without vision dims");
-  if (info.Length() < 4 || !info[0].IsTypedArray() ||
-      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array || !info[1].IsNumber() ||
-      !info[2].IsNumber() || !info[3].IsBoolean())
-    throw Napi::TypeError::New(env, "encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean)");
-  const double n = info[1].As<Napi::Number>().DoubleValue(), side = info[2].As<Napi::Number>().DoubleValue();
-  if (n < 1 || n != std::floor(n) || n > 4096)
-    throw Napi::RangeError::New(env, "encodeImages: n must be an integer between 1 and 4096");
-  if (side < 1 || side != std::floor(side) || side > VisionEncoder::kMaxSide)
-    throw Napi::RangeError::New(env, "encodeImages: side must be an integer between 1 and " +
-                                         std::to_string(VisionEncoder::kMaxSide));
-  Napi::Float32Array pixels = info[0].As<Napi::Float32Array>();
-  const int64_t views = static_cast<int64_t>(n), s = static_cast<int64_t>(side);
-  if (static_cast<int64_t>(pixels.ElementLength()) != views * 3 * s * s)
-    throw Napi::RangeError::New(env, "encodeImages: pixels must hold n * 3 * side * side = " +
-                                         std::to_string(views * 3 * s * s) + " floats, got " +
-                                         std::to_string(pixels.ElementLength()));
-  auto* worker = new EncodeWorker(env, engine_, pixels, views, s, info[3].As<Napi::Boolean>().Value());
-  Napi::Promise promise = worker->promise();
-  worker->Queue();
-  return promise;
+  if (!engine_->vision) throw Napi::Error::New(info.Env(), "encodeImages: this model was loaded without vision dims");
+  std::shared_ptr<Engine> engine = engine_;
+  return queue_encode_images(info, [engine](const float* pixels, int64_t n, int64_t side, bool keep) {
+    std::lock_guard<std::mutex> lock(engine->mutex);
+    return engine->vision->encode(pixels, n, side, keep);
+  });
 }
 
 // specialVector(name: 'image_newline' | 'view_seperator') -> Float32Array [embed]

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "../src/addon_forward.h"
+#include "../src/addon_vision.h"
 #include "gpu_decoder.h"
+#include "gpu_vision_encoder.h"
 
 namespace scriptorium {
 
@@ -17,10 +19,12 @@ struct GpuEngine {
   std::unique_ptr<vk::Device> device;
   std::unique_ptr<Checkpoint> checkpoint;
   std::unique_ptr<vk::GpuDecoder> decoder;
+  std::unique_ptr<vk::GpuVisionEncoder> vision;  // DeepEncoder checkpoints only
   std::mutex mutex;
 
   ~GpuEngine() {
     decoder.reset();  // device objects go before the device
+    vision.reset();
   }
 };
 
@@ -38,6 +42,8 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
     return DefineClass(env, "NativeGpuModel",
                        {InstanceMethod<&GpuModelWrap::CreateSequence>("createSequence"),
                         InstanceMethod<&GpuModelWrap::Forward>("forward"),
+                        InstanceMethod<&GpuModelWrap::EncodeImages>("encodeImages"),
+                        InstanceAccessor<&GpuModelWrap::VisionOnDevice>("visionOnDevice"),
                         InstanceAccessor<&GpuModelWrap::DeviceName>("deviceName"),
                         InstanceAccessor<&GpuModelWrap::WeightBytes>("weightBytes"),
                         InstanceAccessor<&GpuModelWrap::Memory>("memory")},
@@ -75,9 +81,21 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
                          });
   }
 
+  // encodeImages(pixels, n, side, keepIntermediates) as NativeModel's (see addon_vision.h), on the device.
+  Napi::Value EncodeImages(const Napi::CallbackInfo& info) {
+    if (!engine_->vision) throw Napi::Error::New(info.Env(), "encodeImages: this model's vision encoder is not on the device");
+    std::shared_ptr<GpuEngine> engine = engine_;
+    return queue_encode_images(info, [engine](const float* pixels, int64_t n, int64_t side, bool keep) {
+      std::lock_guard<std::mutex> lock(engine->mutex);
+      return engine->vision->encode(pixels, n, side, keep);
+    });
+  }
+
+  Napi::Value VisionOnDevice(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), engine_->vision != nullptr); }
   Napi::Value DeviceName(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), engine_->device->info().name); }
   Napi::Value WeightBytes(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), static_cast<double>(engine_->decoder->weight_bytes()));
+    const uint64_t vision = engine_->vision ? engine_->vision->weight_bytes() : 0;
+    return Napi::Number::New(info.Env(), static_cast<double>(engine_->decoder->weight_bytes() + vision));
   }
 
   // {budgetBytes, usedBytes}: the device memory budget and what this model's buffers hold of it now.
@@ -92,16 +110,19 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
   std::shared_ptr<GpuEngine> engine_;
 };
 
-// Opens the device, maps the checkpoint and uploads the decoder's weights on a libuv worker thread.
+// Opens the device, maps the checkpoint and uploads the decoder's (and the DeepEncoder's) weights on a
+// libuv worker thread.
 class LoadWorker : public Napi::AsyncWorker {
  public:
-  LoadWorker(Napi::Env env, GpuClasses* classes, std::string dir, DecoderDims dims, int index)
+  LoadWorker(Napi::Env env, GpuClasses* classes, std::string dir, DecoderDims dims, int index,
+             std::unique_ptr<VisionDims> vision_dims)
       : Napi::AsyncWorker(env),
         deferred_(Napi::Promise::Deferred::New(env)),
         classes_(classes),
         dir_(std::move(dir)),
         dims_(dims),
-        index_(index) {}
+        index_(index),
+        vision_dims_(std::move(vision_dims)) {}
 
   Napi::Promise promise() const { return deferred_.Promise(); }
 
@@ -112,6 +133,8 @@ class LoadWorker : public Napi::AsyncWorker {
       engine->device = std::make_unique<vk::Device>(engine->instance, index_);
       engine->checkpoint = std::make_unique<Checkpoint>(dir_);
       engine->decoder = std::make_unique<vk::GpuDecoder>(*engine->device, *engine->checkpoint, dims_);
+      if (vision_dims_ && vision_dims_->kind == VisionKind::DeepEncoder)
+        engine->vision = std::make_unique<vk::GpuVisionEncoder>(*engine->device, *engine->checkpoint, *vision_dims_);
       engine_ = std::move(engine);
     } catch (const std::exception& e) {
       SetError(e.what());
@@ -132,17 +155,21 @@ class LoadWorker : public Napi::AsyncWorker {
   std::string dir_;
   DecoderDims dims_;
   int index_;
+  std::unique_ptr<VisionDims> vision_dims_;  // null: decoder only
   std::shared_ptr<GpuEngine> engine_;
 };
 
-// loadGpuModel(dir: string, dims: DecoderDims, deviceIndex: number) -> Promise<NativeGpuModel>
+// loadGpuModel(dir: string, dims: DecoderDims, deviceIndex: number, visionDims?: VisionDims)
+//   -> Promise<NativeGpuModel>; DeepEncoder vision dims put SAM, CLIP and the projector on the device too
 Napi::Value load_gpu_model(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 3 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber())
-    throw Napi::TypeError::New(env, "loadGpuModel(dir: string, dims: object, deviceIndex: number)");
+    throw Napi::TypeError::New(env, "loadGpuModel(dir: string, dims: object, deviceIndex: number, visionDims?: object)");
   auto* classes = static_cast<GpuClasses*>(info.Data());
+  std::unique_ptr<VisionDims> vision;
+  if (info.Length() > 3 && info[3].IsObject()) vision = std::make_unique<VisionDims>(read_vision_dims(info[3].As<Napi::Object>()));
   auto* worker = new LoadWorker(env, classes, info[0].As<Napi::String>(), read_decoder_dims(info[1].As<Napi::Object>()),
-                                info[2].As<Napi::Number>().Int32Value());
+                                info[2].As<Napi::Number>().Int32Value(), std::move(vision));
   Napi::Promise promise = worker->promise();
   worker->Queue();
   return promise;

@@ -9,16 +9,10 @@
 
 namespace scriptorium::vk {
 
-namespace {
-
-constexpr uint32_t kMaxGroups = 65535;  // the smallest maxComputeWorkGroupCount Vulkan allows
-
 uint32_t groups(uint64_t n, uint32_t per_group) {
   return static_cast<uint32_t>(std::min<uint64_t>((n + per_group - 1) / per_group, kMaxGroups));
 }
 
-// Throws unless elements [offset, offset + count) of `element_bytes` each lie inside the buffer and
-// are addressable by a shader's 32-bit index.
 void require_range(const char* op, const char* operand, Operand o, uint64_t count, uint64_t element_bytes) {
   const uint64_t end = o.offset + count;
   if (end * element_bytes > o.buffer->bytes() || end > UINT32_MAX)
@@ -27,11 +21,12 @@ void require_range(const char* op, const char* operand, Operand o, uint64_t coun
                                 " bytes");
 }
 
-// Elements a [rows, width] operand with row stride ld spans.
 uint64_t span(uint32_t rows, uint32_t width, uint32_t ld) {
   if (width > ld && rows > 1) throw std::invalid_argument("row stride smaller than the row width");
   return rows == 0 ? 0 : static_cast<uint64_t>(rows - 1) * ld + width;
 }
+
+namespace {
 
 uint32_t u32(uint64_t v) { return static_cast<uint32_t>(v); }
 

@@ -77,6 +77,17 @@ class ShaderOps {
       scatter_add_rows_;
 };
 
+// The smallest maxComputeWorkGroupCount Vulkan allows.
+constexpr uint32_t kMaxGroups = 65535;
+
+// Workgroups of per_group invocations for n elements, at most kMaxGroups (shaders loop over the rest).
+uint32_t groups(uint64_t n, uint32_t per_group);
+// Throws std::invalid_argument unless elements [offset, offset + count) of `element_bytes` each lie
+// inside the operand's buffer and are addressable by a shader's 32-bit index.
+void require_range(const char* op, const char* operand, Operand o, uint64_t count, uint64_t element_bytes);
+// Elements a [rows, width] operand with row stride ld spans.
+uint64_t span(uint32_t rows, uint32_t width, uint32_t ld);
+
 // The (cos, sin) table rope() reads, f32 [positions, d/2, 2], computed exactly as the CPU's
 // rope_rotate_half computes its angles.
 std::vector<float> rope_table(int64_t positions, int64_t d, float theta);

@@ -102,10 +102,13 @@ export interface SafetensorsHeaderEntry {
   end: number;
 }
 
-/** The Vulkan decoder (native/vulkan/gpu_model.h): present only in builds with the GPU backend. */
+/** The Vulkan model (native/vulkan/gpu_model.h): present only in builds with the GPU backend. */
 interface NativeGpuModelHandle {
   createSequence(): NativeSequence;
   forward(batch: ForwardInput[]): Promise<{ best: Int32Array; logits: Float32Array }>;
+  encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViewBatch>;
+  /** True when SAM, CLIP and the projector run on the device (V1, V3); V2's Qwen2 encoder stays on the CPU. */
+  readonly visionOnDevice: boolean;
   readonly deviceName: string;
   readonly weightBytes: number;
   readonly memory: DeviceMemory;
@@ -114,7 +117,7 @@ interface NativeGpuModelHandle {
 interface NativeBinding {
   /** Maps the checkpoint and builds the model on a native thread (F16 / F32 weights are converted there). */
   loadModel(dir: string, dims: object, threads: number, visionDims: VisionDims | undefined, options: { precision: Precision; quantize?: WeightQuantization }): Promise<NativeModelHandle>;
-  loadGpuModel?: (dir: string, dims: object, deviceIndex: number) => Promise<NativeGpuModelHandle>;
+  loadGpuModel?: (dir: string, dims: object, deviceIndex: number, visionDims?: VisionDims) => Promise<NativeGpuModelHandle>;
   supportedKernelSets(): string[];
   /** Validates a header exactly as loading does (a file's data section holds dataBytes); throws naming `file`. */
   readSafetensorsHeader(json: Uint8Array, dataBytes: number, file: string): { tensors: SafetensorsHeaderEntry[]; metadata: Record<string, string> };
@@ -161,7 +164,7 @@ export class NativeModel {
     readonly config: ModelConfig,
     /** Null for decoder-only checkpoints (config.json without vision_config). */
     readonly vision: VisionDims | null,
-    /** The CPU engine: vision encoders always, the decoder unless a GPU runs it. */
+    /** The CPU engine: the decoder and vision encoders unless a GPU runs them, and the special vectors. */
     private readonly handle: NativeModelHandle,
     readonly device: ResolvedDevice,
     private readonly gpu: NativeGpuModelHandle | null,
@@ -172,8 +175,9 @@ export class NativeModel {
   ) {}
 
   /**
-   * Maps the checkpoint; with a GPU device, also uploads the decoder's weights to it (the vision
-   * encoders stay on the CPU for now). Rejects when the device named cannot be used, saying why.
+   * Maps the checkpoint; with a GPU device, also uploads the decoder's weights to it, and those of
+   * SAM, CLIP and the projector for V1 / V3 (V2's vision encoder stays on the CPU). Rejects when the
+   * device named cannot be used, saying why.
    */
   static async load(modelDir: string, options: LoadOptions = {}): Promise<NativeModel> {
     const config = await loadModelConfig(modelDir, options.variant);
@@ -188,7 +192,7 @@ export class NativeModel {
     const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined, { precision, quantize });
     if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null, kvCache, precision, quantize);
     if (!binding.loadGpuModel) throw new Error('the GPU backend is not available: this build of the addon has no Vulkan backend');
-    const gpu = await binding.loadGpuModel(modelDir, config.decoder, device.index);
+    const gpu = await binding.loadGpuModel(modelDir, config.decoder, device.index, vision ?? undefined);
     return new NativeModel(config, vision, handle, device, gpu, kvCache, precision, quantize);
   }
 
@@ -206,7 +210,7 @@ export class NativeModel {
     return this.handle.threads;
   }
 
-  /** Bytes of the mapped checkpoint (CPU), or of the decoder weights on the device (GPU). */
+  /** Bytes of the mapped checkpoint (CPU), or of the weights on the device (GPU). */
   get weightBytes(): number {
     return this.gpu ? this.gpu.weightBytes : this.handle.weightBytes;
   }
@@ -272,7 +276,8 @@ export class NativeModel {
    * The call waits behind earlier ones on this model: leave `pixels` unchanged until it settles.
    */
   encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates = false): Promise<EncodedViewBatch> {
-    const run = this.queue.then(() => this.handle.encodeImages(pixels, n, side, keepIntermediates));
+    const engine = this.gpu?.visionOnDevice ? this.gpu : this.handle;
+    const run = this.queue.then(() => engine.encodeImages(pixels, n, side, keepIntermediates));
     this.queue = run.catch(() => undefined);
     return run;
   }

@@ -65,7 +65,7 @@ export interface OcrEngineOptions {
   variant?: Variant;
   /** Engine threads. Default: one per CPU. */
   threads?: number;
-  /** Where the decoder runs (default cpu). */
+  /** Where the model runs (default cpu; V2's vision encoder stays on the CPU). */
   device?: DeviceSpec;
   /** The CPU decoder's KV cache storage (default f16; see native-model.ts). */
   kvCache?: KvCacheDtype;

@@ -15,6 +15,7 @@
 #include "../../src/kernels.h"
 #include "shader_ops.h"
 #include "../../test/test_harness.h"
+#include "gpu_test_support.h"
 
 using namespace scriptorium;
 
@@ -22,58 +23,7 @@ namespace {
 
 using scriptorium_test::finish;
 using scriptorium_test::run;
-
-constexpr double kTol = 2e-5;  // |gpu - cpu| <= kTol * max |cpu|
-
-std::mt19937 g_rng(2024);
-
-std::vector<float> random_f32(size_t n, float scale = 1.f) {
-  std::normal_distribution<float> dist(0.f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(g_rng);
-  return v;
-}
-
-std::vector<bf16_t> random_bf16(size_t n, float scale = 1.f) {
-  std::vector<bf16_t> v(n);
-  for (bf16_t& x : v) x = f32_to_bf16(std::normal_distribution<float>(0.f, scale)(g_rng));
-  return v;
-}
-
-// "" when every |got - want| <= kTol * max |want| (and both have the same length).
-std::string compare(const std::vector<float>& got, const std::vector<float>& want) {
-  double largest = 0, worst = 0;
-  size_t at = 0;
-  for (float w : want) largest = std::max(largest, std::fabs(static_cast<double>(w)));
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double e = std::fabs(static_cast<double>(got[i]) - want[i]);
-    if (!(e <= worst)) worst = e, at = i;
-  }
-  if (worst <= kTol * std::max(largest, 1e-30)) return "";
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "element %zu: got %g, want %g (largest %g)", at, got[at], want[at], largest);
-  return buf;
-}
-
-struct Gpu {
-  std::unique_ptr<vk::Device> device;
-  std::unique_ptr<vk::Transfer> transfer;
-  std::unique_ptr<vk::ShaderOps> ops;
-  std::unique_ptr<vk::CommandBatch> batch;
-
-  template <typename T>
-  std::unique_ptr<vk::Buffer> upload(const std::vector<T>& host) {
-    auto buffer = std::make_unique<vk::Buffer>(*device, host.size() * sizeof(T));
-    transfer->upload(*buffer, 0, host.data(), host.size() * sizeof(T));
-    return buffer;
-  }
-  template <typename T>
-  std::vector<T> download(const vk::Buffer& buffer, size_t n, size_t offset = 0) {
-    std::vector<T> host(n);
-    transfer->download(buffer, offset * sizeof(T), host.data(), n * sizeof(T));
-    return host;
-  }
-};
+using namespace scriptorium_gpu_test;
 
 void test_matmul(Gpu& gpu, uint32_t M, uint32_t N, uint32_t K) {
   run("matmul_bf16 M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K), [&] {
@@ -315,18 +265,8 @@ void test_bounds(Gpu& gpu) {
 
 int main() {
   Gpu gpu;
-  try {
-    auto instance = std::make_shared<vk::Instance>();
-    gpu.device = std::make_unique<vk::Device>(instance, 0);
-  } catch (const std::exception& e) {
-    const char* require = std::getenv("SCRIPTORIUM_REQUIRE_VULKAN");
-    std::printf("%s shader tests: no Vulkan device: %s\n", require && *require == '1' ? "FAIL" : "skip", e.what());
-    return require && *require == '1' ? 1 : 0;
-  }
-  std::printf("device: %s\n", gpu.device->info().name.c_str());
-  gpu.transfer = std::make_unique<vk::Transfer>(*gpu.device);
-  gpu.ops = std::make_unique<vk::ShaderOps>(*gpu.device);
-  gpu.batch = std::make_unique<vk::CommandBatch>(*gpu.device);
+  int status = 0;
+  if (!open_test_device(gpu, "shader tests", status)) return status;
 
   test_matmul(gpu, 1, 1, 1);
   test_matmul(gpu, 1, 77, 129);

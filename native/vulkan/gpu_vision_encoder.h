@@ -1,0 +1,41 @@
+// The vision half of a DeepEncoder checkpoint (V1, V3) on a Vulkan device: SAM, CLIP and the
+// projector (vision_encoder.h on the CPU, docs/model.md §5), exact mode (F32 activations, BF16
+// weights uploaded once). Views go through every layer together, in as few passes as the device's
+// largest bindable buffer allows; only the pixels go up and the projected rows (and intermediates
+// when asked) come back.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "../src/vision_encoder.h"
+#include "gpu_vision_clip.h"
+#include "gpu_vision_layers.h"
+#include "gpu_vision_sam.h"
+
+namespace scriptorium::vk {
+
+class GpuVisionEncoder {
+ public:
+  // Throws std::invalid_argument for dims that do not fit together and VulkanError for a
+  // DeepEncoderV2 checkpoint (its Qwen2 encoder runs on the CPU).
+  GpuVisionEncoder(Device& device, const Checkpoint& checkpoint, const VisionDims& dims);
+
+  uint64_t weight_bytes() const { return ctx_.weights.bytes(); }
+
+  /* projected[n, tokens, embed] (+ intermediates) = encoder(pixels[n, 3, side, side] in [-1, 1]);
+     the same contract and errors as VisionEncoder::encode */
+  VisionOutput encode(const float* pixels, int64_t n, int64_t side, bool keep_intermediates);
+
+ private:
+  /* one pass over views [v0, v0 + m) of the call, written into out */
+  void encode_views(const float* pixels, uint32_t v0, uint32_t m, uint32_t side, bool keep, VisionOutput& out);
+
+  VisionDims dims_;
+  GpuVisionContext ctx_;
+  std::unique_ptr<GpuSam> sam_;
+  std::unique_ptr<GpuClip> clip_;
+  GpuLinear projector_;
+  std::unique_ptr<Buffer> pixels_, sam_out_, features_, projected_;
+};
+
+}  // namespace scriptorium::vk
