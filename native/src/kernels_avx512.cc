@@ -10,6 +10,7 @@
 
 #include "gemm_blocking.h"
 #include "kernels.h"
+#include "online_attention.h"
 
 namespace scriptorium {
 
@@ -18,7 +19,6 @@ namespace {
 // No std:: inline functions or templates here, only builtins: at -O0 those are emitted as weak
 // symbols, and the linker could hand this file's ISA-specific copy to code that runs on any CPU.
 constexpr float kInf = __builtin_inff();
-inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 constexpr int64_t kL2Block = 192 << 10;  // bytes of X rows, and of W rows, kept in L2 per block
@@ -394,52 +394,31 @@ void softmax(float* x, int64_t n) {
   scale(x, 1.0f / exp_shift(x, n, mx), n);
 }
 
-/* out[d] = softmax_r(scale * q[d] . K[r,d]) @ V[n,d], online over blocks of kBlock keys; KV: float or bf16_t */
-struct F32Rows {
+// The set's vector helpers, for online_attention_head over F32 or half key/value rows.
+struct VectorOps {
+  static void scale(float* x, float a, int64_t n) { scriptorium::scale(x, a, n); }
+  static float max_of(const float* x, int64_t n) { return scriptorium::max_of(x, n); }
+  static float exp_shift(float* x, int64_t n, float mx) { return scriptorium::exp_shift(x, n, mx); }
+};
+struct F32Rows : VectorOps {
   using T = float;
   static float dot(const float* a, const float* b, int64_t n) { return scriptorium::dot(a, b, n); }
   static void axpy(float* y, float a, const float* x, int64_t n) { scriptorium::axpy(y, a, x, n); }
 };
-struct F16Rows {
+struct F16Rows : VectorOps {
   using T = f16_t;
   static float dot(const float* a, const f16_t* b, int64_t n) { return dot_f16(a, b, n); }
   static void axpy(float* y, float a, const f16_t* x, int64_t n) { axpy_f16(y, a, x, n); }
 };
 
-// Rows: F32Rows or F16Rows, the key/value storage (dot and axpy over one row).
-template <typename Rows>
-void attend_head(const float* q, const typename Rows::T* K, const typename Rows::T* V, int64_t ld, int64_t n, int64_t d,
-                 float sc, float* out) {
-  constexpr int64_t kBlock = 64;
-  alignas(64) float s[kBlock];
-  float mx = -kInf;
-  float sum = 0.0f;
-  for (int64_t i = 0; i < d; ++i) out[i] = 0.0f;
-  for (int64_t r0 = 0; r0 < n; r0 += kBlock) {
-    const int64_t nb = min64(kBlock, n - r0);
-    for (int64_t j = 0; j < nb; ++j) s[j] = sc * Rows::dot(q, K + (r0 + j) * ld, d);
-    const float bmx = max_of(s, nb);
-    if (bmx > mx) {
-      const float c = __builtin_expf(mx - bmx);
-      sum *= c;
-      scale(out, c, d);
-      mx = bmx;
-    }
-    if (mx == -kInf) continue;  // every score so far is -inf
-    sum += exp_shift(s, nb, mx);
-    for (int64_t j = 0; j < nb; ++j) Rows::axpy(out, s[j], V + (r0 + j) * ld, d);
-  }
-  if (sum > 0.0f) scale(out, 1.0f / sum, d);
-}
-
 void attention_head(const float* q, const float* K, const float* V, int64_t ld, int64_t n, int64_t d, float sc,
                     float* out) {
-  attend_head<F32Rows>(q, K, V, ld, n, d, sc, out);
+  online_attention_head<F32Rows>(q, K, V, ld, n, d, sc, out);
 }
 
 void attention_head_f16(const float* q, const f16_t* K, const f16_t* V, int64_t ld, int64_t n, int64_t d, float sc,
                         float* out) {
-  attend_head<F16Rows>(q, K, V, ld, n, d, sc, out);
+  online_attention_head<F16Rows>(q, K, V, ld, n, d, sc, out);
 }
 
 /* first argmax of x[n]: one pass for the max, one for its first position */
