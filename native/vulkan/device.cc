@@ -121,6 +121,10 @@ const char* choose_matmul_path(const CooperativeMatrixSupport& s) {
   return runs ? kCooperativeMatrixPath : kPortablePath;
 }
 
+const char* model_matmul_path(const DeviceInfo& info, bool fast_precision) {
+  return fast_precision && info.matmul_path == kCooperativeMatrixPath ? kCooperativeMatrixPath : kPortablePath;
+}
+
 uint64_t memory_budget_bytes(uint64_t heap_bytes, const char* cap_mib) {
   const uint64_t share = heap_bytes / 10 * 9;
   if (cap_mib == nullptr || *cap_mib == '\0') return share;

@@ -53,6 +53,11 @@ struct DeviceInfo {
   std::string matmul_path;  // choose_matmul_path(cooperative_matrix), "" without a compute queue
 };
 
+// The path a model's matrix products take: in exact precision the portable one (F32 products, the
+// path the tests compare with the CPU engine), in fast precision the device's choice (the
+// cooperative-matrix path where it runs, about 22 significant bits).
+const char* model_matmul_path(const DeviceInfo& info, bool fast_precision);
+
 // An allocation that does not fit the device memory budget, or that the driver refused for lack of
 // memory (VK_ERROR_OUT_OF_DEVICE_MEMORY): the call that needed it fails, the device stays usable.
 class DeviceMemoryError : public VulkanError {

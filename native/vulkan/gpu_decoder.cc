@@ -32,8 +32,8 @@ void GpuKvCache::reserve_rows(CommandBatch& batch, int64_t rows) {
   capacity_ = target;
 }
 
-GpuDecoder::GpuDecoder(Device& device, const Checkpoint& checkpoint, const DecoderDims& dims)
-    : device_(device), dims_(dims), transfer_(device), weights_(device, transfer_), ops_(device), batch_(device) {
+GpuDecoder::GpuDecoder(Device& device, const Checkpoint& checkpoint, const DecoderDims& dims, const std::string& matmul_path)
+    : device_(device), dims_(dims), transfer_(device), weights_(device, transfer_), ops_(device, matmul_path), batch_(device) {
   dims_.validate();
   if (dims_.head_dim > ShaderOps::kMaxHeadDim) throw VulkanError("the GPU backend supports head_dim up to 256");
   if (dims_.n_routed > ShaderOps::kMaxExperts) throw VulkanError("the GPU backend supports up to 256 routed experts");

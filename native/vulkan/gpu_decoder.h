@@ -42,7 +42,8 @@ class GpuKvCache {
 
 class GpuDecoder {
  public:
-  GpuDecoder(Device& device, const Checkpoint& checkpoint, const DecoderDims& dims);
+  // matmul_path: the shader path of the matrix products (model_matmul_path).
+  GpuDecoder(Device& device, const Checkpoint& checkpoint, const DecoderDims& dims, const std::string& matmul_path);
 
   const DecoderDims& dims() const { return dims_; }
   uint64_t weight_bytes() const { return weights_.bytes(); }

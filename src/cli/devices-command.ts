@@ -16,7 +16,7 @@ function describe(d: GpuDeviceInfo): string {
   const coop = d.cooperativeMatrixExtensions.length > 0 ? d.cooperativeMatrixExtensions.join(', ') : 'none';
   return (
     `gpu:${d.index}  ${d.name}  (${d.type}, Vulkan ${d.apiVersion}, ${gib(d.memoryBytes)}, budget ${gib(d.memoryBudgetBytes)}, subgroup ${d.subgroupSize})\n` +
-    `        shader paths: ${d.shaderPaths.join(', ') || 'none (no compute queue)'}${d.matmulPath ? ` (matrix products: ${d.matmulPath})` : ''}; cooperative matrix: ${coop}`
+    `        shader paths: ${d.shaderPaths.join(', ') || 'none (no compute queue)'}${d.matmulPath ? ` (matrix products with --precision fast: ${d.matmulPath})` : ''}; cooperative matrix: ${coop}`
   );
 }
 

@@ -117,7 +117,7 @@ interface NativeGpuModelHandle {
 interface NativeBinding {
   /** Maps the checkpoint and builds the model on a native thread (F16 / F32 weights are converted there). */
   loadModel(dir: string, dims: object, threads: number, visionDims: VisionDims | undefined, options: { precision: Precision; quantize?: WeightQuantization }): Promise<NativeModelHandle>;
-  loadGpuModel?: (dir: string, dims: object, deviceIndex: number, visionDims?: VisionDims) => Promise<NativeGpuModelHandle>;
+  loadGpuModel?: (dir: string, dims: object, deviceIndex: number, visionDims: VisionDims | undefined, options: { precision: Precision }) => Promise<NativeGpuModelHandle>;
   supportedKernelSets(): string[];
   /** Validates a header exactly as loading does (a file's data section holds dataBytes); throws naming `file`. */
   readSafetensorsHeader(json: Uint8Array, dataBytes: number, file: string): { tensors: SafetensorsHeaderEntry[]; metadata: Record<string, string> };
@@ -192,7 +192,7 @@ export class NativeModel {
     const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined, { precision, quantize });
     if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null, kvCache, precision, quantize);
     if (!binding.loadGpuModel) throw new Error('the GPU backend is not available: this build of the addon has no Vulkan backend');
-    const gpu = await binding.loadGpuModel(modelDir, config.decoder, device.index, vision ?? undefined);
+    const gpu = await binding.loadGpuModel(modelDir, config.decoder, device.index, vision ?? undefined, { precision });
     return new NativeModel(config, vision, handle, device, gpu, kvCache, precision, quantize);
   }
 

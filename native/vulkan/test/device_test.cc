@@ -117,6 +117,16 @@ void test_matmul_path_choice() {
     s.nv_extension = false;
     return std::string(vk::choose_matmul_path(s) == std::string(vk::kPortablePath) ? "" : "cooperative-matrix chosen");
   });
+  run("path: a model takes the cooperative-matrix path in fast precision only, the portable one in exact", [] {
+    vk::DeviceInfo offers, lacks;
+    offers.matmul_path = vk::kCooperativeMatrixPath;
+    lacks.matmul_path = vk::kPortablePath;
+    const bool ok = vk::model_matmul_path(offers, true) == std::string(vk::kCooperativeMatrixPath) &&
+                    vk::model_matmul_path(offers, false) == std::string(vk::kPortablePath) &&
+                    vk::model_matmul_path(lacks, true) == std::string(vk::kPortablePath) &&
+                    vk::model_matmul_path(lacks, false) == std::string(vk::kPortablePath);
+    return std::string(ok ? "" : "wrong path");
+  });
   run("path: the cooperative-matrix shader is embedded, declaring CooperativeMatrixNV", [] {
     constexpr uint32_t kOpCapability = (2u << 16) | 17u, kCooperativeMatrixNV = 5357;
     const vk::ShaderCode& code = vk::spirv::matmul_bf16_coopmat;
