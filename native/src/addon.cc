@@ -151,11 +151,7 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
       (!info[3].IsUndefined() && !info[3].IsObject()) || !info[4].IsObject())
     throw Napi::TypeError::New(env, "loadModel(dir: string, dims: object, threads: number, visionDims: object | undefined, options: object)");
   const Napi::Object options = info[4].As<Napi::Object>();
-  const Napi::Value precision_value = options.Get("precision");
-  const std::string precision_name = precision_value.IsString() ? precision_value.As<Napi::String>().Utf8Value() : "";
-  if (precision_name != "exact" && precision_name != "fast")
-    throw Napi::RangeError::New(env, "options.precision must be 'exact' or 'fast', got '" + precision_name + "'");
-  const Precision precision = precision_name == "fast" ? Precision::Fast : Precision::Exact;
+  const Precision precision = read_precision(options);
   const Napi::Value quantize = options.Get("quantize");
   const std::string quantize_name = quantize.IsUndefined() ? "none" : quantize.IsString() ? quantize.As<Napi::String>().Utf8Value() : "";
   if (quantize_name != "none" && quantize_name != "int8")

@@ -13,6 +13,14 @@ bool is_typed(const Napi::Value& v, napi_typedarray_type type) {
 
 }  // namespace
 
+Precision read_precision(const Napi::Object& options) {
+  const Napi::Value value = options.Get("precision");
+  const std::string name = value.IsString() ? value.As<Napi::String>().Utf8Value() : "";
+  if (name != "exact" && name != "fast")
+    throw Napi::RangeError::New(options.Env(), "options.precision must be 'exact' or 'fast', got '" + name + "'");
+  return name == "fast" ? Precision::Fast : Precision::Exact;
+}
+
 DecoderDims read_decoder_dims(const Napi::Object& o) {
   auto integer = [&](const char* key) {
     Napi::Value v = o.Get(key);

@@ -52,6 +52,9 @@ class SequenceWrapOf : public Napi::ObjectWrap<SequenceWrapOf<Engine, Cache>> {
 // The DecoderDims object of src/engine/model-config.ts; throws a TypeError naming a missing field.
 DecoderDims read_decoder_dims(const Napi::Object& o);
 
+// options.precision of loadModel and loadGpuModel: 'exact' or 'fast'; throws a RangeError otherwise.
+Precision read_precision(const Napi::Object& options);
+
 // Fills entry.ids, embeds, embed_rows, want_logits and banned from
 // {ids: Int32Array, embeds?: Float32Array, embedRows?: Int32Array, logits?: boolean, banned?: Int32Array};
 // throws a TypeError naming the field that has the wrong type. The cache is left to the caller.

@@ -172,15 +172,12 @@ Napi::Value load_gpu_model(const Napi::CallbackInfo& info) {
   if (info.Length() < 5 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber() ||
       (!info[3].IsUndefined() && !info[3].IsObject()) || !info[4].IsObject())
     throw Napi::TypeError::New(env, "loadGpuModel(dir: string, dims: object, deviceIndex: number, visionDims: object | undefined, options: object)");
-  const Napi::Value precision = info[4].As<Napi::Object>().Get("precision");
-  const std::string precision_name = precision.IsString() ? precision.As<Napi::String>().Utf8Value() : "";
-  if (precision_name != "exact" && precision_name != "fast")
-    throw Napi::RangeError::New(env, "options.precision must be 'exact' or 'fast', got '" + precision_name + "'");
+  const bool fast_precision = read_precision(info[4].As<Napi::Object>()) == Precision::Fast;
   auto* classes = static_cast<GpuClasses*>(info.Data());
   std::unique_ptr<VisionDims> vision;
   if (info[3].IsObject()) vision = std::make_unique<VisionDims>(read_vision_dims(info[3].As<Napi::Object>()));
   auto* worker = new LoadWorker(env, classes, info[0].As<Napi::String>(), read_decoder_dims(info[1].As<Napi::Object>()),
-                                info[2].As<Napi::Number>().Int32Value(), std::move(vision), precision_name == "fast");
+                                info[2].As<Napi::Number>().Int32Value(), std::move(vision), fast_precision);
   Napi::Promise promise = worker->promise();
   worker->Queue();
   return promise;
