@@ -1,5 +1,6 @@
 #include "gpu_vision_ops.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -26,9 +27,9 @@ VisionShaderOps::VisionShaderOps(Device& device) : device_(device) {
   copy_rows_ = std::make_unique<Pipeline>(device, spirv::copy_rows, 2, 9 * 4);
   sam_windows_ = std::make_unique<Pipeline>(device, spirv::sam_windows, 2, 6 * 4);
   rel_bias_ = std::make_unique<Pipeline>(device, spirv::sam_rel_bias, 3, 9 * 4);
-  attention_ = std::make_unique<Pipeline>(device, spirv::vision_attention, 3, 12 * 4);
-  attention_d32_ = std::make_unique<Pipeline>(device, spirv::vision_attention_d32, 3, 12 * 4);
-  attention_d64_ = std::make_unique<Pipeline>(device, spirv::vision_attention_d64, 3, 12 * 4);
+  attention_ = std::make_unique<Pipeline>(device, spirv::vision_attention, 3, 14 * 4);
+  attention_d32_ = std::make_unique<Pipeline>(device, spirv::vision_attention_d32, 3, 14 * 4);
+  attention_d64_ = std::make_unique<Pipeline>(device, spirv::vision_attention_d64, 3, 14 * 4);
 }
 
 VisionShaderOps::~VisionShaderOps() = default;
@@ -113,14 +114,18 @@ void VisionShaderOps::sam_rel_bias(CommandBatch& batch, const Buffer& qkv, uint6
 
 void VisionShaderOps::attention(CommandBatch& batch, const Buffer& qkv, uint64_t q_off, uint64_t k_off, uint64_t v_off,
                                 uint32_t ld, Operand out, uint32_t ldo, uint32_t seqs, uint32_t L, uint32_t heads,
-                                uint32_t d, float scale, const RelativeBias* rel) {
+                                uint32_t d, float scale, const RelativeBias* rel, AttentionKeys keys) {
   if (d == 0 || d > kMaxHeadDim) throw std::invalid_argument("vision attention: head_dim must be in [1, 128]");
   if (seqs == 0 || L == 0 || heads == 0) throw std::invalid_argument("vision attention: empty attention");
   if (seqs > kMaxGroups || L > kMaxGroups || heads > kMaxGroups)
     throw std::invalid_argument("vision attention: too many sequences, tokens or heads for one dispatch");
+  if (keys.kv_group == 0 || heads % keys.kv_group != 0)
+    throw std::invalid_argument("vision attention: heads must be a multiple of the key/value group");
+  if (keys.causal_from == 0) throw std::invalid_argument("vision attention: causal_from must be positive");
   const uint32_t rows = element_count("vision attention", static_cast<uint64_t>(seqs) * L);
-  for (uint64_t off : {q_off, k_off, v_off})
-    require_range("vision attention", "qkv", Operand{&qkv, off}, span(rows, heads * d, ld), 4);
+  require_range("vision attention", "q", Operand{&qkv, q_off}, span(rows, heads * d, ld), 4);
+  for (uint64_t off : {k_off, v_off})
+    require_range("vision attention", "k and v", Operand{&qkv, off}, span(rows, heads / keys.kv_group * d, ld), 4);
   require_range("vision attention", "out", out, span(rows, heads * d, ldo), 4);
   uint32_t side = 0, bias_off = 0;
   const Buffer* bias = out.buffer;  // bound but unread without relative positions
@@ -133,9 +138,10 @@ void VisionShaderOps::attention(CommandBatch& batch, const Buffer& qkv, uint64_t
     bias_off = u32(rel->bias.offset);
   }
   struct {
-    uint32_t L, d, ld, q_off, k_off, v_off, out_off, ldo, S, bias_off, heads;
+    uint32_t L, d, ld, q_off, k_off, v_off, out_off, ldo, S, bias_off, heads, group, causal_from;
     float scale;
-  } push{L, d, ld, u32(q_off), u32(k_off), u32(v_off), u32(out.offset), ldo, side, bias_off, heads, scale};
+  } push{L, d, ld, u32(q_off), u32(k_off), u32(v_off), u32(out.offset), ldo, side, bias_off, heads, keys.kv_group,
+         std::min(keys.causal_from, L), scale};
   const Pipeline& pipeline = d == 32 ? *attention_d32_ : d == 64 ? *attention_d64_ : *attention_;
   batch.dispatch(pipeline, {&qkv, bias, out.buffer}, &push, (L + 63) / 64, heads, seqs);
 }

@@ -26,6 +26,15 @@ struct RelativeBias {
   uint32_t side;
 };
 
+// The keys each query of attention() reads; the defaults give every head its own keys and values and
+// every token all L keys of its sequence.
+struct AttentionKeys {
+  uint32_t kv_group = 1;  // query heads per key/value head (grouped-query attention)
+  // Qwen2's causal flow (DeepSeek-OCR-2): tokens t >= causal_from see keys 0 .. t only; earlier
+  // tokens see keys 0 .. min(causal_from, L) - 1.
+  uint32_t causal_from = UINT32_MAX;
+};
+
 class VisionShaderOps {
  public:
   static constexpr uint32_t kMaxHeadDim = 128, kMaxRelSide = 256;
@@ -55,11 +64,12 @@ class VisionShaderOps {
      in qkv; out f32 [rows, heads, 2S] */
   void sam_rel_bias(CommandBatch& batch, const Buffer& qkv, uint64_t q_off, uint32_t ld, uint32_t rows, uint32_t heads,
                     uint32_t d, const RelativePositions& tables, Operand out);
-  /* out[s*L + t, h*d..] = softmax(scale q.K^T (+ rel-pos bias)) V within each of seqs sequences of L
-     tokens; q, k and v of row r at q_off / k_off / v_off + r * ld in qkv; rel: SAM's bias, L = side^2 */
+  /* out[s*L + t, h*d..] = softmax(scale q.K^T (+ rel-pos bias)) V over the keys `keys` lets token t see,
+     within each of seqs sequences of L tokens; q of row r at q_off + r * ld in qkv ([heads, d]), k and v
+     at k_off / v_off + r * ld ([heads / kv_group, d]); rel: SAM's bias, L = side^2 */
   void attention(CommandBatch& batch, const Buffer& qkv, uint64_t q_off, uint64_t k_off, uint64_t v_off, uint32_t ld,
                  Operand out, uint32_t ldo, uint32_t seqs, uint32_t L, uint32_t heads, uint32_t d, float scale,
-                 const RelativeBias* rel);
+                 const RelativeBias* rel, AttentionKeys keys = {});
 
  private:
   Device& device_;

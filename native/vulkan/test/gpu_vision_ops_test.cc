@@ -2,7 +2,8 @@
 // shapes, on the first Vulkan device (llvmpipe in CI): LayerNorm, bias with each activation, conv
 // patches from NCHW and channels-last inputs, strided row copies, SAM's window partition and merge,
 // and attention with and without SAM's relative position bias (its per-query terms from
-// sam_rel_bias). Skipped without a Vulkan driver unless SCRIPTORIUM_REQUIRE_VULKAN=1.
+// sam_rel_bias) or with Qwen2's grouped key/value heads and causal-flow mask. Skipped without a
+// Vulkan driver unless SCRIPTORIUM_REQUIRE_VULKAN=1.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -146,6 +147,43 @@ void test_sam_windows(Gpu& gpu, uint32_t views, uint32_t g, uint32_t C, uint32_t
       });
 }
 
+// Where attention reads its operands: q of row r at q_off + r * ld, k and v at k_off / v_off + r * ld.
+struct QkvLayout {
+  uint32_t ld, q_off, k_off, v_off;
+};
+
+// Float64 attention within seqs sequences of L tokens: query head h reads key/value head h / group,
+// token t sees keys [0, visible(t)), and bias(t, j, q) adds to the scaled score of key j.
+template <typename Visible, typename Bias>
+std::vector<float> reference_attention(const std::vector<float>& qkv, QkvLayout at, uint32_t seqs, uint32_t L,
+                                       uint32_t heads, uint32_t group, uint32_t d, Visible visible, Bias bias) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(static_cast<float>(d)));
+  std::vector<float> want(static_cast<size_t>(seqs) * L * heads * d);
+  std::vector<double> scores(L);
+  for (uint32_t s = 0; s < seqs; ++s)
+    for (uint32_t h = 0; h < heads; ++h)
+      for (uint32_t t = 0; t < L; ++t) {
+        const float* q = qkv.data() + at.q_off + (s * L + t) * at.ld + h * d;
+        const uint32_t keys = visible(t), kv = (h / group) * d;
+        double top = -INFINITY;
+        for (uint32_t j = 0; j < keys; ++j) {
+          const float* k = qkv.data() + at.k_off + (s * L + j) * at.ld + kv;
+          double dot = 0;
+          for (uint32_t i = 0; i < d; ++i) dot += static_cast<double>(q[i]) * k[i];
+          scores[j] = static_cast<float>(scale) * dot + bias(t, j, q);
+          top = std::max(top, scores[j]);
+        }
+        double total = 0;
+        for (uint32_t j = 0; j < keys; ++j) total += (scores[j] = std::exp(scores[j] - top));
+        for (uint32_t i = 0; i < d; ++i) {
+          double acc = 0;
+          for (uint32_t j = 0; j < keys; ++j) acc += scores[j] * qkv[at.v_off + (s * L + j) * at.ld + kv + i];
+          want[((static_cast<size_t>(s) * L + t) * heads + h) * d + i] = static_cast<float>(acc / total);
+        }
+      }
+  return want;
+}
+
 // Attention inside seqs sequences of L = S*S tokens, q/k/v interleaved in rows of 3 * heads * d (+ pad);
 // with_rel adds SAM's decomposed relative position bias.
 void test_attention(Gpu& gpu, uint32_t seqs, uint32_t S, uint32_t heads, uint32_t d, bool with_rel) {
@@ -157,33 +195,16 @@ void test_attention(Gpu& gpu, uint32_t seqs, uint32_t S, uint32_t heads, uint32_
         const std::vector<float> qkv = random_f32(static_cast<size_t>(rows) * ld, 1.5f);
         const uint32_t table = (2 * S - 1) * d;
         const std::vector<float> rel = random_f32(3 + 2 * static_cast<size_t>(table), 0.5f);
-        std::vector<float> want(static_cast<size_t>(rows) * width);
-        std::vector<double> scores(L);
-        for (uint32_t s = 0; s < seqs; ++s)
-          for (uint32_t h = 0; h < heads; ++h)
-            for (uint32_t t = 0; t < L; ++t) {
-              const float* q = qkv.data() + (s * L + t) * ld + h * d;
-              double top = -INFINITY;
-              for (uint32_t j = 0; j < L; ++j) {
-                const float* k = qkv.data() + (s * L + j) * ld + width + h * d;
-                double dot = 0, bias = 0;
-                for (uint32_t i = 0; i < d; ++i) dot += static_cast<double>(q[i]) * k[i];
-                if (with_rel) {
-                  const float* rh = rel.data() + 3 + (t / S - j / S + S - 1) * d;
-                  const float* rw = rel.data() + 3 + table + (t % S - j % S + S - 1) * d;
-                  for (uint32_t i = 0; i < d; ++i) bias += static_cast<double>(q[i]) * (rh[i] + static_cast<double>(rw[i]));
-                }
-                scores[j] = scale * dot + bias;
-                top = std::max(top, scores[j]);
-              }
-              double total = 0;
-              for (double& v : scores) total += (v = std::exp(v - top));
-              for (uint32_t i = 0; i < d; ++i) {
-                double acc = 0;
-                for (uint32_t j = 0; j < L; ++j) acc += scores[j] * qkv[(s * L + j) * ld + 2 * width + h * d + i];
-                want[(s * L + t) * width + h * d + i] = static_cast<float>(acc / total);
-              }
-            }
+        const auto rel_bias = [&](uint32_t t, uint32_t j, const float* q) {
+          if (!with_rel) return 0.0;
+          const float* rh = rel.data() + 3 + (t / S - j / S + S - 1) * d;
+          const float* rw = rel.data() + 3 + table + (t % S - j % S + S - 1) * d;
+          double bias = 0;
+          for (uint32_t i = 0; i < d; ++i) bias += static_cast<double>(q[i]) * (rh[i] + static_cast<double>(rw[i]));
+          return bias;
+        };
+        const std::vector<float> want = reference_attention(qkv, {ld, 0, width, 2 * width}, seqs, L, heads, 1, d,
+                                                            [&](uint32_t) { return L; }, rel_bias);
         auto X = gpu.upload(qkv);
         auto R = gpu.upload(rel);
         auto O = gpu.upload(std::vector<float>(want.size()));
@@ -193,6 +214,28 @@ void test_attention(Gpu& gpu, uint32_t seqs, uint32_t S, uint32_t heads, uint32_
         if (with_rel) g_ops->sam_rel_bias(*gpu.batch, *X, 0, ld, rows, heads, d, positions, bias.bias);
         g_ops->attention(*gpu.batch, *X, 0, width, 2 * width, ld, {O.get(), 0}, width, seqs, L, heads, d, scale,
                          with_rel ? &bias : nullptr);
+        gpu.batch->run();
+        return compare(gpu.download<float>(*O, want.size()), want);
+      });
+}
+
+// Qwen2's causal flow over seqs sequences of `tokens` image tokens followed by as many queries, with
+// grouped key/value heads, laid out as the encoder's fused rows [q | k | v] (+ pad) after an offset.
+void test_causal_flow_attention(Gpu& gpu, uint32_t seqs, uint32_t tokens, uint32_t heads, uint32_t group, uint32_t d) {
+  run("vision attention, causal flow seqs=" + std::to_string(seqs) + " tokens=" + std::to_string(tokens) +
+          " heads=" + std::to_string(heads) + " kv_heads=" + std::to_string(heads / group) + " d=" + std::to_string(d),
+      [&] {
+        const uint32_t L = 2 * tokens, width = heads * d, kv_width = width / group, ld = width + 2 * kv_width + 3;
+        const uint32_t offset = 7, rows = seqs * L;
+        const QkvLayout at{ld, offset, offset + width, offset + width + kv_width};
+        const std::vector<float> qkv = random_f32(offset + static_cast<size_t>(rows) * ld, 1.5f);
+        const auto visible = [&](uint32_t t) { return t < tokens ? tokens : t + 1; };
+        const std::vector<float> want = reference_attention(qkv, at, seqs, L, heads, group, d, visible,
+                                                            [](uint32_t, uint32_t, const float*) { return 0.0; });
+        auto X = gpu.upload(qkv);
+        auto O = gpu.upload(std::vector<float>(want.size()));
+        g_ops->attention(*gpu.batch, *X, at.q_off, at.k_off, at.v_off, ld, {O.get(), 0}, width, seqs, L, heads, d,
+                         1.f / std::sqrt(static_cast<float>(d)), nullptr, vk::AttentionKeys{group, tokens});
         gpu.batch->run();
         return compare(gpu.download<float>(*O, want.size()), want);
       });
@@ -237,6 +280,10 @@ int main() {
   test_attention(gpu, 1, 3, 1, 65, true);
   test_attention(gpu, 2, 1, 2, 128, true);
   test_attention(gpu, 1, 12, 2, 64, true);  // 144 keys: several key blocks and query workgroups
+  test_causal_flow_attention(gpu, 2, 5, 3, 3, 8);
+  test_causal_flow_attention(gpu, 1, 37, 4, 2, 32);  // 74 tokens: queries in two workgroups, three key blocks
+  test_causal_flow_attention(gpu, 2, 48, 6, 3, 20);  // 96 tokens; any head_dim
+  test_causal_flow_attention(gpu, 1, 70, 2, 1, 64);  // workgroups of queries only, image tokens only, and both
   test_bounds(gpu);
   g_ops.reset();
   return finish();
