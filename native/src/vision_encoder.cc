@@ -63,13 +63,13 @@ VisionEncoder::VisionEncoder(const Checkpoint& checkpoint, const VisionDims& dim
   view_separator_ = load_f32(checkpoint, "model.view_seperator", {dims_.embed});
 }
 
-int64_t VisionEncoder::tokens_per_view(int64_t side) const {
-  const int64_t patch = dims_.sam.patch;
-  if (side <= 0 || side % patch != 0 || side > kMaxSide)
+void check_view_side(const VisionDims& dims, int64_t side) {
+  const int64_t patch = dims.sam.patch;
+  if (side <= 0 || side % patch != 0 || side > VisionEncoder::kMaxSide)
     throw std::invalid_argument("vision encoder: the view side must be a positive multiple of " + std::to_string(patch) +
-                                " pixels up to " + std::to_string(kMaxSide) + ", got " + std::to_string(side));
-  if (dims_.kind == VisionKind::DeepEncoderV2) {
-    const std::vector<int64_t>& sides = dims_.qwen2.query_sides;
+                                " pixels up to " + std::to_string(VisionEncoder::kMaxSide) + ", got " + std::to_string(side));
+  if (dims.kind == VisionKind::DeepEncoderV2) {
+    const std::vector<int64_t>& sides = dims.qwen2.query_sides;
     if (std::find(sides.begin(), sides.end(), side) == sides.end()) {
       std::string list;
       for (int64_t s : sides) list += (list.empty() ? "" : " or ") + std::to_string(s);
@@ -77,6 +77,10 @@ int64_t VisionEncoder::tokens_per_view(int64_t side) const {
                                   "-pixel views (it has learned queries for those), got " + std::to_string(side));
     }
   }
+}
+
+int64_t VisionEncoder::tokens_per_view(int64_t side) const {
+  check_view_side(dims_, side);
   const int64_t grid = sam_.output_grid(side);
   return grid * grid;
 }

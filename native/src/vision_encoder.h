@@ -75,4 +75,9 @@ class VisionEncoder {
   std::vector<float> image_newline_, view_separator_;
 };
 
+// Throws std::invalid_argument for a view side the encoder of `dims` cannot take (on the CPU or a
+// GPU): not a positive multiple of the patch up to VisionEncoder::kMaxSide, or for V2 a side without
+// learned queries.
+void check_view_side(const VisionDims& dims, int64_t side);
+
 }  // namespace scriptorium
