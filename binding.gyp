@@ -70,6 +70,7 @@
             "native/vulkan/gpu_vision_layers.cc",
             "native/vulkan/gpu_vision_sam.cc",
             "native/vulkan/gpu_vision_clip.cc",
+            "native/vulkan/gpu_vision_qwen2.cc",
             "native/vulkan/gpu_vision_encoder.cc",
             "native/vulkan/weights.cc",
             "native/vulkan/gpu_decoder.cc",

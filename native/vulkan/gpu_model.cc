@@ -19,7 +19,7 @@ struct GpuEngine {
   std::unique_ptr<vk::Device> device;
   std::unique_ptr<Checkpoint> checkpoint;
   std::unique_ptr<vk::GpuDecoder> decoder;
-  std::unique_ptr<vk::GpuVisionEncoder> vision;  // DeepEncoder checkpoints only
+  std::unique_ptr<vk::GpuVisionEncoder> vision;  // null for decoder-only checkpoints
   std::mutex mutex;
 
   ~GpuEngine() {
@@ -110,8 +110,8 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
   std::shared_ptr<GpuEngine> engine_;
 };
 
-// Opens the device, maps the checkpoint and uploads the decoder's (and the DeepEncoder's) weights on a
-// libuv worker thread.
+// Opens the device, maps the checkpoint and uploads the decoder's (and the vision encoder's) weights on
+// a libuv worker thread.
 class LoadWorker : public Napi::AsyncWorker {
  public:
   LoadWorker(Napi::Env env, GpuClasses* classes, std::string dir, DecoderDims dims, int index,
@@ -135,7 +135,7 @@ class LoadWorker : public Napi::AsyncWorker {
       engine->checkpoint = std::make_unique<Checkpoint>(dir_);
       const std::string matmul_path = vk::model_matmul_path(engine->device->info(), fast_precision_);
       engine->decoder = std::make_unique<vk::GpuDecoder>(*engine->device, *engine->checkpoint, dims_, matmul_path);
-      if (vision_dims_ && vision_dims_->kind == VisionKind::DeepEncoder)
+      if (vision_dims_)
         engine->vision =
             std::make_unique<vk::GpuVisionEncoder>(*engine->device, *engine->checkpoint, *vision_dims_, matmul_path);
       engine_ = std::move(engine);
@@ -164,9 +164,9 @@ class LoadWorker : public Napi::AsyncWorker {
 };
 
 // loadGpuModel(dir: string, dims: DecoderDims, deviceIndex: number, visionDims: VisionDims | undefined,
-//              options: {precision: 'exact' | 'fast'}) -> Promise<NativeGpuModel>; DeepEncoder vision
-// dims put SAM, CLIP and the projector on the device too; fast precision lets the matrix products take
-// the device's cooperative-matrix path where it has one.
+//              options: {precision: 'exact' | 'fast'}) -> Promise<NativeGpuModel>; vision dims put the
+// vision encoder (SAM, CLIP or Qwen2, the projector) on the device too; fast precision lets the matrix
+// products take the device's cooperative-matrix path where it has one.
 Napi::Value load_gpu_model(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 5 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber() ||

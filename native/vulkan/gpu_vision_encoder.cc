@@ -25,20 +25,29 @@ GpuVisionEncoder::GpuVisionEncoder(Device& device, const Checkpoint& checkpoint,
                                    const std::string& matmul_path)
     : dims_(dims), ctx_(device, matmul_path) {
   dims_.validate();
-  if (dims_.kind != VisionKind::DeepEncoder)
-    throw VulkanError("the GPU backend runs the DeepEncoder (SAM + CLIP) only; DeepSeek-OCR-2's Qwen2 encoder runs on the CPU");
   sam_ = std::make_unique<GpuSam>(ctx_, checkpoint, dims_.sam);
-  clip_ = std::make_unique<GpuClip>(ctx_, checkpoint, dims_.clip);
+  if (dims_.kind == VisionKind::DeepEncoder) {
+    clip_ = std::make_unique<GpuClip>(ctx_, checkpoint, dims_.clip);
+  } else {
+    std::vector<int64_t> query_tokens;
+    for (int64_t side : dims_.qwen2.query_sides) {
+      check_view_side(dims_, side);
+      const int64_t grid = sam_->output_grid(static_cast<uint32_t>(side));
+      query_tokens.push_back(grid * grid);
+    }
+    qwen2_ = std::make_unique<GpuQwen2>(ctx_, checkpoint, dims_.qwen2, query_tokens);
+  }
   projector_ = load_gpu_linear(ctx_, checkpoint, "model.projector.layers", dims_.embed, dims_.projector_input);
   ctx_.params.upload(device, ctx_.transfer);
 }
 
+uint32_t GpuVisionEncoder::encoder_width() const {
+  return static_cast<uint32_t>(clip_ ? dims_.clip.width : dims_.qwen2.dim);
+}
+
 /* projected[n, tokens, embed] = encoder(pixels[n, 3, side, side]) */
 VisionOutput GpuVisionEncoder::encode(const float* pixels, int64_t n, int64_t side, bool keep_intermediates) {
-  const int64_t patch = dims_.sam.patch;
-  if (side <= 0 || side % patch != 0 || side > VisionEncoder::kMaxSide)
-    throw std::invalid_argument("vision encoder: the view side must be a positive multiple of " + std::to_string(patch) +
-                                " pixels up to " + std::to_string(VisionEncoder::kMaxSide) + ", got " + std::to_string(side));
+  check_view_side(dims_, side);
   if (n <= 0) throw std::invalid_argument("vision encoder: needs at least one view");
   const uint32_t s = static_cast<uint32_t>(side), grid = sam_->output_grid(s), tokens = grid * grid;
   const uint64_t C = dims_.sam.net3, F = dims_.projector_input;
@@ -48,13 +57,15 @@ VisionOutput GpuVisionEncoder::encode(const float* pixels, int64_t n, int64_t si
   if (keep_intermediates) {
     out.sam_shape = {n, static_cast<int64_t>(C), grid, grid};
     out.sam.resize(static_cast<size_t>(n) * tokens * C);
-    out.encoder.resize(static_cast<size_t>(n) * tokens * dims_.clip.width);
+    out.encoder.resize(static_cast<size_t>(n) * tokens * encoder_width());
   }
   // Views per pass: as many as keep every activation buffer within what the device can bind.
   const uint64_t embed = dims_.embed;
-  const uint64_t view_floats =
-      std::max({sam_->view_floats(s), clip_->view_floats(tokens), tokens * F, tokens * embed, uint64_t{3} * s * s});
-  const uint64_t per_pass = std::max<uint64_t>(1, ctx_.device.max_storage_range() / sizeof(float) / view_floats);
+  const uint64_t encoder_floats = clip_ ? clip_->view_floats(tokens) : qwen2_->view_floats(tokens);
+  const uint64_t view_floats = std::max({sam_->view_floats(s), encoder_floats, tokens * F, tokens * embed, uint64_t{3} * s * s});
+  uint64_t per_pass = ctx_.device.max_storage_range() / sizeof(float) / view_floats;
+  if (qwen2_) per_pass = std::min<uint64_t>(per_pass, qwen2_->max_views(tokens));
+  per_pass = std::max<uint64_t>(per_pass, 1);
   try {
     for (int64_t v0 = 0; v0 < n; v0 += static_cast<int64_t>(per_pass)) {
       const uint32_t m = static_cast<uint32_t>(std::min<int64_t>(static_cast<int64_t>(per_pass), n - v0));
@@ -69,7 +80,7 @@ VisionOutput GpuVisionEncoder::encode(const float* pixels, int64_t n, int64_t si
 
 void GpuVisionEncoder::encode_views(const float* pixels, uint32_t v0, uint32_t m, uint32_t side, bool keep, VisionOutput& out) {
   const uint32_t tokens = static_cast<uint32_t>(out.tokens_per_view), rows = m * tokens;
-  const uint32_t C = static_cast<uint32_t>(dims_.sam.net3), W = static_cast<uint32_t>(dims_.clip.width);
+  const uint32_t C = static_cast<uint32_t>(dims_.sam.net3), W = encoder_width();
   const uint32_t F = static_cast<uint32_t>(dims_.projector_input), E = static_cast<uint32_t>(dims_.embed);
   const uint64_t view_pixels = 3ull * side * side;
   Clock::time_point lap = Clock::now();
@@ -81,10 +92,14 @@ void GpuVisionEncoder::encode_views(const float* pixels, uint32_t v0, uint32_t m
   ctx_.batch.run();
   out.stage_ms.sam += lap_ms(lap);
 
-  // Projector input per token: the CLIP output, then the SAM features.
+  // Projector input per token: the CLIP output then the SAM features (V1, V3), or the Qwen2 output (V2).
   Operand features{&ctx_.scratch(features_, static_cast<uint64_t>(rows) * F), 0};
-  clip_->encode(sam, m, tokens, features, F);
-  ctx_.vision_ops.copy_rows(ctx_.batch, sam, 0, C, Operand{features.buffer, W}, 0, F, 1, rows, C);
+  if (clip_) {
+    clip_->encode(sam, m, tokens, features, F);
+    ctx_.vision_ops.copy_rows(ctx_.batch, sam, 0, C, Operand{features.buffer, W}, 0, F, 1, rows, C);
+  } else {
+    qwen2_->encode(sam, m, tokens, features);
+  }
   ctx_.batch.run();
   out.stage_ms.encoder += lap_ms(lap);
 
@@ -96,13 +111,17 @@ void GpuVisionEncoder::encode_views(const float* pixels, uint32_t v0, uint32_t m
   out.stage_ms.projector += lap_ms(lap);
 
   if (keep) {
-    std::vector<float> host(static_cast<size_t>(rows) * F);
-    ctx_.transfer.download(*features.buffer, 0, host.data(), host.size() * sizeof(float));
+    std::vector<float> host(static_cast<size_t>(rows) * std::max(F, C));
+    ctx_.transfer.download(*sam.buffer, 0, host.data(), static_cast<size_t>(rows) * C * sizeof(float));
+    for (uint32_t r = 0; r < rows; ++r) {
+      const float* row = host.data() + static_cast<size_t>(r) * C;
+      const uint32_t v = v0 + r / tokens, t = r % tokens;
+      for (uint32_t c = 0; c < C; ++c) out.sam[(static_cast<size_t>(v) * C + c) * tokens + t] = row[c];  // NCHW
+    }
+    ctx_.transfer.download(*features.buffer, 0, host.data(), static_cast<size_t>(rows) * F * sizeof(float));
     for (uint32_t r = 0; r < rows; ++r) {
       const float* row = host.data() + static_cast<size_t>(r) * F;
       std::copy(row, row + W, out.encoder.data() + (static_cast<size_t>(v0) * tokens + r) * W);
-      const uint32_t v = v0 + r / tokens, t = r % tokens;
-      for (uint32_t c = 0; c < C; ++c) out.sam[(static_cast<size_t>(v) * C + c) * tokens + t] = row[W + c];  // NCHW
     }
   }
 }

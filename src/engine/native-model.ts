@@ -107,7 +107,7 @@ interface NativeGpuModelHandle {
   createSequence(): NativeSequence;
   forward(batch: ForwardInput[]): Promise<{ best: Int32Array; logits: Float32Array }>;
   encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViewBatch>;
-  /** True when SAM, CLIP and the projector run on the device (V1, V3); V2's Qwen2 encoder stays on the CPU. */
+  /** True when the vision encoder (SAM, CLIP or Qwen2, the projector) runs on the device too. */
   readonly visionOnDevice: boolean;
   readonly deviceName: string;
   readonly weightBytes: number;
@@ -175,8 +175,8 @@ export class NativeModel {
   ) {}
 
   /**
-   * Maps the checkpoint; with a GPU device, also uploads the decoder's weights to it, and those of
-   * SAM, CLIP and the projector for V1 / V3 (V2's vision encoder stays on the CPU). Rejects when the
+   * Maps the checkpoint; with a GPU device, also uploads the decoder's weights to it, and those of the
+   * vision encoder (SAM, then CLIP for V1 / V3 or Qwen2 for V2, and the projector). Rejects when the
    * device named cannot be used, saying why.
    */
   static async load(modelDir: string, options: LoadOptions = {}): Promise<NativeModel> {
@@ -208,6 +208,11 @@ export class NativeModel {
 
   get threads(): number {
     return this.handle.threads;
+  }
+
+  /** Whether encodeImages runs on the GPU device (false on the CPU). */
+  get visionOnDevice(): boolean {
+    return this.gpu?.visionOnDevice ?? false;
   }
 
   /** Bytes of the mapped checkpoint (CPU), or of the weights on the device (GPU). */
