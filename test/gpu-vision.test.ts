@@ -1,7 +1,8 @@
 // Whole pages with the vision encoders on the Vulkan backend (llvmpipe in CI) against the CPU engine on
-// tiny checkpoints: the assembled vision embeddings (and, for V1 base, SAM's and CLIP's outputs) within
-// 1e-3 of their largest value, prefill logits within 1e-3 of the largest logit, and greedy ids equal
-// at every step whose two best logits are not a near-tie (both engines teacher-forced on the CPU's ids).
+// tiny checkpoints: the assembled vision embeddings (and, where asked, SAM's and CLIP's or Qwen2's
+// outputs of every view) within 1e-3 of their largest value, prefill logits within 1e-3 of the largest
+// logit, and greedy ids equal at every step whose two best logits are not a near-tie (both engines
+// teacher-forced on the CPU's ids).
 // Skipped where the GPU backend is absent, unless SCRIPTORIUM_REQUIRE_VULKAN=1 makes that a failure.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -69,8 +70,10 @@ interface Case {
   task: OcrTask;
   mode: VisionMode;
   pages: RgbImage[];
-  /** Also compare SAM's and CLIP's outputs of every view. */
+  /** Also compare SAM's and the encoder's (CLIP's or Qwen2's) outputs of every view. */
   intermediates?: boolean;
+  /** Image positions the prompt must have: makes sure the page is read with the views the case is about. */
+  imageTokens?: number;
 }
 
 // V3 base is the first page of the three-page case (V3's vision is V1's), so it has no case of its
@@ -84,6 +87,17 @@ const CASES: Case[] = [
     task: 'parse-multi',
     mode: 'base',
     pages: [syntheticPage(900, 1100, 5), syntheticPage(1000, 700, 6), syntheticPage(600, 900, 7)],
+  },
+  {
+    // SAM, the Qwen2 encoder with its causal-flow queries and the projector: the 1024 global view and
+    // two 768 tiles (257 + 2 × 144 image positions).
+    name: 'V2 gundam, 2×1 tiles',
+    variant: 'v2',
+    task: 'ocr',
+    mode: 'gundam',
+    pages: [syntheticPage(1536, 768, 3)],
+    intermediates: true,
+    imageTokens: 257 + 2 * 144,
   },
 ];
 
@@ -105,16 +119,22 @@ describe('whole pages: vision encoders on the GPU backend vs the CPU engine', { 
   for (const c of CASES) {
     test(`${c.name}: vision embeddings, prefill logits and ${STEPS} greedy steps agree`, async (t) => {
       const { cpu, gpu } = await load(c.variant);
+      assert.equal(gpu.model.visionOnDevice, true);
       const expected = await cpu.prepare(c.pages, c.task, c.mode, c.intermediates);
       const got = await gpu.prepare(c.pages, c.task, c.mode, c.intermediates);
       assert.deepEqual(got.promptIds, expected.promptIds);
+      if (c.imageTokens !== undefined) assert.equal(expected.imagePositions.length, c.imageTokens);
       const relative = assertClose(got.visionEmbeds, expected.visionEmbeds, 'vision embeddings');
       if (c.intermediates) {
+        const encoder = c.variant === 'v2' ? 'Qwen2' : 'CLIP';
         got.pages.forEach((page, i) => {
-          const want = expected.pages[i].global;
-          assert.deepEqual(page.global.samShape, want.samShape);
-          assertClose(page.global.sam!, want.sam!, `page ${i} SAM features`);
-          assertClose(page.global.encoder!, want.encoder!, `page ${i} CLIP output`);
+          const views = { global: [page.global, expected.pages[i].global], tiles: [page.tiles, expected.pages[i].tiles] };
+          for (const [name, [gpuViews, cpuViews]] of Object.entries(views)) {
+            if (!cpuViews) continue;
+            assert.deepEqual(gpuViews!.samShape, cpuViews.samShape);
+            assertClose(gpuViews!.sam!, cpuViews.sam!, `page ${i} ${name} SAM features`);
+            assertClose(gpuViews!.encoder!, cpuViews.encoder!, `page ${i} ${name} ${encoder} output`);
+          }
         });
       }
       const compared = await compareDecoding(cpu.model, gpu.model, expected);
@@ -123,18 +143,16 @@ describe('whole pages: vision encoders on the GPU backend vs the CPU engine', { 
     });
   }
 
-  test('V2 keeps its Qwen2 encoder on the CPU beside a GPU decoder', async () => {
-    const dir = await tinyCheckpoint('v2');
-    const engine = await OcrEngine.load(dir, { device: { kind: 'gpu', index: 0 } });
-    const prepared = await engine.prepare([syntheticPage(700, 700, 3)], 'ocr', 'gundam');
-    assert.equal(prepared.imagePositions.length, 257);
-  });
-
   test('a view side the encoder cannot take is refused by the GPU encoder as by the CPU one', async () => {
     const { gpu } = await load('v1');
     await assert.rejects(gpu.model.encodeImages(new Float32Array(3 * 40 * 40), 1, 40), /view side must be a positive multiple of 16/);
     const side = 64;
     const ok = await gpu.model.encodeImages(new Float32Array(3 * side * side), 1, side);
     assert.equal(ok.tokensPerView, 1);
+  });
+
+  test('V2: a view side without learned queries is refused by the GPU encoder as by the CPU one', async () => {
+    const { gpu } = await load('v2');
+    await assert.rejects(gpu.model.encodeImages(new Float32Array(3 * 64 * 64), 1, 64), /DeepSeek-OCR-2 encodes only 768 or 1024-pixel views/);
   });
 });
