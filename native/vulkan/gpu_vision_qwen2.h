@@ -19,8 +19,6 @@ class GpuQwen2 {
   GpuQwen2(GpuVisionContext& ctx, const Checkpoint& checkpoint, const Qwen2Dims& dims,
            const std::vector<int64_t>& query_tokens);
 
-  // Whether views of `tokens` SAM tokens have a learned query set.
-  bool has_queries(uint32_t tokens) const { return queries_.count(tokens) != 0; }
   // The most f32 elements one view of `tokens` tokens needs in any one activation buffer.
   uint64_t view_floats(uint32_t tokens) const;
   // The most views of `tokens` tokens one encode() takes (its row-wise shaders' dispatch limit).
@@ -43,7 +41,8 @@ class GpuQwen2 {
   Operand final_norm_;                    // bf16 [dim]
   std::map<uint32_t, uint64_t> queries_;  // SAM tokens -> params offset of the query rows f32 [tokens, dim]
   std::unique_ptr<Buffer> rope_table_;    // positions up to twice the largest query set
-  std::unique_ptr<Buffer> positions_, x_, normed_, qkv_, attn_, gate_, up_;
+  std::unique_ptr<Buffer> positions_;  // int32 [rows]: each row's position in its view's sequence
+  std::unique_ptr<Buffer> x_, normed_, qkv_, attn_, gate_, up_;
 };
 
 }  // namespace scriptorium::vk
