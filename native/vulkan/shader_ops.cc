@@ -46,6 +46,8 @@ ShaderOps::ShaderOps(Device& device, const std::string& matmul_path)
   rmsnorm_ = std::make_unique<Pipeline>(device, spirv::rmsnorm, 3, 7 * 4);
   rope_ = std::make_unique<Pipeline>(device, spirv::rope, 3, 6 * 4);
   attention_ = std::make_unique<Pipeline>(device, spirv::attention, 5, 9 * 4);
+  attention_f16_ = std::make_unique<Pipeline>(device, spirv::attention_f16, 5, 9 * 4);
+  kv_store_f16_ = std::make_unique<Pipeline>(device, spirv::kv_store_f16, 2, 5 * 4);
   swiglu_ = std::make_unique<Pipeline>(device, spirv::swiglu, 3, 4 * 4);
   axpy_ = std::make_unique<Pipeline>(device, spirv::axpy, 2, 4 * 4);
   embed_ = std::make_unique<Pipeline>(device, spirv::embed, 3, 3 * 4);
@@ -103,6 +105,18 @@ void ShaderOps::rope(CommandBatch& batch, Operand x, uint32_t ldx, Operand pos, 
 void ShaderOps::attention(CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K, const Buffer& V, uint32_t ldk,
                           Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows, uint32_t heads, uint32_t group,
                           uint32_t d, float scale) {
+  attend(*attention_, batch, q, ldq, K, V, ldk, rowinfo, out, ldo, rows, heads, group, d, scale);
+}
+
+void ShaderOps::attention_f16(CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K, const Buffer& V,
+                              uint32_t ldk, Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows, uint32_t heads,
+                              uint32_t group, uint32_t d, float scale) {
+  attend(*attention_f16_, batch, q, ldq, K, V, ldk, rowinfo, out, ldo, rows, heads, group, d, scale);
+}
+
+void ShaderOps::attend(const Pipeline& pipeline, CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K,
+                       const Buffer& V, uint32_t ldk, Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows,
+                       uint32_t heads, uint32_t group, uint32_t d, float scale) {
   if (d == 0 || d > kMaxHeadDim) throw std::invalid_argument("attention: head_dim must be in [1, 256]");
   if (group == 0 || heads % group != 0) throw std::invalid_argument("attention: heads must be a multiple of the group");
   if (rows > kMaxGroups || heads > kMaxGroups) throw std::invalid_argument("attention: too many rows or heads");
@@ -114,7 +128,17 @@ void ShaderOps::attention(CommandBatch& batch, Operand q, uint32_t ldq, const Bu
     uint32_t d, group, q_off, ldq, ldk, out_off, ldo, row_off;
     float scale;
   } push{d, group, u32(q.offset), ldq, ldk, u32(out.offset), ldo, u32(rowinfo.offset / 2), scale};
-  batch.dispatch(*attention_, {q.buffer, &K, &V, out.buffer, rowinfo.buffer}, &push, heads, rows);
+  batch.dispatch(pipeline, {q.buffer, &K, &V, out.buffer, rowinfo.buffer}, &push, heads, rows);
+}
+
+void ShaderOps::kv_store_f16(CommandBatch& batch, Operand x, uint32_t ldx, Operand c, uint32_t ldc, uint32_t rows,
+                             uint32_t width) {
+  const uint32_t words = (width + 1) / 2;
+  if (rows > kMaxGroups || words > kMaxGroups * 64u) throw std::invalid_argument("kv_store_f16: too many rows or columns");
+  require_range("kv_store_f16", "x", x, span(rows, width, ldx), 4);
+  require_range("kv_store_f16", "c", c, span(rows, words, ldc), 4);
+  const uint32_t push[5] = {width, u32(x.offset), ldx, u32(c.offset), ldc};
+  batch.dispatch(*kv_store_f16_, {x.buffer, c.buffer}, push, (words + 63) / 64, rows);
 }
 
 void ShaderOps::swiglu(CommandBatch& batch, Operand gate, Operand up, Operand out, uint32_t n) {

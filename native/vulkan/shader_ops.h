@@ -48,6 +48,14 @@ class ShaderOps {
   void attention(CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K, const Buffer& V, uint32_t ldk,
                  Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows, uint32_t heads, uint32_t group, uint32_t d,
                  float scale);
+  /* attention over a half KV cache: K and V hold IEEE halves two to a word (kv_store_f16's rows), and
+     rowinfo's offsets and ldk count halves; otherwise as attention */
+  void attention_f16(CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K, const Buffer& V, uint32_t ldk,
+                     Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows, uint32_t heads, uint32_t group,
+                     uint32_t d, float scale);
+  /* c[r, w] = halves x[r, 2w] (low) and x[r, 2w+1] (high; 0 past width), nearest even, saturated as the
+     CPU's to_f16: x f32 [rows, width] (stride ldx), c uint32 words [rows, (width+1)/2] (stride ldc) */
+  void kv_store_f16(CommandBatch& batch, Operand x, uint32_t ldx, Operand c, uint32_t ldc, uint32_t rows, uint32_t width);
   /* out[i] = silu(gate[i]) * up[i], i < n */
   void swiglu(CommandBatch& batch, Operand gate, Operand up, Operand out, uint32_t n);
   /* y[i] += a * x[i], i < n */
@@ -70,10 +78,14 @@ class ShaderOps {
               uint32_t rows, uint32_t n);
 
  private:
+  void attend(const Pipeline& pipeline, CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K, const Buffer& V,
+              uint32_t ldk, Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows, uint32_t heads, uint32_t group,
+              uint32_t d, float scale);
+
   Device& device_;
   std::string matmul_path_;
   std::unique_ptr<Pipeline> matmul_coopmat_;  // on the cooperative-matrix path only
-  std::unique_ptr<Pipeline> matmul_bf16_, matvec_bf16_, rmsnorm_, rope_, attention_, swiglu_, axpy_, embed_, router_topk_, argmax_, gather_rows_,
+  std::unique_ptr<Pipeline> matmul_bf16_, matvec_bf16_, rmsnorm_, rope_, attention_, attention_f16_, kv_store_f16_, swiglu_, axpy_, embed_, router_topk_, argmax_, gather_rows_,
       scatter_add_rows_;
 };
 
