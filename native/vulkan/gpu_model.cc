@@ -59,12 +59,13 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
   }
 
  private:
+  // createSequence(kvCache: 'f16' | 'f32'): a sequence whose cache on the device stores keys and values as kvCache.
   Napi::Value CreateSequence(const Napi::CallbackInfo& info) {
+    const KvCacheDtype dtype = read_kv_cache_dtype(info);
     Napi::Object object = classes_->sequence.New({});
     GpuSequenceWrap* sequence = GpuSequenceWrap::Unwrap(object);
     sequence->engine = engine_;
-    sequence->cache = std::make_shared<vk::GpuKvCache>(*engine_->device, engine_->decoder->dims());
-    (void)info;
+    sequence->cache = std::make_shared<vk::GpuKvCache>(*engine_->device, engine_->decoder->dims(), dtype);
     return object;
   }
 
