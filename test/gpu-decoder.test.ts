@@ -3,7 +3,8 @@
 // equal except at near-ties (both engines teacher-forced on the CPU's ids), V3's R-SWA ring past 128
 // generated tokens (with F32-cache twins in the batch: the GPU's half cache within the CPU half
 // cache's bound of its F32 cache, as kv-cache-f16.test.ts holds the CPU's), and batched decode
-// bitwise equal to one sequence at a time. Skipped where the GPU backend is absent, unless
+// bitwise equal to one sequence at a time. In fast precision the GPU's portable products against the
+// CPU engine's fast ones. Skipped where the GPU backend is absent, unless
 // SCRIPTORIUM_REQUIRE_VULKAN=1 (as .ci/run sets it) makes that a failure.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
@@ -16,6 +17,7 @@ import { maxAbs, maxAbsDiff } from './support/compare-with-reference.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
 const TOLERANCE = 1e-3; // of the largest |logit|
+const FAST_TOLERANCE = 1e-2; // --precision fast against the CPU engine's fast run, of the largest logit (docs/model.md §12)
 const KV_F16_TOLERANCE = 1e-3; // the half cache against the F32 cache, of the largest F32 logit (docs/model.md §7.5)
 const report = await gpuBackendReport();
 const skip = report.available || process.env.SCRIPTORIUM_REQUIRE_VULKAN === '1' ? false : `no GPU backend: ${report.reason}`;
@@ -29,6 +31,12 @@ function assertClose(gpu: Float32Array, cpu: Float32Array, what: string): void {
   let worst = 0;
   for (let i = 0; i < cpu.length; i++) worst = Math.max(worst, Math.abs(gpu[i] - cpu[i]));
   assert.ok(worst <= TOLERANCE * scale, `${what}: largest difference ${worst} exceeds ${TOLERANCE} × ${scale}`);
+}
+
+function meanAbsDiff(a: Float32Array, b: Float32Array): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += Math.abs(a[i] - b[i]);
+  return sum / a.length;
 }
 
 /** The two largest values of a row, largest first. */
@@ -168,6 +176,34 @@ describe('decoder on the GPU backend', { skip }, () => {
     assert.equal(sequence.length, 0);
     await v3.gpu.forward([{ sequence, ids: Int32Array.of(0, 1, 2), logits: false }]);
     assert.equal(sequence.length, 3);
+  });
+
+  test('v3 fast precision: the GPU rounds activations to BF16 as the CPU\'s fast products do, within the fast bound', async (t) => {
+    const dir = await tinyCheckpoint('v3');
+    const cpuFast = await NativeModel.load(dir, { threads: 2, precision: 'fast' });
+    const gpuFast = await NativeModel.load(dir, { device: { kind: 'gpu', index: 0 }, precision: 'fast' });
+    const models = [cpuFast, gpuFast, v3.gpu];
+    const sequences = models.map((m) => m.createSequence());
+    let ids = Int32Array.from(PROMPTS[0]);
+    let fastApart = 0; // summed mean |difference| of the GPU's fast logits from the CPU's fast ones
+    let exactApart = 0; // the same for the GPU's exact logits
+    for (let step = 0; step < 4; step++) {
+      const [c, fast, exact] = await Promise.all(models.map(async (m, i) => (await m.forward([{ sequence: sequences[i], ids }]))[0]));
+      const scale = maxAbs(c.logits!);
+      const worst = maxAbsDiff(fast.logits!, c.logits!) / scale;
+      assert.ok(worst <= FAST_TOLERANCE, `step ${step}: ${worst} of the largest logit from the CPU's fast run`);
+      fastApart += meanAbsDiff(fast.logits!, c.logits!) / scale;
+      exactApart += meanAbsDiff(exact.logits!, c.logits!) / scale;
+      ids = Int32Array.of(c.best); // all follow the CPU's ids
+    }
+    t.diagnostic(`mean logit difference from the CPU's fast run: GPU fast ${fastApart / 4}, GPU exact ${exactApart / 4} of the largest`);
+    // Where the CPU has BF16 dot products its fast run rounds as the GPU's does, so the GPU's fast
+    // run is the nearer one (rounding flips that F32 noise causes keep them from agreeing bitwise);
+    // elsewhere the CPU's fast run is its exact one, which the GPU's exact run stays near and its fast
+    // run, rounding, does not.
+    const apart = `GPU fast ${fastApart}, GPU exact ${exactApart} from the CPU's fast run`;
+    if (cpuFast.kernels === 'avx512bf16') assert.ok(fastApart < 0.75 * exactApart, apart);
+    else assert.ok(fastApart > 5 * exactApart, apart);
   });
 
   test('gpu:N that does not exist is a clear error', async () => {

@@ -37,8 +37,9 @@ void GpuKvCache::reserve_rows(CommandBatch& batch, int64_t rows) {
   capacity_ = target;
 }
 
-GpuDecoder::GpuDecoder(Device& device, const Checkpoint& checkpoint, const DecoderDims& dims, const std::string& matmul_path)
-    : device_(device), dims_(dims), transfer_(device), weights_(device, transfer_), ops_(device, matmul_path), batch_(device) {
+GpuDecoder::GpuDecoder(Device& device, const Checkpoint& checkpoint, const DecoderDims& dims, const std::string& matmul_path,
+                       Precision precision)
+    : device_(device), dims_(dims), transfer_(device), weights_(device, transfer_), ops_(device, matmul_path, precision), batch_(device) {
   dims_.validate();
   if (dims_.head_dim > ShaderOps::kMaxHeadDim) throw VulkanError("the GPU backend supports head_dim up to 256");
   if (dims_.n_routed > ShaderOps::kMaxExperts) throw VulkanError("the GPU backend supports up to 256 routed experts");
@@ -96,7 +97,7 @@ void GpuDecoder::feed_forward(const Layer& layer, uint32_t rows) {
     ops_.axpy(batch_, {x_.get(), 0}, 1.f, {out_.get(), 0}, rows * H);
     return;
   }
-  ops_.matmul_bf16(batch_, {norm_.get(), 0}, H, layer.router, {router_logits_.get(), 0}, E, rows, E, H);
+  ops_.matmul_bf16_exact(batch_, {norm_.get(), 0}, H, layer.router, {router_logits_.get(), 0}, E, rows, E, H);
   ops_.router_topk(batch_, *router_logits_, *topk_ids_, *topk_weights_, rows, E, K, dims_.norm_topk, dims_.routed_scaling);
   batch_.run();
   std::vector<int32_t> picked(static_cast<size_t>(rows) * K);
@@ -276,7 +277,7 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
   const uint32_t V = u32(dims_.vocab);
   ops_.gather_rows(batch_, {x_.get(), 0}, u32(H), {last_index_.get(), 0}, {last_.get(), 0}, u32(B), u32(H));
   ops_.rmsnorm(batch_, {last_.get(), 0}, u32(H), final_norm_, {norm_.get(), 0}, u32(H), u32(B), u32(H), dims_.rms_eps);
-  ops_.matmul_bf16(batch_, {norm_.get(), 0}, u32(H), lm_head_, {logits_.get(), 0}, V, u32(B), V, u32(H));
+  ops_.matmul_bf16_exact(batch_, {norm_.get(), 0}, u32(H), lm_head_, {logits_.get(), 0}, V, u32(B), V, u32(H));
   ops_.argmax(batch_, {logits_.get(), 0}, V, {best_.get(), 0}, *bans_, *banned_, u32(B), V);
   batch_.run();
   transfer_.download(*best_, 0, best, B * 4);

@@ -51,8 +51,10 @@ class GpuKvCache {
 
 class GpuDecoder {
  public:
-  // matmul_path: the shader path of the matrix products (model_matmul_path).
-  GpuDecoder(Device& device, const Checkpoint& checkpoint, const DecoderDims& dims, const std::string& matmul_path);
+  // matmul_path: the shader path of the matrix products (model_matmul_path); precision: their
+  // activations, as the CPU Decoder's (the vocabulary head and the router stay exact).
+  GpuDecoder(Device& device, const Checkpoint& checkpoint, const DecoderDims& dims, const std::string& matmul_path,
+             Precision precision);
 
   const DecoderDims& dims() const { return dims_; }
   uint64_t weight_bytes() const { return weights_.bytes(); }

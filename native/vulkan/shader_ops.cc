@@ -32,17 +32,20 @@ uint32_t u32(uint64_t v) { return static_cast<uint32_t>(v); }
 
 }  // namespace
 
-ShaderOps::ShaderOps(Device& device, const std::string& matmul_path)
-    : device_(device), matmul_path_(matmul_path.empty() ? device.info().matmul_path : matmul_path) {
+ShaderOps::ShaderOps(Device& device, const std::string& matmul_path, Precision precision)
+    : device_(device),
+      matmul_path_(matmul_path.empty() ? model_matmul_path(device.info(), precision == Precision::Fast) : matmul_path),
+      precision_(precision) {
   if (matmul_path_ == kCooperativeMatrixPath) {
     if (device.info().matmul_path != kCooperativeMatrixPath)
       throw VulkanError(device.info().name + " cannot run the cooperative-matrix path");
+    if (precision_ != Precision::Fast) throw VulkanError("the cooperative-matrix path computes in fast precision only");
     matmul_coopmat_ = std::make_unique<Pipeline>(device, spirv::matmul_bf16_coopmat, 3, 8 * 4);
   } else if (matmul_path_ != kPortablePath) {
     throw VulkanError("no matrix-product shader path \"" + matmul_path_ + "\"");
   }
-  matmul_bf16_ = std::make_unique<Pipeline>(device, spirv::matmul_bf16, 3, 8 * 4);
-  matvec_bf16_ = std::make_unique<Pipeline>(device, spirv::matvec_bf16, 3, 8 * 4);
+  matmul_bf16_ = std::make_unique<Pipeline>(device, spirv::matmul_bf16, 3, 9 * 4);
+  matvec_bf16_ = std::make_unique<Pipeline>(device, spirv::matvec_bf16, 3, 9 * 4);
   rmsnorm_ = std::make_unique<Pipeline>(device, spirv::rmsnorm, 3, 7 * 4);
   rope_ = std::make_unique<Pipeline>(device, spirv::rope, 3, 6 * 4);
   attention_ = std::make_unique<Pipeline>(device, spirv::attention, 5, 9 * 4);
@@ -61,20 +64,33 @@ ShaderOps::~ShaderOps() = default;
 
 void ShaderOps::matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy,
                             uint32_t M, uint32_t N, uint32_t K) {
+  product(batch, X, ldx, W, Y, ldy, M, N, K, precision_ == Precision::Fast);
+}
+
+void ShaderOps::matmul_bf16_exact(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy,
+                                  uint32_t M, uint32_t N, uint32_t K) {
+  product(batch, X, ldx, W, Y, ldy, M, N, K, false);
+}
+
+// fast: activations rounded by the shader (BF16 on the portable path; the cooperative-matrix path,
+// taken only when fast, rounds to FP16); otherwise F32 on the portable path.
+void ShaderOps::product(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy, uint32_t M,
+                        uint32_t N, uint32_t K, bool fast) {
   if (M == 0 || N == 0 || K == 0) throw std::invalid_argument("matmul_bf16: empty product");
   require_range("matmul_bf16", "X", X, span(M, K, ldx), 4);
   require_range("matmul_bf16", "W", W, static_cast<uint64_t>(N) * K, 2);
   require_range("matmul_bf16", "Y", Y, span(M, N, ldy), 4);
-  const uint32_t push[8] = {M, N, K, u32(X.offset), ldx, u32(W.offset), u32(Y.offset), ldy};
+  const uint32_t push[9] = {M, N, K, u32(X.offset), ldx, u32(W.offset), u32(Y.offset), ldy, fast ? 1u : 0u};
   if (M <= kMatvecRows) {
     if ((N + 63) / 64 > device_.max_workgroups_x()) throw std::invalid_argument("matmul_bf16: too many columns for one dispatch");
     batch.dispatch(*matvec_bf16_, {X.buffer, W.buffer, Y.buffer}, push, (N + 63) / 64, M);
     return;
   }
-  const uint32_t tile = matmul_coopmat_ ? 64 : 32;  // output tile side of the shader
+  const bool coopmat = fast && matmul_coopmat_;
+  const uint32_t tile = coopmat ? 64 : 32;  // output tile side of the shader
   const uint32_t gx = (N + tile - 1) / tile, gy = (M + tile - 1) / tile;
   if (gy > kMaxGroups) throw std::invalid_argument("matmul_bf16: too many rows for one dispatch");
-  batch.dispatch(matmul_coopmat_ ? *matmul_coopmat_ : *matmul_bf16_, {X.buffer, W.buffer, Y.buffer}, push, gx, gy);
+  batch.dispatch(coopmat ? *matmul_coopmat_ : *matmul_bf16_, {X.buffer, W.buffer, Y.buffer}, push, gx, gy);
 }
 
 void ShaderOps::rmsnorm(CommandBatch& batch, Operand x, uint32_t ldx, Operand w, Operand y, uint32_t ldy,

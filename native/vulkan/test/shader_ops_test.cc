@@ -42,6 +42,33 @@ void test_matmul(Gpu& gpu, uint32_t M, uint32_t N, uint32_t K) {
   });
 }
 
+// Fast precision on the portable path: matmul_bf16 computes the product of the BF16-rounded
+// activations (what the CPU's gemm_bf16_fast computes), matmul_bf16_exact that of the F32 ones.
+void test_matmul_fast(Gpu& gpu, uint32_t M, uint32_t N, uint32_t K) {
+  run("matmul_bf16 fast M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K), [&] {
+    vk::ShaderOps fast(*gpu.device, vk::kPortablePath, Precision::Fast);
+    const uint32_t ldx = K + 1, x_off = 2;
+    const std::vector<float> x = random_f32(x_off + static_cast<size_t>(M) * ldx);
+    const std::vector<bf16_t> w = random_bf16(static_cast<size_t>(N) * K);
+    std::vector<float> rounded(x.size());
+    for (size_t i = 0; i < x.size(); ++i) rounded[i] = bf16_to_f32(f32_to_bf16(x[i]));
+    std::vector<float> want_fast(static_cast<size_t>(M) * N), want_exact(want_fast.size());
+    kernels_scalar().gemm_bf16(rounded.data() + x_off, ldx, w.data(), want_fast.data(), N, M, 0, N, K);
+    kernels_scalar().gemm_bf16(x.data() + x_off, ldx, w.data(), want_exact.data(), N, M, 0, N, K);
+    auto X = gpu.upload(x);
+    auto W = gpu.upload(w);
+    auto Yf = gpu.upload(std::vector<float>(want_fast.size()));
+    auto Ye = gpu.upload(std::vector<float>(want_fast.size()));
+    fast.matmul_bf16(*gpu.batch, {X.get(), x_off}, ldx, {W.get(), 0}, {Yf.get(), 0}, N, M, N, K);
+    fast.matmul_bf16_exact(*gpu.batch, {X.get(), x_off}, ldx, {W.get(), 0}, {Ye.get(), 0}, N, M, N, K);
+    gpu.batch->run();
+    const std::string rounded_error = compare(gpu.download<float>(*Yf, want_fast.size()), want_fast);
+    if (!rounded_error.empty()) return "fast: " + rounded_error;
+    const std::string exact_error = compare(gpu.download<float>(*Ye, want_exact.size()), want_exact);
+    return exact_error.empty() ? exact_error : "exact: " + exact_error;
+  });
+}
+
 void test_rmsnorm(Gpu& gpu, uint32_t rows, uint32_t n) {
   run("rmsnorm rows=" + std::to_string(rows) + " n=" + std::to_string(n), [&] {
     const uint32_t ld = n + 2;
@@ -347,6 +374,8 @@ int main() {
   test_matmul(gpu, 9, 100, 300);
   test_matmul(gpu, 37, 70, 1001);
   test_matmul(gpu, 70, 45, 17);
+  test_matmul_fast(gpu, 3, 65, 129);
+  test_matmul_fast(gpu, 37, 70, 301);
   test_rmsnorm(gpu, 1, 1);
   test_rmsnorm(gpu, 7, 1281);
   test_rope(gpu, 9, 3, 2);
