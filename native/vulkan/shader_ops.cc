@@ -37,9 +37,9 @@ ShaderOps::ShaderOps(Device& device, const std::string& matmul_path, Precision p
       matmul_path_(matmul_path.empty() ? model_matmul_path(device.info(), precision == Precision::Fast) : matmul_path),
       precision_(precision) {
   if (matmul_path_ == kCooperativeMatrixPath) {
+    if (precision_ != Precision::Fast) throw VulkanError("the cooperative-matrix path computes in fast precision only");
     if (device.info().matmul_path != kCooperativeMatrixPath)
       throw VulkanError(device.info().name + " cannot run the cooperative-matrix path");
-    if (precision_ != Precision::Fast) throw VulkanError("the cooperative-matrix path computes in fast precision only");
     matmul_coopmat_ = std::make_unique<Pipeline>(device, spirv::matmul_bf16_coopmat, 3, 8 * 4);
   } else if (matmul_path_ != kPortablePath) {
     throw VulkanError("no matrix-product shader path \"" + matmul_path_ + "\"");

@@ -151,10 +151,18 @@ void test_path_on_device(const std::shared_ptr<vk::Instance>& instance) {
   run("device: the cooperative-matrix path is refused where the device did not choose it", [&] {
     if (device.info().matmul_path == vk::kCooperativeMatrixPath) return std::string();  // a GPU that offers it
     try {
-      vk::ShaderOps ops(device, vk::kCooperativeMatrixPath);
+      vk::ShaderOps ops(device, vk::kCooperativeMatrixPath, Precision::Fast);
       return std::string("accepted");
     } catch (const vk::VulkanError& e) {
       return std::string(std::string(e.what()).find("cannot run the cooperative-matrix path") != std::string::npos ? "" : e.what());
+    }
+  });
+  run("device: the cooperative-matrix path is refused in exact precision, on any device", [&] {
+    try {
+      vk::ShaderOps ops(device, vk::kCooperativeMatrixPath, Precision::Exact);
+      return std::string("accepted");
+    } catch (const vk::VulkanError& e) {
+      return std::string(std::string(e.what()).find("fast precision only") != std::string::npos ? "" : e.what());
     }
   });
 }
