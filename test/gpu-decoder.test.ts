@@ -200,8 +200,10 @@ describe('decoder on the GPU backend', { skip }, () => {
     // Where the CPU has BF16 dot products its fast run rounds as the GPU's does, so the GPU's fast
     // run is the nearer one (rounding flips that F32 noise causes keep them from agreeing bitwise);
     // elsewhere the CPU's fast run is its exact one, which the GPU's exact run stays near and its fast
-    // run, rounding, does not.
+    // run, rounding, does not. A device on the cooperative-matrix path rounds its prefill to FP16
+    // instead, held to the bound alone.
     const apart = `GPU fast ${fastApart}, GPU exact ${exactApart} from the CPU's fast run`;
+    if (report.devices[0].matmulPath !== 'portable') return;
     if (cpuFast.kernels === 'avx512bf16') assert.ok(fastApart < 0.75 * exactApart, apart);
     else assert.ok(fastApart > 5 * exactApart, apart);
   });
