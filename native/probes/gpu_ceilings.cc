@@ -50,7 +50,7 @@ double read_bandwidth(vk::Device& device, vk::CommandBatch& batch, uint64_t byte
 
 double matmul_gflops(vk::Device& device, vk::Transfer& transfer, vk::CommandBatch& batch, const std::string& path,
                      uint32_t side, double seconds) {
-  vk::ShaderOps ops(device, path);
+  vk::ShaderOps ops(device, path, Precision::Fast);
   const uint64_t n = uint64_t{side} * side;
   vk::Buffer x(device, n * 4), w(device, n * 2), y(device, n * 4);
   // Small finite values everywhere (speed does not depend on them; uninitialised memory might hold NaNs).

@@ -249,9 +249,7 @@ void LoadWorker::OnOK() {
 // createSequence(kvCache: 'f16' | 'f32') -> NativeSequence whose KV cache stores keys and values as kvCache
 Napi::Value ModelWrap::CreateSequence(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const std::string name = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
-  if (name != "f16" && name != "f32") throw Napi::TypeError::New(env, "createSequence: kvCache must be 'f16' or 'f32'");
-  const KvCacheDtype dtype = name == "f32" ? KvCacheDtype::F32 : KvCacheDtype::F16;
+  const KvCacheDtype dtype = read_kv_cache_dtype(info);
   Napi::Object object = env.GetInstanceData<Addon>()->sequence_constructor.New({});
   SequenceWrap* sequence = SequenceWrap::Unwrap(object);
   sequence->engine = engine_;

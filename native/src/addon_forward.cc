@@ -21,6 +21,12 @@ Precision read_precision(const Napi::Object& options) {
   return name == "fast" ? Precision::Fast : Precision::Exact;
 }
 
+KvCacheDtype read_kv_cache_dtype(const Napi::CallbackInfo& info) {
+  const std::string name = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+  if (name != "f16" && name != "f32") throw Napi::TypeError::New(info.Env(), "createSequence: kvCache must be 'f16' or 'f32'");
+  return name == "f32" ? KvCacheDtype::F32 : KvCacheDtype::F16;
+}
+
 DecoderDims read_decoder_dims(const Napi::Object& o) {
   auto integer = [&](const char* key) {
     Napi::Value v = o.Get(key);

@@ -55,6 +55,9 @@ DecoderDims read_decoder_dims(const Napi::Object& o);
 // options.precision of loadModel and loadGpuModel: 'exact' or 'fast'; throws a RangeError otherwise.
 Precision read_precision(const Napi::Object& options);
 
+// createSequence(kvCache) of both models: 'f16' or 'f32'; throws a TypeError otherwise.
+KvCacheDtype read_kv_cache_dtype(const Napi::CallbackInfo& info);
+
 // Fills entry.ids, embeds, embed_rows, want_logits and banned from
 // {ids: Int32Array, embeds?: Float32Array, embedRows?: Int32Array, logits?: boolean, banned?: Int32Array};
 // throws a TypeError naming the field that has the wrong type. The cache is left to the caller.

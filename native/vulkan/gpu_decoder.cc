@@ -14,16 +14,21 @@ uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 
 }  // namespace
 
+GpuKvCache::GpuKvCache(Device& device, const DecoderDims& dims, KvCacheDtype dtype)
+    : device_(device), dims_(dims), dtype_(dtype), rules_(dims), row_stride_(dims.kv_heads * dims.head_dim) {
+  if (dtype_ == KvCacheDtype::F16) row_stride_ += row_stride_ % 2;
+}
+
 void GpuKvCache::reserve_rows(CommandBatch& batch, int64_t rows) {
   if (rows <= capacity_) return;
   const int64_t target = rules_.grown_capacity(rows, capacity_);
-  const uint64_t row_bytes = static_cast<uint64_t>(dims_.kv_heads * dims_.head_dim) * 4;
-  auto k = std::make_unique<Buffer>(device_, dims_.layers * target * row_bytes);
-  auto v = std::make_unique<Buffer>(device_, dims_.layers * target * row_bytes);
+  const uint64_t row = row_bytes();
+  auto k = std::make_unique<Buffer>(device_, dims_.layers * target * row);
+  auto v = std::make_unique<Buffer>(device_, dims_.layers * target * row);
   if (rules_.length() > 0) {
     for (int64_t l = 0; l < dims_.layers; ++l) {
-      batch.copy(*k_, l * capacity_ * row_bytes, *k, l * target * row_bytes, capacity_ * row_bytes);
-      batch.copy(*v_, l * capacity_ * row_bytes, *v, l * target * row_bytes, capacity_ * row_bytes);
+      batch.copy(*k_, l * capacity_ * row, *k, l * target * row, capacity_ * row);
+      batch.copy(*v_, l * capacity_ * row, *v, l * target * row, capacity_ * row);
     }
     batch.run();  // the old buffers must outlive the copies
   }
@@ -32,8 +37,9 @@ void GpuKvCache::reserve_rows(CommandBatch& batch, int64_t rows) {
   capacity_ = target;
 }
 
-GpuDecoder::GpuDecoder(Device& device, const Checkpoint& checkpoint, const DecoderDims& dims, const std::string& matmul_path)
-    : device_(device), dims_(dims), transfer_(device), weights_(device, transfer_), ops_(device, matmul_path), batch_(device) {
+GpuDecoder::GpuDecoder(Device& device, const Checkpoint& checkpoint, const DecoderDims& dims, const std::string& matmul_path,
+                       Precision precision)
+    : device_(device), dims_(dims), transfer_(device), weights_(device, transfer_), ops_(device, matmul_path, precision), batch_(device) {
   dims_.validate();
   if (dims_.head_dim > ShaderOps::kMaxHeadDim) throw VulkanError("the GPU backend supports head_dim up to 256");
   if (dims_.n_routed > ShaderOps::kMaxExperts) throw VulkanError("the GPU backend supports up to 256 routed experts");
@@ -91,7 +97,7 @@ void GpuDecoder::feed_forward(const Layer& layer, uint32_t rows) {
     ops_.axpy(batch_, {x_.get(), 0}, 1.f, {out_.get(), 0}, rows * H);
     return;
   }
-  ops_.matmul_bf16(batch_, {norm_.get(), 0}, H, layer.router, {router_logits_.get(), 0}, E, rows, E, H);
+  ops_.matmul_bf16_exact(batch_, {norm_.get(), 0}, H, layer.router, {router_logits_.get(), 0}, E, rows, E, H);
   ops_.router_topk(batch_, *router_logits_, *topk_ids_, *topk_weights_, rows, E, K, dims_.norm_topk, dims_.routed_scaling);
   batch_.run();
   std::vector<int32_t> picked(static_cast<size_t>(rows) * K);
@@ -193,7 +199,7 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
       ids.push_back(entry.ids[i]);
       positions.push_back(static_cast<int32_t>(pos));
       for (int64_t l = 0; l < L; ++l) {
-        rowinfo[(l * rows + r) * 2] = static_cast<int32_t>(l * cache.capacity_ * KW);
+        rowinfo[(l * rows + r) * 2] = static_cast<int32_t>(l * cache.capacity_ * cache.row_stride_);
         rowinfo[(l * rows + r) * 2 + 1] = static_cast<int32_t>(cache.rules_.visible_slots(pos));
       }
     }
@@ -237,17 +243,27 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
     for (int64_t b = 0, r0 = 0; b < B; ++b) {
       const GpuKvCache& cache = *caches[b];
       const int64_t n = static_cast<int64_t>(entries[b].ids.size());
-      const uint64_t dst = static_cast<uint64_t>(l * cache.capacity_ + cache.rules_.slot_of(cache.length())) * KW * 4;
-      batch_.copy(*k_, r0 * KW * 4, *cache.k_, dst, n * KW * 4);
-      batch_.copy(*v_, r0 * KW * 4, *cache.v_, dst, n * KW * 4);
+      const int64_t slot = l * cache.capacity_ + cache.rules_.slot_of(cache.length());
+      if (cache.dtype_ == KvCacheDtype::F32) {
+        batch_.copy(*k_, r0 * KW * 4, *cache.k_, slot * KW * 4, n * KW * 4);
+        batch_.copy(*v_, r0 * KW * 4, *cache.v_, slot * KW * 4, n * KW * 4);
+      } else {
+        const uint64_t words = static_cast<uint64_t>(cache.row_stride_ / 2);
+        ops_.kv_store_f16(batch_, {k_.get(), static_cast<uint64_t>(r0 * KW)}, u32(KW), {cache.k_.get(), slot * words},
+                          u32(words), u32(n), u32(KW));
+        ops_.kv_store_f16(batch_, {v_.get(), static_cast<uint64_t>(r0 * KW)}, u32(KW), {cache.v_.get(), slot * words},
+                          u32(words), u32(n), u32(KW));
+      }
       r0 += n;
     }
     for (int64_t b = 0, r0 = 0; b < B; ++b) {
       const GpuKvCache& cache = *caches[b];
       const int64_t n = static_cast<int64_t>(entries[b].ids.size());
-      ops_.attention(batch_, {q_.get(), static_cast<uint64_t>(r0 * QW)}, u32(QW), *cache.k_, *cache.v_, u32(KW),
-                     {rowinfo_.get(), static_cast<uint64_t>((l * rows + r0) * 2)}, {attn_.get(), static_cast<uint64_t>(r0 * QW)},
-                     u32(QW), u32(n), u32(dims_.heads), u32(dims_.heads / dims_.kv_heads), u32(D), scale);
+      auto attention = cache.dtype_ == KvCacheDtype::F32 ? &ShaderOps::attention : &ShaderOps::attention_f16;
+      (ops_.*attention)(batch_, {q_.get(), static_cast<uint64_t>(r0 * QW)}, u32(QW), *cache.k_, *cache.v_,
+                        u32(cache.row_stride_), {rowinfo_.get(), static_cast<uint64_t>((l * rows + r0) * 2)},
+                        {attn_.get(), static_cast<uint64_t>(r0 * QW)}, u32(QW), u32(n), u32(dims_.heads),
+                        u32(dims_.heads / dims_.kv_heads), u32(D), scale);
       r0 += n;
     }
     ops_.matmul_bf16(batch_, {attn_.get(), 0}, u32(QW), layer.wo, {proj_.get(), 0}, u32(H), R, u32(H), u32(QW));
@@ -261,7 +277,7 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
   const uint32_t V = u32(dims_.vocab);
   ops_.gather_rows(batch_, {x_.get(), 0}, u32(H), {last_index_.get(), 0}, {last_.get(), 0}, u32(B), u32(H));
   ops_.rmsnorm(batch_, {last_.get(), 0}, u32(H), final_norm_, {norm_.get(), 0}, u32(H), u32(B), u32(H), dims_.rms_eps);
-  ops_.matmul_bf16(batch_, {norm_.get(), 0}, u32(H), lm_head_, {logits_.get(), 0}, V, u32(B), V, u32(H));
+  ops_.matmul_bf16_exact(batch_, {norm_.get(), 0}, u32(H), lm_head_, {logits_.get(), 0}, V, u32(B), V, u32(H));
   ops_.argmax(batch_, {logits_.get(), 0}, V, {best_.get(), 0}, *bans_, *banned_, u32(B), V);
   batch_.run();
   transfer_.download(*best_, 0, best, B * 4);

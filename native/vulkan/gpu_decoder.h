@@ -18,32 +18,43 @@
 
 namespace scriptorium::vk {
 
-// One sequence's keys and values on the device, per layer rows of kv_heads * head_dim floats with
-// RoPE applied, in the slots KvSlotRules gives (the prefill, then V3's ring of sliding_window slots).
+// One sequence's keys and values on the device, per layer rows of kv_heads * head_dim values with
+// RoPE applied, in the slots KvSlotRules gives (the prefill, then V3's ring of sliding_window slots),
+// stored as `dtype`: F32, or IEEE halves packed two to a word (rounded as the CPU's KvCache rounds
+// them), each row then padded to an even count of halves so that it starts on a word.
 class GpuKvCache {
  public:
-  GpuKvCache(Device& device, const DecoderDims& dims) : device_(device), dims_(dims), rules_(dims) {}
+  GpuKvCache(Device& device, const DecoderDims& dims, KvCacheDtype dtype);
 
+  KvCacheDtype dtype() const { return dtype_; }
   int64_t length() const { return rules_.length(); }
   int64_t prefix_length() const { return rules_.prefix_length(); }
   size_t bytes() const { return k_ ? k_->bytes() + v_->bytes() : 0; }
+  // Elements of the cache's dtype from one row to the next (kv_heads * head_dim, rounded up to even for half).
+  int64_t row_stride() const { return row_stride_; }
 
  private:
   friend class GpuDecoder;
   // Grows to at least `rows` slots per layer, copying what is stored (recorded into batch).
   void reserve_rows(CommandBatch& batch, int64_t rows);
 
+  uint64_t row_bytes() const { return static_cast<uint64_t>(row_stride_) * (dtype_ == KvCacheDtype::F32 ? 4 : 2); }
+
   Device& device_;
   DecoderDims dims_;
+  KvCacheDtype dtype_;
   KvSlotRules rules_;
+  int64_t row_stride_;
   int64_t capacity_ = 0;
-  std::unique_ptr<Buffer> k_, v_;  // [layers][capacity_][kv_heads * head_dim]
+  std::unique_ptr<Buffer> k_, v_;  // [layers][capacity_][row_stride_]
 };
 
 class GpuDecoder {
  public:
-  // matmul_path: the shader path of the matrix products (model_matmul_path).
-  GpuDecoder(Device& device, const Checkpoint& checkpoint, const DecoderDims& dims, const std::string& matmul_path);
+  // matmul_path: the shader path of the matrix products (model_matmul_path); precision: their
+  // activations, as the CPU Decoder's (the vocabulary head and the router stay exact).
+  GpuDecoder(Device& device, const Checkpoint& checkpoint, const DecoderDims& dims, const std::string& matmul_path,
+             Precision precision);
 
   const DecoderDims& dims() const { return dims_; }
   uint64_t weight_bytes() const { return weights_.bytes(); }

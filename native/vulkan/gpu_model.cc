@@ -59,12 +59,13 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
   }
 
  private:
+  // createSequence(kvCache: 'f16' | 'f32'): a sequence whose cache on the device stores keys and values as kvCache.
   Napi::Value CreateSequence(const Napi::CallbackInfo& info) {
+    const KvCacheDtype dtype = read_kv_cache_dtype(info);
     Napi::Object object = classes_->sequence.New({});
     GpuSequenceWrap* sequence = GpuSequenceWrap::Unwrap(object);
     sequence->engine = engine_;
-    sequence->cache = std::make_shared<vk::GpuKvCache>(*engine_->device, engine_->decoder->dims());
-    (void)info;
+    sequence->cache = std::make_shared<vk::GpuKvCache>(*engine_->device, engine_->decoder->dims(), dtype);
     return object;
   }
 
@@ -115,7 +116,7 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
 class LoadWorker : public Napi::AsyncWorker {
  public:
   LoadWorker(Napi::Env env, GpuClasses* classes, std::string dir, DecoderDims dims, int index,
-             std::unique_ptr<VisionDims> vision_dims, bool fast_precision)
+             std::unique_ptr<VisionDims> vision_dims, Precision precision)
       : Napi::AsyncWorker(env),
         deferred_(Napi::Promise::Deferred::New(env)),
         classes_(classes),
@@ -123,7 +124,7 @@ class LoadWorker : public Napi::AsyncWorker {
         dims_(dims),
         index_(index),
         vision_dims_(std::move(vision_dims)),
-        fast_precision_(fast_precision) {}
+        precision_(precision) {}
 
   Napi::Promise promise() const { return deferred_.Promise(); }
 
@@ -133,11 +134,11 @@ class LoadWorker : public Napi::AsyncWorker {
       engine->instance = std::make_shared<vk::Instance>();
       engine->device = std::make_unique<vk::Device>(engine->instance, index_);
       engine->checkpoint = std::make_unique<Checkpoint>(dir_);
-      const std::string matmul_path = vk::model_matmul_path(engine->device->info(), fast_precision_);
-      engine->decoder = std::make_unique<vk::GpuDecoder>(*engine->device, *engine->checkpoint, dims_, matmul_path);
+      const std::string matmul_path = vk::model_matmul_path(engine->device->info(), precision_ == Precision::Fast);
+      engine->decoder = std::make_unique<vk::GpuDecoder>(*engine->device, *engine->checkpoint, dims_, matmul_path, precision_);
       if (vision_dims_)
-        engine->vision =
-            std::make_unique<vk::GpuVisionEncoder>(*engine->device, *engine->checkpoint, *vision_dims_, matmul_path);
+        engine->vision = std::make_unique<vk::GpuVisionEncoder>(*engine->device, *engine->checkpoint, *vision_dims_,
+                                                                matmul_path, precision_);
       engine_ = std::move(engine);
     } catch (const std::exception& e) {
       SetError(e.what());
@@ -159,25 +160,25 @@ class LoadWorker : public Napi::AsyncWorker {
   DecoderDims dims_;
   int index_;
   std::unique_ptr<VisionDims> vision_dims_;  // null: decoder only
-  bool fast_precision_;
+  Precision precision_;
   std::shared_ptr<GpuEngine> engine_;
 };
 
 // loadGpuModel(dir: string, dims: DecoderDims, deviceIndex: number, visionDims: VisionDims | undefined,
 //              options: {precision: 'exact' | 'fast'}) -> Promise<NativeGpuModel>; vision dims put the
-// vision encoder (SAM, CLIP or Qwen2, the projector) on the device too; fast precision lets the matrix
-// products take the device's cooperative-matrix path where it has one.
+// vision encoder (SAM, CLIP or Qwen2, the projector) on the device too; fast precision rounds the
+// products' activations (BF16 on the portable path, FP16 on the device's cooperative-matrix path where it has one).
 Napi::Value load_gpu_model(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 5 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber() ||
       (!info[3].IsUndefined() && !info[3].IsObject()) || !info[4].IsObject())
     throw Napi::TypeError::New(env, "loadGpuModel(dir: string, dims: object, deviceIndex: number, visionDims: object | undefined, options: object)");
-  const bool fast_precision = read_precision(info[4].As<Napi::Object>()) == Precision::Fast;
+  const Precision precision = read_precision(info[4].As<Napi::Object>());
   auto* classes = static_cast<GpuClasses*>(info.Data());
   std::unique_ptr<VisionDims> vision;
   if (info[3].IsObject()) vision = std::make_unique<VisionDims>(read_vision_dims(info[3].As<Napi::Object>()));
   auto* worker = new LoadWorker(env, classes, info[0].As<Napi::String>(), read_decoder_dims(info[1].As<Napi::Object>()),
-                                info[2].As<Napi::Number>().Int32Value(), std::move(vision), fast_precision);
+                                info[2].As<Napi::Number>().Int32Value(), std::move(vision), precision);
   Napi::Promise promise = worker->promise();
   worker->Queue();
   return promise;

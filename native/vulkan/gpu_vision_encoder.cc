@@ -22,8 +22,8 @@ double lap_ms(Clock::time_point& start) {
 }  // namespace
 
 GpuVisionEncoder::GpuVisionEncoder(Device& device, const Checkpoint& checkpoint, const VisionDims& dims,
-                                   const std::string& matmul_path)
-    : dims_(dims), ctx_(device, matmul_path) {
+                                   const std::string& matmul_path, Precision precision)
+    : dims_(dims), ctx_(device, matmul_path, precision) {
   dims_.validate();
   sam_ = std::make_unique<GpuSam>(ctx_, checkpoint, dims_.sam);
   if (dims_.kind == VisionKind::DeepEncoder) {

@@ -17,8 +17,10 @@ namespace scriptorium::vk {
 
 class GpuVisionEncoder {
  public:
-  // Throws std::invalid_argument for dims that do not fit together. matmul_path: as GpuDecoder's.
-  GpuVisionEncoder(Device& device, const Checkpoint& checkpoint, const VisionDims& dims, const std::string& matmul_path);
+  // Throws std::invalid_argument for dims that do not fit together. matmul_path, precision: as
+  // GpuDecoder's (every product of SAM, CLIP or Qwen2 and the projector follows the precision, as on the CPU).
+  GpuVisionEncoder(Device& device, const Checkpoint& checkpoint, const VisionDims& dims, const std::string& matmul_path,
+                   Precision precision);
 
   uint64_t weight_bytes() const { return ctx_.weights.bytes(); }
 

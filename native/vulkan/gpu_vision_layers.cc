@@ -20,8 +20,13 @@ void GpuParams::upload(Device& device, Transfer& transfer) {
   host_ = {};
 }
 
-GpuVisionContext::GpuVisionContext(Device& device_, const std::string& matmul_path)
-    : device(device_), transfer(device_), weights(device_, transfer), ops(device_, matmul_path), vision_ops(device_), batch(device_) {}
+GpuVisionContext::GpuVisionContext(Device& device_, const std::string& matmul_path, Precision precision)
+    : device(device_),
+      transfer(device_),
+      weights(device_, transfer),
+      ops(device_, matmul_path, precision),
+      vision_ops(device_),
+      batch(device_) {}
 
 Buffer& GpuVisionContext::scratch(std::unique_ptr<Buffer>& slot, uint64_t floats) {
   if (!slot || slot->bytes() < floats * sizeof(float)) {

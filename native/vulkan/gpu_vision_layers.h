@@ -31,7 +31,7 @@ class GpuParams {
 };
 
 struct GpuVisionContext {
-  GpuVisionContext(Device& device, const std::string& matmul_path);
+  GpuVisionContext(Device& device, const std::string& matmul_path, Precision precision);
 
   /* a buffer of at least `floats` f32 in slot, grown (never shrunk) as needed; growing first runs
      what the batch holds, which may read the old buffer */

@@ -32,20 +32,25 @@ uint32_t u32(uint64_t v) { return static_cast<uint32_t>(v); }
 
 }  // namespace
 
-ShaderOps::ShaderOps(Device& device, const std::string& matmul_path)
-    : device_(device), matmul_path_(matmul_path.empty() ? device.info().matmul_path : matmul_path) {
+ShaderOps::ShaderOps(Device& device, const std::string& matmul_path, Precision precision)
+    : device_(device),
+      matmul_path_(matmul_path.empty() ? model_matmul_path(device.info(), precision == Precision::Fast) : matmul_path),
+      precision_(precision) {
   if (matmul_path_ == kCooperativeMatrixPath) {
+    if (precision_ != Precision::Fast) throw VulkanError("the cooperative-matrix path computes in fast precision only");
     if (device.info().matmul_path != kCooperativeMatrixPath)
       throw VulkanError(device.info().name + " cannot run the cooperative-matrix path");
     matmul_coopmat_ = std::make_unique<Pipeline>(device, spirv::matmul_bf16_coopmat, 3, 8 * 4);
   } else if (matmul_path_ != kPortablePath) {
     throw VulkanError("no matrix-product shader path \"" + matmul_path_ + "\"");
   }
-  matmul_bf16_ = std::make_unique<Pipeline>(device, spirv::matmul_bf16, 3, 8 * 4);
-  matvec_bf16_ = std::make_unique<Pipeline>(device, spirv::matvec_bf16, 3, 8 * 4);
+  matmul_bf16_ = std::make_unique<Pipeline>(device, spirv::matmul_bf16, 3, 9 * 4);
+  matvec_bf16_ = std::make_unique<Pipeline>(device, spirv::matvec_bf16, 3, 9 * 4);
   rmsnorm_ = std::make_unique<Pipeline>(device, spirv::rmsnorm, 3, 7 * 4);
   rope_ = std::make_unique<Pipeline>(device, spirv::rope, 3, 6 * 4);
   attention_ = std::make_unique<Pipeline>(device, spirv::attention, 5, 9 * 4);
+  attention_f16_ = std::make_unique<Pipeline>(device, spirv::attention_f16, 5, 9 * 4);
+  kv_store_f16_ = std::make_unique<Pipeline>(device, spirv::kv_store_f16, 2, 5 * 4);
   swiglu_ = std::make_unique<Pipeline>(device, spirv::swiglu, 3, 4 * 4);
   axpy_ = std::make_unique<Pipeline>(device, spirv::axpy, 2, 4 * 4);
   embed_ = std::make_unique<Pipeline>(device, spirv::embed, 3, 3 * 4);
@@ -59,20 +64,33 @@ ShaderOps::~ShaderOps() = default;
 
 void ShaderOps::matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy,
                             uint32_t M, uint32_t N, uint32_t K) {
+  product(batch, X, ldx, W, Y, ldy, M, N, K, precision_ == Precision::Fast);
+}
+
+void ShaderOps::matmul_bf16_exact(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy,
+                                  uint32_t M, uint32_t N, uint32_t K) {
+  product(batch, X, ldx, W, Y, ldy, M, N, K, false);
+}
+
+// fast: activations rounded by the shader (BF16 on the portable path; the cooperative-matrix path,
+// taken only when fast, rounds to FP16); otherwise F32 on the portable path.
+void ShaderOps::product(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy, uint32_t M,
+                        uint32_t N, uint32_t K, bool fast) {
   if (M == 0 || N == 0 || K == 0) throw std::invalid_argument("matmul_bf16: empty product");
   require_range("matmul_bf16", "X", X, span(M, K, ldx), 4);
   require_range("matmul_bf16", "W", W, static_cast<uint64_t>(N) * K, 2);
   require_range("matmul_bf16", "Y", Y, span(M, N, ldy), 4);
-  const uint32_t push[8] = {M, N, K, u32(X.offset), ldx, u32(W.offset), u32(Y.offset), ldy};
+  const uint32_t push[9] = {M, N, K, u32(X.offset), ldx, u32(W.offset), u32(Y.offset), ldy, fast ? 1u : 0u};
   if (M <= kMatvecRows) {
     if ((N + 63) / 64 > device_.max_workgroups_x()) throw std::invalid_argument("matmul_bf16: too many columns for one dispatch");
     batch.dispatch(*matvec_bf16_, {X.buffer, W.buffer, Y.buffer}, push, (N + 63) / 64, M);
     return;
   }
-  const uint32_t tile = matmul_coopmat_ ? 64 : 32;  // output tile side of the shader
+  const bool coopmat = fast && matmul_coopmat_;
+  const uint32_t tile = coopmat ? 64 : 32;  // output tile side of the shader
   const uint32_t gx = (N + tile - 1) / tile, gy = (M + tile - 1) / tile;
   if (gy > kMaxGroups) throw std::invalid_argument("matmul_bf16: too many rows for one dispatch");
-  batch.dispatch(matmul_coopmat_ ? *matmul_coopmat_ : *matmul_bf16_, {X.buffer, W.buffer, Y.buffer}, push, gx, gy);
+  batch.dispatch(coopmat ? *matmul_coopmat_ : *matmul_bf16_, {X.buffer, W.buffer, Y.buffer}, push, gx, gy);
 }
 
 void ShaderOps::rmsnorm(CommandBatch& batch, Operand x, uint32_t ldx, Operand w, Operand y, uint32_t ldy,
@@ -103,6 +121,18 @@ void ShaderOps::rope(CommandBatch& batch, Operand x, uint32_t ldx, Operand pos, 
 void ShaderOps::attention(CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K, const Buffer& V, uint32_t ldk,
                           Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows, uint32_t heads, uint32_t group,
                           uint32_t d, float scale) {
+  attend(*attention_, batch, q, ldq, K, V, ldk, rowinfo, out, ldo, rows, heads, group, d, scale);
+}
+
+void ShaderOps::attention_f16(CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K, const Buffer& V,
+                              uint32_t ldk, Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows, uint32_t heads,
+                              uint32_t group, uint32_t d, float scale) {
+  attend(*attention_f16_, batch, q, ldq, K, V, ldk, rowinfo, out, ldo, rows, heads, group, d, scale);
+}
+
+void ShaderOps::attend(const Pipeline& pipeline, CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K,
+                       const Buffer& V, uint32_t ldk, Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows,
+                       uint32_t heads, uint32_t group, uint32_t d, float scale) {
   if (d == 0 || d > kMaxHeadDim) throw std::invalid_argument("attention: head_dim must be in [1, 256]");
   if (group == 0 || heads % group != 0) throw std::invalid_argument("attention: heads must be a multiple of the group");
   if (rows > kMaxGroups || heads > kMaxGroups) throw std::invalid_argument("attention: too many rows or heads");
@@ -114,7 +144,17 @@ void ShaderOps::attention(CommandBatch& batch, Operand q, uint32_t ldq, const Bu
     uint32_t d, group, q_off, ldq, ldk, out_off, ldo, row_off;
     float scale;
   } push{d, group, u32(q.offset), ldq, ldk, u32(out.offset), ldo, u32(rowinfo.offset / 2), scale};
-  batch.dispatch(*attention_, {q.buffer, &K, &V, out.buffer, rowinfo.buffer}, &push, heads, rows);
+  batch.dispatch(pipeline, {q.buffer, &K, &V, out.buffer, rowinfo.buffer}, &push, heads, rows);
+}
+
+void ShaderOps::kv_store_f16(CommandBatch& batch, Operand x, uint32_t ldx, Operand c, uint32_t ldc, uint32_t rows,
+                             uint32_t width) {
+  const uint32_t words = (width + 1) / 2;
+  if (rows > kMaxGroups || words > kMaxGroups * 64u) throw std::invalid_argument("kv_store_f16: too many rows or columns");
+  require_range("kv_store_f16", "x", x, span(rows, width, ldx), 4);
+  require_range("kv_store_f16", "c", c, span(rows, words, ldc), 4);
+  const uint32_t push[5] = {width, u32(x.offset), ldx, u32(c.offset), ldc};
+  batch.dispatch(*kv_store_f16_, {x.buffer, c.buffer}, push, (words + 63) / 64, rows);
 }
 
 void ShaderOps::swiglu(CommandBatch& batch, Operand gate, Operand up, Operand out, uint32_t n) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/ops.h"
 #include "buffers.h"
 #include "pipelines.h"
 
@@ -22,20 +23,27 @@ class ShaderOps {
  public:
   static constexpr uint32_t kMaxHeadDim = 256, kMaxExperts = 256;
 
-  // matmul_path: kPortablePath or kCooperativeMatrixPath (only where the device chose it); "" takes
-  // the device's choice (DeviceInfo::matmul_path).
-  explicit ShaderOps(Device& device, const std::string& matmul_path = "");
+  // matmul_path: kPortablePath or kCooperativeMatrixPath (only where the device chose it, and only in
+  // fast precision: its shader rounds activations to FP16); "" takes model_matmul_path's choice.
+  // precision: how matmul_bf16 treats its activations (Exact: F32; Fast: rounded once to BF16 on the
+  // portable path, to FP16 on the cooperative-matrix one).
+  explicit ShaderOps(Device& device, const std::string& matmul_path = "", Precision precision = Precision::Exact);
   ~ShaderOps();
 
   static constexpr uint32_t kMatvecRows = 8;  // up to here matmul_bf16 takes the matrix-vector shader
 
   const std::string& matmul_path() const { return matmul_path_; }
+  Precision precision() const { return precision_; }
 
   /* Y[M,N] = X[M,K] @ W[N,K]^T; X f32 (row stride ldx), W bf16 (row stride K), Y f32 (row stride ldy).
      M <= kMatvecRows: matvec_bf16.comp (W streamed once); larger M: the tiled matmul_bf16.comp, or
-     matmul_bf16_coopmat.comp on the cooperative-matrix path */
+     matmul_bf16_coopmat.comp on the cooperative-matrix path; activations as `precision` says */
   void matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy, uint32_t M,
                    uint32_t N, uint32_t K);
+  /* matmul_bf16 with F32 activations on the portable path whatever the precision: the products the
+     CPU keeps exact in fast precision (the vocabulary head, the MoE router) */
+  void matmul_bf16_exact(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy, uint32_t M,
+                         uint32_t N, uint32_t K);
   /* y[r,i] = x[r,i] * rsqrt(mean(x[r]^2) + eps) * w[i]; x, y f32 [rows, n] (strides ldx, ldy), w bf16 [n] */
   void rmsnorm(CommandBatch& batch, Operand x, uint32_t ldx, Operand w, Operand y, uint32_t ldy, uint32_t rows,
                uint32_t n, float eps);
@@ -48,6 +56,14 @@ class ShaderOps {
   void attention(CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K, const Buffer& V, uint32_t ldk,
                  Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows, uint32_t heads, uint32_t group, uint32_t d,
                  float scale);
+  /* attention over a half KV cache: K and V hold IEEE halves two to a word (kv_store_f16's rows), and
+     rowinfo's offsets and ldk count halves; otherwise as attention */
+  void attention_f16(CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K, const Buffer& V, uint32_t ldk,
+                     Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows, uint32_t heads, uint32_t group,
+                     uint32_t d, float scale);
+  /* c[r, w] = halves x[r, 2w] (low) and x[r, 2w+1] (high; 0 past width), nearest even, saturated as the
+     CPU's to_f16: x f32 [rows, width] (stride ldx), c uint32 words [rows, (width+1)/2] (stride ldc) */
+  void kv_store_f16(CommandBatch& batch, Operand x, uint32_t ldx, Operand c, uint32_t ldc, uint32_t rows, uint32_t width);
   /* out[i] = silu(gate[i]) * up[i], i < n */
   void swiglu(CommandBatch& batch, Operand gate, Operand up, Operand out, uint32_t n);
   /* y[i] += a * x[i], i < n */
@@ -70,10 +86,17 @@ class ShaderOps {
               uint32_t rows, uint32_t n);
 
  private:
+  void product(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy, uint32_t M, uint32_t N,
+               uint32_t K, bool fast);
+  void attend(const Pipeline& pipeline, CommandBatch& batch, Operand q, uint32_t ldq, const Buffer& K, const Buffer& V,
+              uint32_t ldk, Operand rowinfo, Operand out, uint32_t ldo, uint32_t rows, uint32_t heads, uint32_t group,
+              uint32_t d, float scale);
+
   Device& device_;
   std::string matmul_path_;
+  Precision precision_;
   std::unique_ptr<Pipeline> matmul_coopmat_;  // on the cooperative-matrix path only
-  std::unique_ptr<Pipeline> matmul_bf16_, matvec_bf16_, rmsnorm_, rope_, attention_, swiglu_, axpy_, embed_, router_topk_, argmax_, gather_rows_,
+  std::unique_ptr<Pipeline> matmul_bf16_, matvec_bf16_, rmsnorm_, rope_, attention_, attention_f16_, kv_store_f16_, swiglu_, axpy_, embed_, router_topk_, argmax_, gather_rows_,
       scatter_add_rows_;
 };
 

@@ -19,7 +19,7 @@ export interface GpuDeviceInfo {
   computeQueue: boolean;
   /** Matrix-product shader paths this build runs on the device ('portable' wherever there is a compute queue, 'cooperative-matrix' where the device offers VK_NV_cooperative_matrix with what its shader needs). */
   shaderPaths: string[];
-  /** The path the engine's matrix products take there ('' without a compute queue). */
+  /** The path the engine's larger matrix products take there in fast precision ('portable' in exact; '' without a compute queue). */
   matmulPath: string;
   /** VK_KHR_cooperative_matrix / VK_NV_cooperative_matrix when the device offers them. */
   cooperativeMatrixExtensions: string[];

@@ -3,6 +3,7 @@
 // plan keeps the continuous batch below the budget, so that a page waits for room rather than fail,
 // and a page that can never fit fails at once with the numbers.
 import type { DecoderDims } from './model-config.js';
+import type { KvCacheDtype } from './native-model.js';
 
 /** A GPU model's device memory: its budget, and what its buffers (weights, activations, KV caches) hold now. */
 export interface DeviceMemory {
@@ -16,9 +17,14 @@ export const GPU_MEMORY_CAP_VARIABLE = 'SCRIPTORIUM_GPU_MEMORY_MB';
 /** Slots the growth of a KV cache adds at least (as the native caches grow: 256 slots, or half again). */
 const CACHE_GROWTH_SLOTS = 256;
 
-/** Bytes of one KV cache slot: the f32 key and value rows of every layer. */
-export function kvSlotBytes(dims: DecoderDims): number {
-  return 2 * dims.layers * dims.kvHeads * dims.headDim * 4;
+/**
+ * Bytes of one KV cache slot on the device: the key and value rows of every layer, in F32, or in
+ * IEEE half with each row padded to an even count of halves (native/vulkan/gpu_decoder.h).
+ */
+export function kvSlotBytes(dims: DecoderDims, kvCache: KvCacheDtype): number {
+  const width = dims.kvHeads * dims.headDim;
+  const rowBytes = kvCache === 'f32' ? 4 * width : 2 * (width + (width % 2));
+  return 2 * dims.layers * rowBytes;
 }
 
 /**
@@ -27,11 +33,11 @@ export function kvSlotBytes(dims: DecoderDims): number {
  * prompt plus the window); growing by 256 slots or half again, its capacity stays within
  * max(slots + 256, 1.5 × slots), and within that same limit.
  */
-export function kvCacheBoundBytes(dims: DecoderDims, promptTokens: number, newTokens: number): number {
+export function kvCacheBoundBytes(dims: DecoderDims, kvCache: KvCacheDtype, promptTokens: number, newTokens: number): number {
   let limit = dims.maxPositions;
   if (dims.slidingWindow > 0) limit = Math.min(limit, promptTokens + dims.slidingWindow);
   const slots = Math.min(promptTokens + newTokens, limit);
-  return Math.min(limit, Math.max(slots + CACHE_GROWTH_SLOTS, Math.ceil(1.5 * slots))) * kvSlotBytes(dims);
+  return Math.min(limit, Math.max(slots + CACHE_GROWTH_SLOTS, Math.ceil(1.5 * slots))) * kvSlotBytes(dims, kvCache);
 }
 
 /** A sequence in the batch: the bound of its cache, and the bytes its cache holds now. */

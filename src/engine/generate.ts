@@ -201,7 +201,7 @@ export class ContinuousBatch {
     const memory = this.#model.deviceMemory;
     if (!memory) return 'join';
     const dims = this.#model.config.decoder;
-    const bound = (m: Member) => kvCacheBoundBytes(dims, m.request.promptIds.length, m.limit);
+    const bound = (m: Member) => kvCacheBoundBytes(dims, this.#model.kvCache, m.request.promptIds.length, m.limit);
     const batch = this.#members.map((m) => ({ boundBytes: bound(m), cacheBytes: m.sequence!.cacheBytes }));
     const room = admission(memory, batch, bound(member));
     if (room !== 'never') return room;

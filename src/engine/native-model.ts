@@ -71,12 +71,12 @@ export interface EncodedViewBatch extends EncodedViews {
 export type SpecialVectorName = 'image_newline' | 'view_seperator';
 
 /**
- * How the CPU decoder stores a sequence's keys and values: IEEE half (half the cache bytes read per
- * decode step) or F32. The GPU decoder's cache is F32 either way.
+ * How the decoder (CPU or GPU) stores a sequence's keys and values: IEEE half (half the cache bytes
+ * read per decode step and held) or F32.
  */
 export type KvCacheDtype = 'f16' | 'f32';
 
-/** The CPU decoder's default: half, within the reference tolerances (docs/model.md §7.5). */
+/** The decoders' default: half, within the reference tolerances (docs/model.md §7.5). */
 export const DEFAULT_KV_CACHE: KvCacheDtype = 'f16';
 
 interface NativeModelHandle {
@@ -104,7 +104,7 @@ export interface SafetensorsHeaderEntry {
 
 /** The Vulkan model (native/vulkan/gpu_model.h): present only in builds with the GPU backend. */
 interface NativeGpuModelHandle {
-  createSequence(): NativeSequence;
+  createSequence(kvCache: KvCacheDtype): NativeSequence;
   forward(batch: ForwardInput[]): Promise<{ best: Int32Array; logits: Float32Array }>;
   encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViewBatch>;
   /** True when the vision encoder (SAM, CLIP or Qwen2, the projector) runs on the device too. */
@@ -149,7 +149,7 @@ export interface LoadOptions {
   threads?: number;
   /** Where the decoder runs (default cpu); see compute-device.ts. */
   device?: DeviceSpec;
-  /** The CPU decoder's KV cache storage (default DEFAULT_KV_CACHE). */
+  /** The decoder's KV cache storage, on the CPU or the GPU (default DEFAULT_KV_CACHE). */
   kvCache?: KvCacheDtype;
   /** Activation precision of the CPU engine's products (default exact); see precision.ts. */
   precision?: Precision;
@@ -168,7 +168,7 @@ export class NativeModel {
     private readonly handle: NativeModelHandle,
     readonly device: ResolvedDevice,
     private readonly gpu: NativeGpuModelHandle | null,
-    /** How the CPU decoder stores keys and values (the GPU's cache is F32). */
+    /** How the decoder stores keys and values, on the CPU or the GPU. */
     readonly kvCache: KvCacheDtype,
     readonly precision: Precision,
     readonly quantize: WeightQuantization,
@@ -249,8 +249,9 @@ export class NativeModel {
     return this.config.decoder.vocab;
   }
 
-  createSequence(): NativeSequence {
-    return this.gpu ? this.gpu.createSequence() : this.handle.createSequence(this.kvCache);
+  /** A new sequence whose cache stores keys and values as `kvCache` (the model's option by default); one batch may mix both. */
+  createSequence(kvCache: KvCacheDtype = this.kvCache): NativeSequence {
+    return (this.gpu ?? this.handle).createSequence(kvCache);
   }
 
   /**

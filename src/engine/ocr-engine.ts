@@ -67,7 +67,7 @@ export interface OcrEngineOptions {
   threads?: number;
   /** Where the model runs (default cpu; V2's vision encoder stays on the CPU). */
   device?: DeviceSpec;
-  /** The CPU decoder's KV cache storage (default f16; see native-model.ts). */
+  /** The decoder's KV cache storage, on the CPU or the GPU (default f16; see native-model.ts). */
   kvCache?: KvCacheDtype;
   /** Activation precision of the CPU engine (default exact). */
   precision?: Precision;

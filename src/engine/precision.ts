@@ -3,7 +3,8 @@
 //          comparison with the float64 reference uses.
 //   fast:  activations rounded once to BF16 in the encoders' and the decoder's products (one BF16
 //          dot product per product); the vocabulary head stays exact. Only avx512bf16 has a faster
-//          product for it; the other kernel sets run fast exactly as exact.
+//          product for it; the other kernel sets run fast exactly as exact. On a GPU the portable
+//          shaders round to BF16 in the same products, the cooperative-matrix shader to FP16.
 // Its measured accuracy and speed are in docs/model.md ("Tolerances") and the README.
 
 export type Precision = 'exact' | 'fast';

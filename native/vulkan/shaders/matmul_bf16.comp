@@ -2,13 +2,15 @@
 // Y[M, N] = X[M, K] @ W[N, K]^T: X f32 (row stride ldx), W bf16 (row stride K), Y f32 (row stride
 // ldy); every operand starts at an element offset. Portable path: 32x32 output tiles per workgroup,
 // K walked in steps of 16 through shared memory, each of the 16x16 invocations owning a 2x2 block.
+// round_x != 0 (fast precision): each activation is rounded once to BF16, so that every product is
+// BF16 x BF16, exact in F32, as the CPU's gemm_bf16_fast computes it.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(std430, binding = 0) readonly buffer XBuf { float X[]; };
 layout(std430, binding = 1) readonly buffer WBuf { uint W[]; };
 layout(std430, binding = 2) writeonly buffer YBuf { float Y[]; };
 layout(push_constant) uniform Params {
-  uint M, N, K, x_off, ldx, w_off, y_off, ldy;
+  uint M, N, K, x_off, ldx, w_off, y_off, ldy, round_x;
 } p;
 #include "bf16.glsl"
 
@@ -26,7 +28,8 @@ void main() {
     for (uint e = tid; e < BM * BK; e += 256) {
       const uint r = e / BK, c = e % BK;
       const uint m = m0 + r, n = n0 + r, k = k0 + c;
-      xs[c][r] = (m < p.M && k < p.K) ? X[p.x_off + m * p.ldx + k] : 0.0;
+      const float x = (m < p.M && k < p.K) ? X[p.x_off + m * p.ldx + k] : 0.0;
+      xs[c][r] = p.round_x != 0u ? bf16_round(x) : x;
       if (n < p.N && k < p.K) {
         const uint index = p.w_off + n * p.K + k;
         ws[c][r] = bf16_at(W[index >> 1], index);

@@ -1,10 +1,11 @@
 #version 450
-// Y[M, N] = X[M, K] @ W[N, K]^T exactly as matmul_bf16.comp computes it, on the matrix units through
+// Y[M, N] = X[M, K] @ W[N, K]^T in fast precision, on the matrix units through
 // GL_NV_cooperative_matrix: 64x64 output tiles per workgroup of four 32-wide subgroups (each 32x32,
 // 2x2 fragments of 16x16x16), K in steps of 32 through shared memory, FP32 accumulation. Fragments
-// take FP16: each activation is split into two FP16 halves (hi + lo: about 22 significant bits for
-// |x| < 65504), and each BF16 weight converts to FP16 exactly for 2^-14 <= |w| < 65504 (smaller ones
-// lose low bits). Edge tiles go through shared memory so nothing outside Y is written.
+// take FP16: each activation is rounded once to FP16 (11 significant bits, clamped to +-65504 so
+// that a large one stays finite), one product per fragment pair; each BF16 weight converts to FP16
+// exactly for 2^-14 <= |w| < 65504 (smaller ones lose low bits). Edge tiles go through shared
+// memory so nothing outside Y is written.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -20,7 +21,7 @@ layout(push_constant) uniform Params {
 #include "bf16.glsl"
 
 const uint BM = 64, BN = 64, BK = 32;
-shared float16_t xs_hi[BM * BK], xs_lo[BM * BK], ws[BN * BK];  // row r, column c at r * BK + c
+shared float16_t xs[BM * BK], ws[BN * BK];  // row r, column c at r * BK + c
 shared float ys[BM * BN];
 
 void main() {
@@ -35,9 +36,7 @@ void main() {
       const uint r = e / BK, k = k0 + e % BK;
       const uint m = m0 + r, n = n0 + r;
       const float x = (m < p.M && k < p.K) ? X[p.x_off + m * p.ldx + k] : 0.0;
-      const float16_t hi = float16_t(x);
-      xs_hi[e] = hi;
-      xs_lo[e] = float16_t(x - float(hi));
+      xs[e] = float16_t(clamp(x, -65504.0, 65504.0));
       float w = 0.0;
       if (n < p.N && k < p.K) {
         const uint index = p.w_off + n * p.K + k;
@@ -47,18 +46,12 @@ void main() {
     }
     barrier();
     for (uint kk = 0; kk < BK; kk += 16) {
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> hi[2], lo[2], w[2];
-      for (uint i = 0; i < 2; ++i) {
-        coopMatLoadNV(hi[i], xs_hi, (sm + 16 * i) * BK + kk, BK, false);
-        coopMatLoadNV(lo[i], xs_lo, (sm + 16 * i) * BK + kk, BK, false);
-      }
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> x[2], w[2];
+      for (uint i = 0; i < 2; ++i) coopMatLoadNV(x[i], xs, (sm + 16 * i) * BK + kk, BK, false);
       // W's rows are B's columns: the K x 16 fragment read column-major from the [n][k] tile.
       for (uint j = 0; j < 2; ++j) coopMatLoadNV(w[j], ws, (sn + 16 * j) * BK + kk, BK, true);
       for (uint i = 0; i < 2; ++i)
-        for (uint j = 0; j < 2; ++j) {
-          acc[i][j] = coopMatMulAddNV(hi[i], w[j], acc[i][j]);
-          acc[i][j] = coopMatMulAddNV(lo[i], w[j], acc[i][j]);
-        }
+        for (uint j = 0; j < 2; ++j) acc[i][j] = coopMatMulAddNV(x[i], w[j], acc[i][j]);
     }
     barrier();
   }

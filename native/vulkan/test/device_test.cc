@@ -145,15 +145,24 @@ void test_path_on_device(const std::shared_ptr<vk::Instance>& instance) {
     if (info.shader_paths.empty() || info.shader_paths[0] != vk::kPortablePath) return std::string("portable not listed first");
     if (std::find(info.shader_paths.begin(), info.shader_paths.end(), info.matmul_path) == info.shader_paths.end())
       return "the chosen path " + info.matmul_path + " is not listed";
-    return std::string(vk::ShaderOps(device).matmul_path() == info.matmul_path ? "" : "ShaderOps took another path");
+    if (vk::ShaderOps(device).matmul_path() != vk::kPortablePath) return std::string("exact precision left the portable path");
+    return std::string(vk::ShaderOps(device, "", Precision::Fast).matmul_path() == info.matmul_path ? "" : "ShaderOps took another path");
   });
   run("device: the cooperative-matrix path is refused where the device did not choose it", [&] {
     if (device.info().matmul_path == vk::kCooperativeMatrixPath) return std::string();  // a GPU that offers it
     try {
-      vk::ShaderOps ops(device, vk::kCooperativeMatrixPath);
+      vk::ShaderOps ops(device, vk::kCooperativeMatrixPath, Precision::Fast);
       return std::string("accepted");
     } catch (const vk::VulkanError& e) {
       return std::string(std::string(e.what()).find("cannot run the cooperative-matrix path") != std::string::npos ? "" : e.what());
+    }
+  });
+  run("device: the cooperative-matrix path is refused in exact precision, on any device", [&] {
+    try {
+      vk::ShaderOps ops(device, vk::kCooperativeMatrixPath, Precision::Exact);
+      return std::string("accepted");
+    } catch (const vk::VulkanError& e) {
+      return std::string(std::string(e.what()).find("fast precision only") != std::string::npos ? "" : e.what());
     }
   });
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the Vulkan backend's tests into native/vulkan/test/build and runs them: each *_test.cc is
-# its own program (shaders compiled by glslc, the CPU's scalar kernels as the reference; the device
-# rules). Does nothing but say so when this machine lacks what building the backend needs (see ../detect.sh).
+# Builds the Vulkan backend's tests into native/vulkan/test/build and runs them: every compiled
+# shader through spirv-val (also those no device here can run, such as the cooperative-matrix one),
+# then each *_test.cc as its own program (the CPU's scalar kernels as the reference; the device rules). Does nothing but say so when this machine lacks what building the backend needs (see ../detect.sh).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,12 +18,25 @@ CXX="${CXX:-g++}"
 shaders=("$vulkan"/shaders/*.comp)
 header="$build/vulkan_shaders.h"
 newest="$(ls -t "$vulkan"/shaders/* "$vulkan"/*.h "$vulkan"/*.cc "$vulkan"/embed-shaders.py "$here"/*.cc "$here"/*.h | head -n 1)"
-if [[ ! -f "$header" || "$newest" -nt "$header" ]]; then
+spirv="$build/spirv"
+if [[ ! -f "$header" || ! -d "$spirv" || "$newest" -nt "$header" ]]; then
   echo "compile shaders"
-  python3 "$vulkan/embed-shaders.py" "$header" "${shaders[@]}"
+  rm -rf "$spirv"
+  python3 "$vulkan/embed-shaders.py" --keep-spirv "$spirv" "$header" "${shaders[@]}"
+fi
+status=0
+if command -v spirv-val >/dev/null; then
+  echo "== spirv-val"
+  for module in "$spirv"/*.spv; do
+    spirv-val --target-env vulkan1.1 "$module" || { echo "FAIL spirv-val $(basename "$module")"; status=1; }
+  done
+elif [[ "${SCRIPTORIUM_REQUIRE_VULKAN:-}" == 1 ]]; then
+  echo "FAIL spirv-val is missing (Debian spirv-tools)"
+  status=1
+else
+  echo "skip spirv-val: not installed (Debian spirv-tools)"
 fi
 # Each *_test.cc is its own program over the backend's sources and the CPU's scalar kernels.
-status=0
 sources=("$vulkan"/instance.cc "$vulkan"/device.cc "$vulkan"/buffers.cc "$vulkan"/pipelines.cc "$vulkan"/shader_ops.cc
   "$vulkan"/gpu_vision_ops.cc "$vulkan/../src/kernels_scalar.cc")
 for test in "$here"/*_test.cc; do

@@ -42,6 +42,33 @@ void test_matmul(Gpu& gpu, uint32_t M, uint32_t N, uint32_t K) {
   });
 }
 
+// Fast precision on the portable path: matmul_bf16 computes the product of the BF16-rounded
+// activations (what the CPU's gemm_bf16_fast computes), matmul_bf16_exact that of the F32 ones.
+void test_matmul_fast(Gpu& gpu, uint32_t M, uint32_t N, uint32_t K) {
+  run("matmul_bf16 fast M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K), [&] {
+    vk::ShaderOps fast(*gpu.device, vk::kPortablePath, Precision::Fast);
+    const uint32_t ldx = K + 1, x_off = 2;
+    const std::vector<float> x = random_f32(x_off + static_cast<size_t>(M) * ldx);
+    const std::vector<bf16_t> w = random_bf16(static_cast<size_t>(N) * K);
+    std::vector<float> rounded(x.size());
+    for (size_t i = 0; i < x.size(); ++i) rounded[i] = bf16_to_f32(f32_to_bf16(x[i]));
+    std::vector<float> want_fast(static_cast<size_t>(M) * N), want_exact(want_fast.size());
+    kernels_scalar().gemm_bf16(rounded.data() + x_off, ldx, w.data(), want_fast.data(), N, M, 0, N, K);
+    kernels_scalar().gemm_bf16(x.data() + x_off, ldx, w.data(), want_exact.data(), N, M, 0, N, K);
+    auto X = gpu.upload(x);
+    auto W = gpu.upload(w);
+    auto Yf = gpu.upload(std::vector<float>(want_fast.size()));
+    auto Ye = gpu.upload(std::vector<float>(want_fast.size()));
+    fast.matmul_bf16(*gpu.batch, {X.get(), x_off}, ldx, {W.get(), 0}, {Yf.get(), 0}, N, M, N, K);
+    fast.matmul_bf16_exact(*gpu.batch, {X.get(), x_off}, ldx, {W.get(), 0}, {Ye.get(), 0}, N, M, N, K);
+    gpu.batch->run();
+    const std::string rounded_error = compare(gpu.download<float>(*Yf, want_fast.size()), want_fast);
+    if (!rounded_error.empty()) return "fast: " + rounded_error;
+    const std::string exact_error = compare(gpu.download<float>(*Ye, want_exact.size()), want_exact);
+    return exact_error.empty() ? exact_error : "exact: " + exact_error;
+  });
+}
+
 void test_rmsnorm(Gpu& gpu, uint32_t rows, uint32_t n) {
   run("rmsnorm rows=" + std::to_string(rows) + " n=" + std::to_string(n), [&] {
     const uint32_t ld = n + 2;
@@ -104,6 +131,78 @@ void test_attention(Gpu& gpu, uint32_t rows, uint32_t heads, uint32_t kv_heads, 
         auto O = gpu.upload(std::vector<float>(want.size()));
         gpu.ops->attention(*gpu.batch, {Q.get(), 0}, qw, *K, *V, kw, {I.get(), 0}, {O.get(), 0}, qw, rows, heads, group,
                            d, scale);
+        gpu.batch->run();
+        return compare(gpu.download<float>(*O, want.size()), want);
+      });
+}
+
+// Rows of odd width through kv_store_f16: every half bit for bit the CPU's to_f16, the pad half 0,
+// and the words around the rows untouched. The values include ties at both ranges, subnormals, the
+// saturation edge, infinities and a NaN.
+void test_kv_store_f16(Gpu& gpu, uint32_t rows, uint32_t width) {
+  run("kv_store_f16 rows=" + std::to_string(rows) + " width=" + std::to_string(width), [&] {
+    const uint32_t ldx = width + 3, words = (width + 1) / 2, ldc = words + 2, x_off = 5, c_off = 3;
+    std::vector<float> x = random_f32(x_off + static_cast<size_t>(rows) * ldx, 100.f);
+    const float edges[] = {1.0f + 0x1p-11f, 1.0f + 0x3p-11f, -(2048.f + 1.f), 0x1p-24f, 0x1p-25f, 0x3p-25f, -0x1.8p-20f,
+                           6.1e-5f, 65504.f, 65519.f, 65520.f, -1e9f, INFINITY, -INFINITY, 0x1p-130f, -0.f, NAN};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0] && i < x.size() - x_off; ++i) x[x_off + i] = edges[i];
+    const uint32_t sentinel = 0xdeadbeefu;
+    std::vector<uint32_t> want(c_off + static_cast<size_t>(rows) * ldc + 1, sentinel);
+    for (uint32_t r = 0; r < rows; ++r) {
+      std::vector<f16_t> halves(words * 2, 0);
+      kernels_scalar().to_f16(x.data() + x_off + r * ldx, halves.data(), width);
+      for (uint32_t w = 0; w < words; ++w) want[c_off + r * ldc + w] = halves[2 * w] | (uint32_t{halves[2 * w + 1]} << 16);
+    }
+    auto X = gpu.upload(x);
+    auto C = gpu.upload(std::vector<uint32_t>(want.size(), sentinel));
+    gpu.ops->kv_store_f16(*gpu.batch, {X.get(), x_off}, ldx, {C.get(), c_off}, ldc, rows, width);
+    gpu.batch->run();
+    const std::vector<uint32_t> got = gpu.download<uint32_t>(*C, want.size());
+    auto is_nan = [](uint32_t h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0; };
+    auto same_half = [&](uint32_t a, uint32_t b) { return a == b || (is_nan(a) && is_nan(b)); };
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (!same_half(got[i] & 0xffffu, want[i] & 0xffffu) || !same_half(got[i] >> 16, want[i] >> 16)) {
+        char buf[120];
+        std::snprintf(buf, sizeof buf, "word %zu: got 0x%08x, want 0x%08x", i, got[i], want[i]);
+        return std::string(buf);
+      }
+    }
+    return std::string();
+  });
+}
+
+// attention_f16 over half rows (kv_store_f16's layout: rows padded to even) against the CPU's
+// attention_head_f16 on the same halves; kv heads of odd width start on odd halves.
+void test_attention_f16(Gpu& gpu, uint32_t rows, uint32_t heads, uint32_t kv_heads, uint32_t d, uint32_t slots) {
+  run("attention_f16 rows=" + std::to_string(rows) + " heads=" + std::to_string(heads) + "/" + std::to_string(kv_heads) +
+          " d=" + std::to_string(d) + " keys<=" + std::to_string(slots),
+      [&] {
+        const uint32_t qw = heads * d, kw = kv_heads * d, stride = kw + kw % 2, group = heads / kv_heads;
+        const float scale = 1.f / std::sqrt(static_cast<float>(d));
+        const std::vector<float> q = random_f32(static_cast<size_t>(rows) * qw, 2.f);
+        const std::vector<float> k32 = random_f32(static_cast<size_t>(2 * slots) * stride);
+        const std::vector<float> v32 = random_f32(static_cast<size_t>(2 * slots) * stride);
+        std::vector<f16_t> k(k32.size()), v(v32.size());
+        kernels_scalar().to_f16(k32.data(), k.data(), static_cast<int64_t>(k.size()));
+        kernels_scalar().to_f16(v32.data(), v.data(), static_cast<int64_t>(v.size()));
+        std::vector<int32_t> info(rows * 2);
+        std::vector<float> want(static_cast<size_t>(rows) * qw);
+        for (uint32_t r = 0; r < rows; ++r) {
+          const uint32_t base = (r % 2) * slots * stride, visible = 1 + (r * 37u) % slots;
+          info[r * 2] = static_cast<int32_t>(base);
+          info[r * 2 + 1] = static_cast<int32_t>(visible);
+          for (uint32_t h = 0; h < heads; ++h)
+            kernels_scalar().attention_head_f16(q.data() + r * qw + h * d, k.data() + base + (h / group) * d,
+                                                v.data() + base + (h / group) * d, stride, visible, d, scale,
+                                                want.data() + r * qw + h * d);
+        }
+        auto Q = gpu.upload(q);
+        auto K = gpu.upload(k);
+        auto V = gpu.upload(v);
+        auto I = gpu.upload(info);
+        auto O = gpu.upload(std::vector<float>(want.size()));
+        gpu.ops->attention_f16(*gpu.batch, {Q.get(), 0}, qw, *K, *V, stride, {I.get(), 0}, {O.get(), 0}, qw, rows, heads,
+                               group, d, scale);
         gpu.batch->run();
         return compare(gpu.download<float>(*O, want.size()), want);
       });
@@ -275,6 +374,8 @@ int main() {
   test_matmul(gpu, 9, 100, 300);
   test_matmul(gpu, 37, 70, 1001);
   test_matmul(gpu, 70, 45, 17);
+  test_matmul_fast(gpu, 3, 65, 129);
+  test_matmul_fast(gpu, 37, 70, 301);
   test_rmsnorm(gpu, 1, 1);
   test_rmsnorm(gpu, 7, 1281);
   test_rope(gpu, 9, 3, 2);
@@ -282,6 +383,12 @@ int main() {
   test_attention(gpu, 5, 4, 2, 8, 3);
   test_attention(gpu, 7, 6, 2, 66, 200);
   test_attention(gpu, 3, 2, 1, 256, 65);
+  test_kv_store_f16(gpu, 1, 1);
+  test_kv_store_f16(gpu, 3, 17);
+  test_kv_store_f16(gpu, 70, 130);
+  test_attention_f16(gpu, 5, 4, 2, 8, 3);
+  test_attention_f16(gpu, 7, 6, 3, 7, 130);
+  test_attention_f16(gpu, 3, 2, 1, 256, 65);
   test_swiglu_axpy(gpu, 1);
   test_swiglu_axpy(gpu, 70001);
   test_embed(gpu, 101, 65, 9);
