@@ -1,7 +1,7 @@
 // The DeepSeek3B-MoE decoder on a Vulkan device: the same passes as the CPU Decoder (decoder.h) over
 // a batch of sequences, with the weights, activations and KV caches in device memory. Per call only
-// token ids, positions and banned ids go up, and only the argmax ids (and logits rows when asked)
-// come back. MoE routing runs on the device too (softmax and top-k, the grouping of rows by expert,
+// token ids, positions, each row's visible keys, banned ids and replaced embedding rows go up, and
+// only the argmax ids (and logits rows when asked) come back. MoE routing runs on the device too (softmax and top-k, the grouping of rows by expert,
 // grouped expert products and their combine), so a call records every layer into one command batch
 // and waits for the device once.
 #pragma once
