@@ -7,6 +7,10 @@ namespace scriptorium::vk {
 
 Buffer::Buffer(Device& device, size_t bytes) : Buffer(device, bytes, false) {}
 
+std::unique_ptr<Buffer> Buffer::host_visible(Device& device, size_t bytes) {
+  return std::unique_ptr<Buffer>(new Buffer(device, bytes, true));
+}
+
 Buffer::Buffer(Device& device, size_t bytes, bool host_visible) : device_(device), bytes_((std::max<size_t>(bytes, 4) + 3) / 4 * 4) {
   const Instance& vk = device.api();
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "device.h"
 
@@ -15,12 +16,16 @@ class Buffer {
   // and destination; throws DeviceMemoryError when it does not fit the device's memory budget or
   // the driver is out of memory, VulkanError when it cannot be made otherwise.
   Buffer(Device& device, size_t bytes);
+  // A buffer in host-visible, host-coherent memory (budgeted like the others) that the host reads
+  // and writes through mapped(): inputs and results that a command batch copies itself.
+  static std::unique_ptr<Buffer> host_visible(Device& device, size_t bytes);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
   VkBuffer handle() const { return buffer_; }
   size_t bytes() const { return bytes_; }
+  void* mapped() const { return mapped_; }  // host-visible buffers only, else null
 
  private:
   friend class Transfer;

@@ -253,6 +253,7 @@ void Device::submit_and_wait(VkCommandBuffer commands) {
   check(vk.vkResetFences(device_, 1, &fence_), "vkResetFences");
   check(vk.vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit");
   check(vk.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  ++queue_waits_;
 }
 
 }  // namespace scriptorium::vk

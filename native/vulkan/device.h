@@ -107,6 +107,9 @@ class Device {
 
   // Submits one recorded command buffer and waits for it to finish.
   void submit_and_wait(VkCommandBuffer commands);
+  // How many times submit_and_wait has waited for the queue since the device was opened: the host
+  // round trips a model pass makes (each stalls a real GPU until its queue drains).
+  uint64_t queue_waits() const { return queue_waits_.load(); }
 
  private:
   std::shared_ptr<Instance> instance_;
@@ -119,6 +122,7 @@ class Device {
   VkFence fence_ = VK_NULL_HANDLE;
   uint32_t max_storage_range_ = 0, max_workgroups_x_ = 0;
   std::atomic<uint64_t> memory_used_{0};  // buffers are freed on whichever thread drops them last
+  std::atomic<uint64_t> queue_waits_{0};
 };
 
 }  // namespace scriptorium::vk

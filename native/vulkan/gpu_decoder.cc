@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,13 @@ namespace scriptorium::vk {
 namespace {
 
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+
+// Rows one grouped pass of the routed experts takes, so that its entries (moe_capacity) stay within
+// one dispatch of gather_rows and of the grouped products; larger calls take several passes.
+int64_t routed_pass_rows(const DecoderDims& dims) {
+  const int64_t blocks = kMaxGroups / ShaderOps::kMoeBlockRows - 1 - dims.n_routed;
+  return blocks * ShaderOps::kMoeBlockRows / dims.top_k;
+}
 
 }  // namespace
 
@@ -44,6 +52,7 @@ GpuDecoder::GpuDecoder(Device& device, const Checkpoint& checkpoint, const Decod
   if (dims_.head_dim > ShaderOps::kMaxHeadDim) throw VulkanError("the GPU backend supports head_dim up to 256");
   if (dims_.n_routed > ShaderOps::kMaxExperts) throw VulkanError("the GPU backend supports up to 256 routed experts");
   auto bf16 = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    if (name.find(".mlp.experts.") != std::string::npos) return Operand{};  // stacked below
     return weights_.upload_bf16(checkpoint.get(name, shape));
   };
   auto weights = load_decoder_weights<Operand, Operand>(dims_, bf16, bf16);
@@ -51,23 +60,33 @@ GpuDecoder::GpuDecoder(Device& device, const Checkpoint& checkpoint, const Decod
   final_norm_ = weights.final_norm;
   lm_head_ = weights.lm_head;
   layers_ = std::move(weights.layers);
-  upload(rope_table_, rope_table(dims_.max_positions, dims_.head_dim, dims_.rope_theta));
+  expert_stacks_.resize(layers_.size());
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (!layers_[l].moe) continue;
+    layers_[l].experts.clear();
+    auto stack = [&](const char* projection, const std::vector<int64_t>& shape) {
+      std::vector<const TensorView*> tensors;
+      for (int64_t e = 0; e < dims_.n_routed; ++e)
+        tensors.push_back(&checkpoint.get("model.layers." + std::to_string(l) + ".mlp.experts." + std::to_string(e) + "." +
+                                              projection + ".weight",
+                                          shape));
+      return weights_.upload_bf16_stack(tensors);
+    };
+    const int64_t H = dims_.hidden, W = dims_.moe_intermediate;
+    expert_stacks_[l] = {stack("gate_proj", {W, H}), stack("up_proj", {W, H}), stack("down_proj", {H, W})};
+  }
+  const std::vector<float> table = rope_table(dims_.max_positions, dims_.head_dim, dims_.rope_theta);
+  rope_table_ = std::make_unique<Buffer>(device_, table.size() * 4);
+  transfer_.upload(*rope_table_, 0, table.data(), table.size() * 4);
 }
 
-Buffer& GpuDecoder::scratch(std::unique_ptr<Buffer>& buffer, uint64_t bytes) {
+Buffer& GpuDecoder::scratch(std::unique_ptr<Buffer>& buffer, uint64_t bytes, bool host_visible) {
   if (!buffer || buffer->bytes() < bytes) {
     batch_.run();  // a buffer about to be replaced may still be read by recorded commands
-    buffer = std::make_unique<Buffer>(device_, bytes);
+    buffer.reset();  // freed before its successor counts against the budget
+    buffer = host_visible ? Buffer::host_visible(device_, bytes) : std::make_unique<Buffer>(device_, bytes);
   }
   return *buffer;
-}
-
-template <typename T>
-Buffer& GpuDecoder::upload(std::unique_ptr<Buffer>& buffer, const std::vector<T>& host) {
-  batch_.run();  // recorded commands may still read the buffer's current contents
-  Buffer& b = scratch(buffer, host.size() * sizeof(T));
-  transfer_.upload(b, 0, host.data(), host.size() * sizeof(T));
-  return b;
 }
 
 void GpuDecoder::validate(const std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches) const {
@@ -90,47 +109,44 @@ void GpuDecoder::mlp(const Mlp& m, Operand in, uint32_t rows) {
   ops_.matmul_bf16(batch_, {gate_.get(), 0}, W, m.down, {out_.get(), 0}, H, rows, H, W);
 }
 
-void GpuDecoder::feed_forward(const Layer& layer, uint32_t rows) {
-  const uint32_t H = u32(dims_.hidden), E = u32(dims_.n_routed), K = u32(dims_.top_k);
+void GpuDecoder::feed_forward(int64_t l, uint32_t rows) {
+  const Layer& layer = layers_[l];
+  const uint32_t H = u32(dims_.hidden);
   if (!layer.moe) {
     mlp(layer.dense, {norm_.get(), 0}, rows);
     ops_.axpy(batch_, {x_.get(), 0}, 1.f, {out_.get(), 0}, rows * H);
     return;
   }
-  ops_.matmul_bf16_exact(batch_, {norm_.get(), 0}, H, layer.router, {router_logits_.get(), 0}, E, rows, E, H);
-  ops_.router_topk(batch_, *router_logits_, *topk_ids_, *topk_weights_, rows, E, K, dims_.norm_topk, dims_.routed_scaling);
-  batch_.run();
-  std::vector<int32_t> picked(static_cast<size_t>(rows) * K);
-  std::vector<float> picked_weights(picked.size());
-  transfer_.download(*topk_ids_, 0, picked.data(), picked.size() * 4);
-  transfer_.download(*topk_weights_, 0, picked_weights.data(), picked_weights.size() * 4);
-  // Rows of each expert in row order, experts in index order: every row sums its experts in the
-  // same order as the CPU decoder, whatever else is in the batch.
-  std::vector<std::vector<std::pair<int32_t, float>>> rows_of_expert(E);
-  for (uint32_t r = 0; r < rows; ++r)
-    for (uint32_t k = 0; k < K; ++k) {
-      const int32_t e = picked[r * K + k];
-      if (e < 0 || e >= static_cast<int32_t>(E)) throw VulkanError("router_topk returned an invalid expert id");
-      rows_of_expert[e].emplace_back(static_cast<int32_t>(r), picked_weights[r * K + k]);
-    }
-  std::vector<int32_t> expert_rows;
-  std::vector<float> expert_weights;
-  for (const auto& list : rows_of_expert)
-    for (const auto& [r, w] : list) expert_rows.push_back(r), expert_weights.push_back(w);
-  upload(expert_rows_, expert_rows);
-  upload(expert_weights_, expert_weights);
-  uint64_t first = 0;
-  for (uint32_t e = 0; e < E; ++e) {
-    const uint32_t m = static_cast<uint32_t>(rows_of_expert[e].size());
-    if (m == 0) continue;
-    ops_.gather_rows(batch_, {norm_.get(), 0}, H, {expert_rows_.get(), first}, {expert_in_.get(), 0}, m, H);
-    mlp(layer.experts[e], {expert_in_.get(), 0}, m);
-    ops_.scatter_add_rows(batch_, {x_.get(), 0}, H, {out_.get(), 0}, {expert_rows_.get(), first}, *expert_weights_, m, H);
-    first += m;
-  }
+  routed_experts(l, rows);
   if (dims_.n_shared > 0) {
     mlp(layer.shared, {norm_.get(), 0}, rows);
     ops_.axpy(batch_, {x_.get(), 0}, 1.f, {out_.get(), 0}, rows * H);
+  }
+}
+
+// Router, top-k, grouping and the experts' products on the device: each pass gathers its rows by
+// expert (rows of an expert in row order, experts in index order), runs every used expert's
+// gate, up and down products as blocks of one dispatch each, and adds each row's experts to x in
+// expert index order, as the CPU decoder does, whatever else is in the batch.
+void GpuDecoder::routed_experts(int64_t l, uint32_t rows) {
+  const ExpertStack& experts = expert_stacks_[l];
+  const uint32_t H = u32(dims_.hidden), E = u32(dims_.n_routed), K = u32(dims_.top_k), W = u32(dims_.moe_intermediate);
+  ops_.matmul_bf16_exact(batch_, {norm_.get(), 0}, H, layers_[l].router, {router_logits_.get(), 0}, E, rows, E, H);
+  ops_.router_topk(batch_, *router_logits_, *topk_ids_, *topk_weights_, rows, E, K, dims_.norm_topk, dims_.routed_scaling);
+  const uint32_t pass_rows = u32(routed_pass_rows(dims_));
+  for (uint32_t r0 = 0; r0 < rows; r0 += pass_rows) {
+    const uint32_t n = std::min(pass_rows, rows - r0);
+    const uint32_t capacity = u32(ShaderOps::moe_capacity(static_cast<uint64_t>(n) * K, E));
+    ops_.moe_align(batch_, *topk_ids_, *topk_weights_, static_cast<uint64_t>(r0) * K, *entry_rows_, *entry_weights_,
+                   *expert_blocks_, *row_slots_, n * K, K, E, capacity);
+    ops_.gather_rows(batch_, {norm_.get(), static_cast<uint64_t>(r0) * H}, H, {entry_rows_.get(), 0}, {expert_in_.get(), 0},
+                     capacity, H);
+    ops_.moe_matmul_bf16(batch_, {expert_in_.get(), 0}, H, experts.gate, E, {gate_.get(), 0}, W, *expert_blocks_, capacity, W, H);
+    ops_.moe_matmul_bf16(batch_, {expert_in_.get(), 0}, H, experts.up, E, {up_.get(), 0}, W, *expert_blocks_, capacity, W, H);
+    ops_.swiglu(batch_, {gate_.get(), 0}, {up_.get(), 0}, {gate_.get(), 0}, capacity * W);
+    ops_.moe_matmul_bf16(batch_, {gate_.get(), 0}, W, experts.down, E, {out_.get(), 0}, H, *expert_blocks_, capacity, H, W);
+    ops_.moe_combine(batch_, {x_.get(), static_cast<uint64_t>(r0) * H}, {out_.get(), 0}, *row_slots_, *entry_weights_, n,
+                     H, K, capacity);
   }
 }
 
@@ -151,8 +167,8 @@ void GpuDecoder::forward(std::vector<ForwardEntry>& entries, const std::vector<G
 void GpuDecoder::release_scratch() {
   for (std::unique_ptr<Buffer>* buffer :
        {&x_, &norm_, &q_, &k_, &v_, &attn_, &proj_, &gate_, &up_, &out_, &expert_in_, &router_logits_, &topk_ids_,
-        &topk_weights_, &ids_, &positions_, &rowinfo_, &embeds_, &expert_rows_, &expert_weights_, &last_index_, &last_,
-        &logits_, &best_, &bans_, &banned_})
+        &topk_weights_, &ids_, &positions_, &rowinfo_, &entry_rows_, &entry_weights_, &expert_blocks_, &row_slots_,
+        &last_index_, &last_, &logits_, &best_, &bans_, &banned_, &inputs_host_, &results_host_})
     buffer->reset();
 }
 
@@ -164,25 +180,37 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
   for (const ForwardEntry& entry : entries) rows += static_cast<int64_t>(entry.ids.size());
   if (rows > 65535) throw std::invalid_argument("forward: at most 65535 new tokens per call on the GPU backend");
 
-  int64_t width = dims_.intermediate;
-  if (dims_.n_routed > 0) width = std::max({width, dims_.moe_intermediate, dims_.n_shared * dims_.moe_intermediate});
+  // Activations of `rows`; the routed experts' entries of one pass (moe_capacity) share gate_, up_ and out_.
+  int64_t width = dims_.intermediate, moe_entries = 0;
+  if (dims_.n_routed > 0) {
+    width = std::max(width, dims_.n_shared * dims_.moe_intermediate);
+    const int64_t pass = std::min(rows, routed_pass_rows(dims_));
+    moe_entries = static_cast<int64_t>(ShaderOps::moe_capacity(static_cast<uint64_t>(pass * dims_.top_k), u32(dims_.n_routed)));
+    scratch(expert_in_, moe_entries * H * 4);
+    scratch(entry_rows_, moe_entries * 4);
+    scratch(entry_weights_, moe_entries * 4);
+    scratch(expert_blocks_, moe_entries / ShaderOps::kMoeBlockRows * 2 * 4);
+    scratch(row_slots_, pass * dims_.top_k * 4);
+  }
   scratch(x_, rows * H * 4);
   scratch(norm_, rows * H * 4);
   scratch(proj_, rows * H * 4);
-  scratch(out_, rows * H * 4);
-  scratch(expert_in_, rows * H * 4);
+  scratch(out_, std::max(rows, moe_entries) * H * 4);
   scratch(q_, rows * QW * 4);
   scratch(attn_, rows * QW * 4);
   scratch(k_, rows * KW * 4);
   scratch(v_, rows * KW * 4);
-  scratch(gate_, rows * width * 4);
-  scratch(up_, rows * width * 4);
+  scratch(gate_, std::max(rows * width, moe_entries * dims_.moe_intermediate) * 4);
+  scratch(up_, std::max(rows * width, moe_entries * dims_.moe_intermediate) * 4);
   scratch(router_logits_, rows * std::max<int64_t>(dims_.n_routed, 1) * 4);
   scratch(topk_ids_, rows * std::max<int64_t>(dims_.top_k, 1) * 4);
   scratch(topk_weights_, rows * std::max<int64_t>(dims_.top_k, 1) * 4);
   scratch(last_, B * H * 4);
   scratch(logits_, B * dims_.vocab * 4);
   scratch(best_, B * 4);
+  int64_t logit_rows = 0;
+  for (const ForwardEntry& entry : entries) logit_rows += entry.want_logits ? 1 : 0;
+  scratch(results_host_, (B + logit_rows * dims_.vocab) * 4, true);
 
   // Host-side inputs: ids, positions, each row's visible keys per layer, replaced embeddings.
   std::vector<int32_t> ids, positions, last_index;
@@ -209,10 +237,6 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
       embeds.insert(embeds.end(), entry.embeds.begin() + e * H, entry.embeds.begin() + (e + 1) * H);
     }
   }
-  upload(ids_, ids);
-  upload(positions_, positions);
-  upload(rowinfo_, rowinfo);
-  upload(last_index_, last_index);
   // Each sequence's banned ids (sorted) for the argmax on the device.
   std::vector<int32_t> bans(static_cast<size_t>(B) * 2), banned = {0};
   for (int64_t b = 0; b < B; ++b) {
@@ -223,13 +247,17 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
     bans[b * 2 + 1] = static_cast<int32_t>(list.size());
     banned.insert(banned.end(), list.begin(), list.end());
   }
-  upload(bans_, bans);
-  upload(banned_, banned);
-  if (!embeds.empty()) upload(embeds_, embeds);
+  const std::vector<uint64_t> staged = stage_inputs({{&ids_, ids.data(), ids.size() * 4},
+                                                     {&positions_, positions.data(), positions.size() * 4},
+                                                     {&rowinfo_, rowinfo.data(), rowinfo.size() * 4},
+                                                     {&last_index_, last_index.data(), last_index.size() * 4},
+                                                     {&bans_, bans.data(), bans.size() * 4},
+                                                     {&banned_, banned.data(), banned.size() * 4},
+                                                     {nullptr, embeds.data(), embeds.size() * 4}});
 
   const uint32_t R = u32(rows);
   ops_.embed(batch_, *embed_.buffer, {ids_.get(), 0}, {x_.get(), 0}, R, u32(H));
-  for (const auto& [row, e] : embed_targets) batch_.copy(*embeds_, e * H * 4, *x_, row * H * 4, H * 4);
+  for (const auto& [row, e] : embed_targets) batch_.copy(*inputs_host_, staged.back() + e * H * 4, *x_, row * H * 4, H * 4);
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
   for (int64_t l = 0; l < L; ++l) {
     const Layer& layer = layers_[l];
@@ -269,7 +297,7 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
     ops_.matmul_bf16(batch_, {attn_.get(), 0}, u32(QW), layer.wo, {proj_.get(), 0}, u32(H), R, u32(H), u32(QW));
     ops_.axpy(batch_, {x_.get(), 0}, 1.f, {proj_.get(), 0}, R * u32(H));
     ops_.rmsnorm(batch_, {x_.get(), 0}, u32(H), layer.post_norm, {norm_.get(), 0}, u32(H), R, u32(H), dims_.rms_eps);
-    feed_forward(layer, R);
+    feed_forward(l, R);
   }
   for (int64_t b = 0; b < B; ++b) caches[b]->rules_.end_append(static_cast<int64_t>(entries[b].ids.size()));
 
@@ -279,11 +307,32 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
   ops_.rmsnorm(batch_, {last_.get(), 0}, u32(H), final_norm_, {norm_.get(), 0}, u32(H), u32(B), u32(H), dims_.rms_eps);
   ops_.matmul_bf16_exact(batch_, {norm_.get(), 0}, u32(H), lm_head_, {logits_.get(), 0}, V, u32(B), V, u32(H));
   ops_.argmax(batch_, {logits_.get(), 0}, V, {best_.get(), 0}, *bans_, *banned_, u32(B), V);
-  batch_.run();
-  transfer_.download(*best_, 0, best, B * 4);
+  batch_.copy(*best_, 0, *results_host_, 0, B * 4);
   for (int64_t b = 0, out_row = 0; b < B; ++b)
     if (entries[b].want_logits)
-      transfer_.download(*logits_, static_cast<uint64_t>(b) * V * 4, logits + out_row++ * dims_.vocab, static_cast<uint64_t>(V) * 4);
+      batch_.copy(*logits_, static_cast<uint64_t>(b) * V * 4, *results_host_, (B + out_row++ * V) * 4, static_cast<uint64_t>(V) * 4);
+  batch_.run();  // the call's one wait
+  const auto* results = static_cast<const unsigned char*>(results_host_->mapped());
+  std::memcpy(best, results, B * 4);
+  if (logit_rows > 0) std::memcpy(logits, results + B * 4, logit_rows * V * 4);
+}
+
+std::vector<uint64_t> GpuDecoder::stage_inputs(const std::vector<HostInput>& inputs) {
+  uint64_t total = 0;
+  for (const HostInput& input : inputs) {
+    if (input.device) scratch(*input.device, input.bytes);
+    total += input.bytes;
+  }
+  scratch(inputs_host_, total, true);
+  auto* host = static_cast<unsigned char*>(inputs_host_->mapped());
+  std::vector<uint64_t> offsets;
+  for (const HostInput& input : inputs) {
+    const uint64_t at = offsets.empty() ? 0 : offsets.back() + inputs[offsets.size() - 1].bytes;
+    if (input.bytes > 0) std::memcpy(host + at, input.data, input.bytes);
+    if (input.device) batch_.copy(*inputs_host_, at, **input.device, 0, input.bytes);
+    offsets.push_back(at);
+  }
+  return offsets;
 }
 
 }  // namespace scriptorium::vk

@@ -1,8 +1,9 @@
 // The DeepSeek3B-MoE decoder on a Vulkan device: the same passes as the CPU Decoder (decoder.h) over
 // a batch of sequences, with the weights, activations and KV caches in device memory. Per call only
-// token ids, positions, banned ids and routing lists go up, and only the argmax ids (and logits rows
-// when asked) come back. MoE routing (softmax, top-k) runs on the device; the per-expert row lists are built on
-// the host from the downloaded top-k ids, one small read per MoE layer.
+// token ids, positions, each row's visible keys, banned ids and replaced embedding rows go up, and
+// only the argmax ids (and logits rows when asked) come back. MoE routing runs on the device too (softmax and top-k, the grouping of rows by expert,
+// grouped expert products and their combine), so a call records every layer into one command batch
+// and waits for the device once.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -71,11 +72,19 @@ class GpuDecoder {
   void validate(const std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches) const;
   void run_forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits, int32_t* best);
   void mlp(const Mlp& m, Operand in, uint32_t rows);  // out_ = MLP(in rows); gate_/up_ as scratch
-  void feed_forward(const Layer& layer, uint32_t rows);
-  Buffer& scratch(std::unique_ptr<Buffer>& buffer, uint64_t bytes);
+  void feed_forward(int64_t l, uint32_t rows);
+  void routed_experts(int64_t l, uint32_t rows);  // x += the routed experts' outputs of norm_ rows
+  // A buffer of at least `bytes` in `buffer` (device-local, or host-visible for a call's inputs and results).
+  Buffer& scratch(std::unique_ptr<Buffer>& buffer, uint64_t bytes, bool host_visible = false);
   void release_scratch();  // frees every activation buffer; the next call makes them again
-  template <typename T>
-  Buffer& upload(std::unique_ptr<Buffer>& buffer, const std::vector<T>& host);
+  // A call's host inputs: each written into inputs_host_ and copied into *device (grown to fit) by
+  // batch_, or only written when device is null. Returns their byte offsets in inputs_host_.
+  struct HostInput {
+    std::unique_ptr<Buffer>* device;
+    const void* data;
+    uint64_t bytes;
+  };
+  std::vector<uint64_t> stage_inputs(const std::vector<HostInput>& inputs);
 
   Device& device_;
   DecoderDims dims_;
@@ -84,12 +93,18 @@ class GpuDecoder {
   ShaderOps ops_;
   CommandBatch batch_;
   Operand embed_, final_norm_, lm_head_;
-  std::vector<Layer> layers_;
+  std::vector<Layer> layers_;  // their `experts` stay empty: the routed experts are in expert_stacks_
+  struct ExpertStack {
+    Operand gate, up, down;  // bf16 [n_routed, moe_intermediate, hidden] and [n_routed, hidden, moe_intermediate]
+  };
+  std::vector<ExpertStack> expert_stacks_;  // per layer (unset in dense layers)
   std::unique_ptr<Buffer> rope_table_;
 
   std::unique_ptr<Buffer> x_, norm_, q_, k_, v_, attn_, proj_, gate_, up_, out_, expert_in_, router_logits_;
-  std::unique_ptr<Buffer> topk_ids_, topk_weights_, ids_, positions_, rowinfo_, embeds_, expert_rows_, expert_weights_;
+  std::unique_ptr<Buffer> topk_ids_, topk_weights_, ids_, positions_, rowinfo_;
+  std::unique_ptr<Buffer> entry_rows_, entry_weights_, expert_blocks_, row_slots_;  // moe_align's lists
   std::unique_ptr<Buffer> last_index_, last_, logits_, best_, bans_, banned_;
+  std::unique_ptr<Buffer> inputs_host_, results_host_;  // host-visible: what a call sends and gets back
 };
 
 }  // namespace scriptorium::vk

@@ -46,7 +46,8 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
                         InstanceAccessor<&GpuModelWrap::VisionOnDevice>("visionOnDevice"),
                         InstanceAccessor<&GpuModelWrap::DeviceName>("deviceName"),
                         InstanceAccessor<&GpuModelWrap::WeightBytes>("weightBytes"),
-                        InstanceAccessor<&GpuModelWrap::Memory>("memory")},
+                        InstanceAccessor<&GpuModelWrap::Memory>("memory"),
+                        InstanceAccessor<&GpuModelWrap::QueueWaits>("queueWaits")},
                        classes);
   }
 
@@ -105,6 +106,11 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
     out.Set("budgetBytes", static_cast<double>(engine_->device->memory_budget()));
     out.Set("usedBytes", static_cast<double>(engine_->device->memory_used()));
     return out;
+  }
+
+  // Device::queue_waits: host round trips so far (a forward call should make one).
+  Napi::Value QueueWaits(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(engine_->device->queue_waits()));
   }
 
   GpuClasses* classes_ = nullptr;

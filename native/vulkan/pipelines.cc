@@ -169,6 +169,12 @@ void CommandBatch::run() {
   if (!recording_) return;
   recording_ = false;
   const Instance& vk = device_.api();
+  // What the batch wrote is visible to the host once the wait returns (results copied to host-visible buffers).
+  VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  to_host.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vk.vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                          VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr, 0, nullptr);
   check(vk.vkEndCommandBuffer(commands_), "vkEndCommandBuffer");
   device_.submit_and_wait(commands_);
 }

@@ -65,7 +65,7 @@ class CommandBatch {
   void begin();
   void barrier();
 
-  static constexpr uint32_t kMaxSets = 512, kMaxBindings = 8;
+  static constexpr uint32_t kMaxSets = 4096, kMaxBindings = 8;  // a whole forward call of a batch of sequences
   Device& device_;
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;

@@ -57,7 +57,9 @@ ShaderOps::ShaderOps(Device& device, const std::string& matmul_path, Precision p
   router_topk_ = std::make_unique<Pipeline>(device, spirv::router_topk, 3, 5 * 4);
   argmax_ = std::make_unique<Pipeline>(device, spirv::argmax, 4, 4 * 4);
   gather_rows_ = std::make_unique<Pipeline>(device, spirv::gather_rows, 3, 5 * 4);
-  scatter_add_rows_ = std::make_unique<Pipeline>(device, spirv::scatter_add_rows, 4, 5 * 4);
+  moe_align_ = std::make_unique<Pipeline>(device, spirv::moe_align, 6, 5 * 4);
+  moe_matmul_bf16_ = std::make_unique<Pipeline>(device, spirv::moe_matmul_bf16, 4, 8 * 4);
+  moe_combine_ = std::make_unique<Pipeline>(device, spirv::moe_combine, 4, 5 * 4);
 }
 
 ShaderOps::~ShaderOps() = default;
@@ -219,15 +221,53 @@ void ShaderOps::gather_rows(CommandBatch& batch, Operand x, uint32_t ldx, Operan
   batch.dispatch(*gather_rows_, {x.buffer, rows.buffer, out.buffer}, push, groups(width, 256), n);
 }
 
-void ShaderOps::scatter_add_rows(CommandBatch& batch, Operand y, uint32_t ldy, Operand x, Operand rows,
-                                 const Buffer& weights, uint32_t n, uint32_t width) {
-  if (n > kMaxGroups) throw std::invalid_argument("scatter_add_rows: too many rows for one dispatch");
-  require_range("scatter_add_rows", "y", y, width, 4);
-  require_range("scatter_add_rows", "x", x, static_cast<uint64_t>(n) * width, 4);
-  require_range("scatter_add_rows", "rows", rows, n, 4);
-  require_range("scatter_add_rows", "weights", Operand{&weights, rows.offset}, n, 4);
-  const uint32_t push[5] = {width, u32(y.offset), ldy, u32(x.offset), u32(rows.offset)};
-  batch.dispatch(*scatter_add_rows_, {y.buffer, x.buffer, rows.buffer, &weights}, push, groups(width, 256), n);
+uint64_t ShaderOps::moe_capacity(uint64_t picks, uint32_t experts) {
+  return ((picks + kMoeBlockRows - 1) / kMoeBlockRows + std::min<uint64_t>(experts, picks)) * kMoeBlockRows;
+}
+
+void ShaderOps::moe_align(CommandBatch& batch, const Buffer& ids, const Buffer& weights, uint64_t picks_at,
+                          const Buffer& entry_rows, const Buffer& entry_weights, const Buffer& blocks,
+                          const Buffer& row_slots, uint32_t picks, uint32_t top_k, uint32_t experts, uint32_t capacity) {
+  if (experts == 0 || experts > kMaxExperts || top_k == 0 || top_k > experts || picks % top_k != 0)
+    throw std::invalid_argument("moe_align: need 1 <= top_k <= experts <= 256 and whole rows of picks");
+  if (capacity % kMoeBlockRows != 0 || capacity < moe_capacity(picks, experts))
+    throw std::invalid_argument("moe_align: capacity " + std::to_string(capacity) + " below the " +
+                                std::to_string(moe_capacity(picks, experts)) + " entries the picks may need");
+  require_range("moe_align", "ids", Operand{&ids, picks_at}, picks, 4);
+  require_range("moe_align", "weights", Operand{&weights, picks_at}, picks, 4);
+  require_range("moe_align", "entry_rows", Operand{&entry_rows, 0}, capacity, 4);
+  require_range("moe_align", "entry_weights", Operand{&entry_weights, 0}, capacity, 4);
+  require_range("moe_align", "blocks", Operand{&blocks, 0}, capacity / kMoeBlockRows * 2, 4);
+  require_range("moe_align", "row_slots", Operand{&row_slots, 0}, picks, 4);
+  const uint32_t push[5] = {picks, top_k, experts, capacity, u32(picks_at)};
+  batch.dispatch(*moe_align_, {&ids, &weights, &entry_rows, &entry_weights, &blocks, &row_slots}, push, 1);
+}
+
+void ShaderOps::moe_matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, uint32_t experts, Operand Y,
+                                uint32_t ldy, const Buffer& blocks, uint32_t capacity, uint32_t N, uint32_t K) {
+  if (N == 0 || K == 0 || experts == 0) throw std::invalid_argument("moe_matmul_bf16: empty product");
+  if (capacity % kMoeBlockRows != 0 || capacity / kMoeBlockRows > kMaxGroups)
+    throw std::invalid_argument("moe_matmul_bf16: capacity must be a multiple of the block, at most 65535 blocks");
+  require_range("moe_matmul_bf16", "X", X, span(capacity, K, ldx), 4);
+  require_range("moe_matmul_bf16", "W", W, static_cast<uint64_t>(experts) * N * K, 2);
+  require_range("moe_matmul_bf16", "Y", Y, span(capacity, N, ldy), 4);
+  require_range("moe_matmul_bf16", "blocks", Operand{&blocks, 0}, capacity / kMoeBlockRows * 2, 4);
+  if ((N + 63) / 64 > device_.max_workgroups_x()) throw std::invalid_argument("moe_matmul_bf16: too many columns for one dispatch");
+  // Expert ids come from the device; the shader trusts them below `experts` (moe_align writes no others).
+  const uint32_t round_x = precision_ == Precision::Fast ? 1u : 0u;
+  const uint32_t push[8] = {N, K, u32(X.offset), ldx, u32(W.offset), u32(Y.offset), ldy, round_x};
+  batch.dispatch(*moe_matmul_bf16_, {X.buffer, W.buffer, Y.buffer, &blocks}, push, (N + 63) / 64, capacity / kMoeBlockRows);
+}
+
+void ShaderOps::moe_combine(CommandBatch& batch, Operand x, Operand out, const Buffer& row_slots,
+                            const Buffer& entry_weights, uint32_t rows, uint32_t width, uint32_t top_k, uint32_t capacity) {
+  if (rows > kMaxGroups) throw std::invalid_argument("moe_combine: too many rows for one dispatch");
+  require_range("moe_combine", "x", x, static_cast<uint64_t>(rows) * width, 4);
+  require_range("moe_combine", "out", out, static_cast<uint64_t>(capacity) * width, 4);
+  require_range("moe_combine", "row_slots", Operand{&row_slots, 0}, static_cast<uint64_t>(rows) * top_k, 4);
+  require_range("moe_combine", "entry_weights", Operand{&entry_weights, 0}, capacity, 4);
+  const uint32_t push[5] = {width, top_k, capacity, u32(x.offset), u32(out.offset)};
+  batch.dispatch(*moe_combine_, {x.buffer, out.buffer, &row_slots, &entry_weights}, push, groups(width, 256), rows);
 }
 
 std::vector<float> rope_table(int64_t positions, int64_t d, float theta) {

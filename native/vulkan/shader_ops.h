@@ -31,6 +31,11 @@ class ShaderOps {
   ~ShaderOps();
 
   static constexpr uint32_t kMatvecRows = 8;  // up to here matmul_bf16 takes the matrix-vector shader
+  static constexpr uint32_t kMoeBlockRows = 8;  // entries per block of the grouped expert products
+
+  // Entries moe_align fills at most for `picks` top-k picks among `experts`: each pick plus the
+  // padding of every expert used (fewer than kMoeBlockRows each), a multiple of kMoeBlockRows.
+  static uint64_t moe_capacity(uint64_t picks, uint32_t experts);
 
   const std::string& matmul_path() const { return matmul_path_; }
   Precision precision() const { return precision_; }
@@ -75,10 +80,21 @@ class ShaderOps {
                    uint32_t experts, uint32_t top_k, bool norm_topk, float scaling);
   /* out[i, :] = x[rows[i], :] for i < n; x stride ldx, out stride width; rows int32 checked by the caller */
   void gather_rows(CommandBatch& batch, Operand x, uint32_t ldx, Operand rows, Operand out, uint32_t n, uint32_t width);
-  /* y[rows[i], :] += weights[i] * x[i, :]; rows (int32) and weights (f32) share the element offset
-     `rows.offset`, rows distinct and checked by the caller; y stride ldy, x stride width */
-  void scatter_add_rows(CommandBatch& batch, Operand y, uint32_t ldy, Operand x, Operand rows, const Buffer& weights,
-                        uint32_t n, uint32_t width);
+  /* MoE grouping of `picks` top-k picks (rows * top_k): ids int and weights f32 at the element offset
+     picks_at.offset of their buffers -> entry_rows int / entry_weights f32 [capacity], blocks int
+     [capacity / kMoeBlockRows, 2], row_slots int [picks] (see moe_align.comp); capacity a multiple of
+     kMoeBlockRows of at least moe_capacity(picks, experts); ids outside [0, experts) are dropped */
+  void moe_align(CommandBatch& batch, const Buffer& ids, const Buffer& weights, uint64_t picks_at, const Buffer& entry_rows,
+                 const Buffer& entry_weights, const Buffer& blocks, const Buffer& row_slots, uint32_t picks, uint32_t top_k,
+                 uint32_t experts, uint32_t capacity);
+  /* Y[i, :N] = X[i, :K] @ W[e]^T for the real entries i of each block of expert e >= 0 (blocks from
+     moe_align); W bf16 [experts, N, K], X f32 (stride ldx) and Y f32 (stride ldy) [capacity rows] */
+  void moe_matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, uint32_t experts, Operand Y, uint32_t ldy,
+                       const Buffer& blocks, uint32_t capacity, uint32_t N, uint32_t K);
+  /* x[r, :] += entry_weights[s] * out[s, :] for the slots s of row r in row_slots order, r < rows;
+     x f32 [rows, width], out f32 [capacity, width] (both stride width) */
+  void moe_combine(CommandBatch& batch, Operand x, Operand out, const Buffer& row_slots, const Buffer& entry_weights,
+                   uint32_t rows, uint32_t width, uint32_t top_k, uint32_t capacity);
   /* best[r] = first argmax of x[r, :n] (stride ldx) over the ids row r does not ban, int32 (0 when all
      are banned); bans int32 [rows, 2] = (offset, count) into banned, each row's ids sorted ascending
      and checked by the caller */
@@ -96,8 +112,8 @@ class ShaderOps {
   std::string matmul_path_;
   Precision precision_;
   std::unique_ptr<Pipeline> matmul_coopmat_;  // on the cooperative-matrix path only
-  std::unique_ptr<Pipeline> matmul_bf16_, matvec_bf16_, rmsnorm_, rope_, attention_, attention_f16_, kv_store_f16_, swiglu_, axpy_, embed_, router_topk_, argmax_, gather_rows_,
-      scatter_add_rows_;
+  std::unique_ptr<Pipeline> matmul_bf16_, matvec_bf16_, rmsnorm_, rope_, attention_, attention_f16_, kv_store_f16_, swiglu_, axpy_, embed_,
+      router_topk_, argmax_, gather_rows_, moe_align_, moe_matmul_bf16_, moe_combine_;
 };
 
 // The smallest maxComputeWorkGroupCount Vulkan allows.

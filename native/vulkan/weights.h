@@ -17,10 +17,15 @@ class WeightArena {
 
   // Uploads a BF16 tensor; the operand's offset counts BF16 elements.
   Operand upload_bf16(const TensorView& tensor);
+  // Uploads BF16 tensors of one size back to back in one buffer, so that a shader indexes tensor i at
+  // element offset + i * (its elements): a MoE layer's experts as one stacked [experts, N, K] tensor.
+  Operand upload_bf16_stack(const std::vector<const TensorView*>& tensors);
   uint64_t bytes() const { return bytes_; }
 
  private:
   static constexpr uint64_t kChunkBytes = uint64_t{256} << 20;
+  // A 256-byte aligned range of `bytes` in one buffer (a new one when the last is full): its byte offset.
+  uint64_t place(uint64_t bytes, const std::string& what);
   Device& device_;
   Transfer& transfer_;
   std::vector<std::unique_ptr<Buffer>> buffers_;

@@ -112,6 +112,7 @@ interface NativeGpuModelHandle {
   readonly deviceName: string;
   readonly weightBytes: number;
   readonly memory: DeviceMemory;
+  readonly queueWaits: number;
 }
 
 interface NativeBinding {
@@ -223,6 +224,11 @@ export class NativeModel {
   /** A GPU model's device memory budget and what its buffers hold of it now; null on the CPU. */
   get deviceMemory(): DeviceMemory | null {
     return this.gpu ? this.gpu.memory : null;
+  }
+
+  /** Times a GPU model's device has made the host wait for its queue since it was opened; null on the CPU. */
+  get queueWaits(): number | null {
+    return this.gpu ? this.gpu.queueWaits : null;
   }
 
   /** Bytes of the BF16 copies made of F16 / F32 weights at load: memory on top of the mapped files. */
