@@ -60,11 +60,16 @@ export interface AccuracyJob extends JobSettings {
 
 export type MeasureJob = PageJob | BatchJob | LatencyJob | KvCacheJob | AccuracyJob;
 
-/** Milliseconds of one run's encodeImages calls, summed over the calls, per stage and in all. */
-export interface EncodeSample {
+/** Wall time of each stage of one encode call, in milliseconds. */
+export interface StageSample {
   sam: number;
   encoder: number;
   projector: number;
+}
+
+/** One run's encode: the stages summed over the page's calls, each call's own, and the calls' wall time. */
+export interface EncodeSample extends StageSample {
+  calls: StageSample[];
   total: number;
 }
 
@@ -75,7 +80,8 @@ export interface PageAnswer {
   promptTokens: number;
   imageTokens: number;
   decodeTokens: number;
-  work: { sam: Flops; encoder: Flops; projector: Flops; prefill: Flops; decodeBytes: number };
+  /** `calls`: each encode call's own counts, in the order of `views`. */
+  work: { sam: Flops; encoder: Flops; projector: Flops; calls: { sam: Flops; encoder: Flops }[]; prefill: Flops; decodeBytes: number };
   /** Per run; empty when not measured. */
   encode: EncodeSample[];
   prefillMs: number[];

@@ -56,6 +56,7 @@ export async function measurePage(job: PageJob, progress: (line: string) => void
       sam: addFlops(...stages.map((s) => s.sam)),
       encoder: addFlops(...stages.map((s) => s.encoder)),
       projector: addFlops(...stages.map((s) => s.projector)),
+      calls: stages.map((s) => ({ sam: s.sam, encoder: s.encoder })),
       prefill: job.decode ? prefillFlops(model.config.decoder, promptTokens) : NO_FLOPS,
       decodeBytes: job.decode ? decodeRunBytes(model.config.decoder, 1, promptTokens, job.decodeTokens - 1, { kvElementBytes: KV_ELEMENT_BYTES[model.kvCache] }) : 0,
     },
@@ -69,7 +70,7 @@ export async function measurePage(job: PageJob, progress: (line: string) => void
   for (let run = 1; run <= job.runs; run++) {
     if (job.encoders) {
       progress(`run ${run}/${job.runs}: encoding ${calls.map((c) => `${c.count}×${c.side}px`).join(' + ')}`);
-      const sample: EncodeSample = { sam: 0, encoder: 0, projector: 0, total: 0 };
+      const sample: EncodeSample = { sam: 0, encoder: 0, projector: 0, calls: [], total: 0 };
       for (const call of calls) {
         const started = performance.now();
         const { stageMs } = await model.encodeImages(call.pixels, call.count, call.side);
@@ -77,6 +78,7 @@ export async function measurePage(job: PageJob, progress: (line: string) => void
         sample.sam += stageMs.sam;
         sample.encoder += stageMs.encoder;
         sample.projector += stageMs.projector;
+        sample.calls.push({ sam: stageMs.sam, encoder: stageMs.encoder, projector: stageMs.projector });
       }
       answer.encode.push(sample);
     }

@@ -63,9 +63,13 @@ export function encodersText(pages: readonly PageSummary[]): string {
       fixed(p.encode!.totalMs),
     ]);
   if (rows.length === 0) return '';
+  const calls = pages
+    .filter((p) => p.encode && p.encode.calls.length > 1)
+    .flatMap((p) => p.encode!.calls.map((c) => [p.id, `${c.count}×${c.side}`, stage(c.sam), stage(c.encoder)]));
   return [
     'Vision encoders: median ms per page prompt, % of the GEMM ceiling',
     formatTable(['case', 'views', 'SAM', 'CLIP / Qwen2', 'projector', 'total ms'], rows),
+    ...(calls.length > 0 ? ['', 'Each encode call of the pages with tiles (global views, then tiles)', formatTable(['case', 'call', 'SAM', 'CLIP / Qwen2'], calls)] : []),
   ].join('\n');
 }
 

@@ -46,7 +46,14 @@ export interface PageSummary {
   promptTokens: number;
   imageTokens: number;
   runs: number;
-  encode?: { sam: ComputeFigure; encoder: ComputeFigure; projector: ComputeFigure; totalMs: number };
+  encode?: {
+    sam: ComputeFigure;
+    encoder: ComputeFigure;
+    projector: ComputeFigure;
+    totalMs: number;
+    /** Each encode call alone (the global views, then each page's tiles), in the order of `views`. */
+    calls: { side: number; count: number; sam: ComputeFigure; encoder: ComputeFigure }[];
+  };
   prefill?: ComputeFigure & { tokensPerSecond: number };
   decode?: { tokens: number; ms: number; tokensPerSecond: number; gbps: number; efficiency: number };
   weightBytes: number;
@@ -76,6 +83,11 @@ export function summarisePage(answer: PageAnswer, ceilings: MachineCeilings, dec
       encoder: computeFigure(work.encoder, answer.encode.map((s) => s.encoder), ceilings),
       projector: computeFigure(work.projector, answer.encode.map((s) => s.projector), ceilings),
       totalMs: median(answer.encode.map((s) => s.total)),
+      calls: answer.views.map((view, i) => ({
+        ...view,
+        sam: computeFigure(work.calls[i].sam, answer.encode.map((s) => s.calls[i].sam), ceilings),
+        encoder: computeFigure(work.calls[i].encoder, answer.encode.map((s) => s.calls[i].encoder), ceilings),
+      })),
     };
   }
   if (answer.prefillMs.length > 0) {

@@ -36,8 +36,9 @@ export function samOutputGrid(sam: SamDims, side: number): number {
 
 /**
  * SAM on n square views of `side` pixels. Windowed blocks attend within windowSize² windows of the
- * grid zero-padded to a multiple of the window (as the model does), so their attention and
- * projections run on the padded rows; global blocks attend over each view's whole grid.
+ * grid zero-padded to a multiple of the window (as the model does), so their attention runs on the
+ * padded rows; their projections run on the real tokens only (a padded row's q, k and v are the
+ * qkv bias, and its output is dropped). Global blocks attend over each view's whole grid.
  */
 export function samFlops(sam: SamDims, side: number, n: number): Flops {
   const C = sam.width;
@@ -50,7 +51,7 @@ export function samFlops(sam: SamDims, side: number, n: number): Flops {
     const S = global ? g : sam.windowSize; // the attended square's side
     const perSide = Math.ceil(g / S);
     const rows = global ? tokens : n * perSide * perSide * S * S;
-    bf16 += 2 * rows * C * 3 * C + 2 * rows * C * C; // qkv, proj
+    bf16 += 2 * tokens * C * 3 * C + 2 * tokens * C * C; // qkv, proj
     f32 += 4 * rows * S * S * C; // scores and values: every row against the S² keys of its square
     f32 += 4 * rows * S * C; // relative-position terms: each query against S rows of rel_h and of rel_w
     bf16 += 2 * 2 * tokens * C * sam.mlpDim; // lin1, lin2

@@ -60,13 +60,14 @@ describe('ratios to the ceilings', () => {
         sam: { bf16: 4e9, f32: 0 },
         encoder: { bf16: 1e9, f32: 0 },
         projector: { bf16: 1e8, f32: 0 },
+        calls: [{ sam: { bf16: 4e9, f32: 0 }, encoder: { bf16: 1e9, f32: 0 } }],
         prefill: { bf16: 3e9, f32: 0 },
         decodeBytes: 10e9,
       },
       encode: [
-        { sam: 100, encoder: 30, projector: 2, total: 140 },
-        { sam: 80, encoder: 20, projector: 1, total: 110 },
-        { sam: 90, encoder: 10, projector: 3, total: 120 },
+        { sam: 100, encoder: 30, projector: 2, calls: [{ sam: 100, encoder: 30, projector: 2 }], total: 140 },
+        { sam: 80, encoder: 20, projector: 1, calls: [{ sam: 80, encoder: 20, projector: 1 }], total: 110 },
+        { sam: 90, encoder: 10, projector: 3, calls: [{ sam: 90, encoder: 10, projector: 3 }], total: 120 },
       ],
       prefillMs: [60, 50, 70],
       decodeMs: [1000, 3000, 2000],
@@ -80,6 +81,7 @@ describe('ratios to the ceilings', () => {
     assert.ok(Math.abs(sam.gflops - 4 / 0.09) < 1e-9, `${sam.gflops} GFLOP/s`);
     assert.ok(Math.abs(sam.efficiency - 0.04 / 0.09) < 1e-12, `${sam.efficiency}`); // 40 ms at the ceiling
     assert.equal(summary.encode!.totalMs, 120);
+    assert.deepEqual(summary.encode!.calls.map((c) => [c.count, c.side, c.sam.ms, c.encoder.ms]), [[1, 1024, 90, 20]]);
     assert.equal(summary.prefill!.tokensPerSecond, 300 / 0.06);
     assert.equal(summary.decode!.tokensPerSecond, 10 / 2);
     assert.equal(summary.decode!.efficiency, 10e9 / 20e9 / 2);

@@ -64,12 +64,12 @@ describe('encoder FLOPs', () => {
     assert.deepEqual([512, 640, 768, 1024, 1280].map((side) => samOutputGrid(real, side)), [8, 10, 12, 16, 20]);
   });
 
-  test('SAM on one 48-px view: windowed attention runs on the padded grid, global on the whole grid', () => {
+  test('SAM on one 48-px view: windowed attention runs on the padded grid, projections on the real tokens, global on the whole grid', () => {
     // g = 3 tokens per side, 9 tokens. Block 0: 2×2 windows over the grid padded to 4×4 (16 rows);
     // block 1: global over 3×3. net_2 output 2×2, net_3 output 1×1.
     const bf16 =
       2 * 9 * 8 * 3 * 256 + // patch embedding
-      (2 * 16 * 8 * 24 + 2 * 16 * 8 * 8) + // block 0 qkv + proj on 16 padded rows
+      (2 * 9 * 8 * 24 + 2 * 9 * 8 * 8) + // block 0 qkv + proj on the 9 real tokens (padded rows are the bias)
       (2 * 9 * 8 * 24 + 2 * 9 * 8 * 8) + // block 1 qkv + proj on 9 rows
       2 * (2 * 2 * 9 * 8 * 16) + // both MLPs on the 9 real tokens
       2 * 9 * 4 * 8 + // neck.0

@@ -1,5 +1,6 @@
 // Threaded matmul drivers: N is split across the pool; every chunk covers all M rows, so each
 // thread streams its own columns of W once (the kernels block over M and N for cache reuse).
+// matmul_bf16 on many rows splits M instead (see row_chunk).
 #include "ops.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@ namespace {
 
 constexpr int64_t kColumnGrain = 16;  // columns: whole 4- and 8-column kernel tiles
 constexpr int64_t kSmallM = 16;       // up to here matmul is W-bandwidth bound (decode)
+constexpr int64_t kRowChunkMin = 48;  // rows: whole 3-, 4- and 6-row kernel tiles and 16-row blocks
 
 // The chunk lambda captures one pointer and one function pointer, which std::function stores
 // in place: a dispatch allocates nothing.
@@ -30,6 +32,17 @@ int64_t column_grain(const ThreadPool& pool, int64_t M, int64_t N) {
   return (per_chunk + kColumnGrain - 1) / kColumnGrain * kColumnGrain;
 }
 
+// Rows per chunk when matmul_bf16 splits M, or 0 to split N. A BF16 kernel converts the X rows
+// of its call before multiplying (avx512bf16: into hi and lo parts), so a split over N converts
+// every row once per chunk; a split over M converts each row once. Each chunk then streams all of
+// W, once per block of converted rows, which L3 serves. About two chunks per thread, as for N.
+int64_t row_chunk(const ThreadPool& pool, int64_t M) {
+  const int64_t chunks = 2 * static_cast<int64_t>(pool.size());
+  if (pool.size() == 1 || M < kRowChunkMin * chunks) return 0;
+  const int64_t per_chunk = (M + chunks - 1) / chunks;
+  return (per_chunk + 11) / 12 * 12;
+}
+
 using GemmBf16 = decltype(KernelSet::gemm_bf16);
 
 GemmBf16 gemm_for(Precision precision) {
@@ -44,6 +57,12 @@ void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, in
                  int64_t K, Precision precision) {
   const Args<bf16_t> a{X, W, Y, M, N, K};
   const GemmBf16 gemm = gemm_for(precision);
+  if (const int64_t rows = row_chunk(pool, M); rows > 0) {
+    pool.parallel_for(M, rows, [&a, gemm](int64_t m0, int64_t m1) {
+      gemm(a.X + m0 * a.K, a.K, a.W, a.Y + m0 * a.N, a.N, m1 - m0, 0, a.N, a.K);
+    });
+    return;
+  }
   pool.parallel_for(N, column_grain(pool, M, N), [&a, gemm](int64_t n0, int64_t n1) {
     gemm(a.X, a.K, a.W, a.Y, a.N, a.M, n0, n1, a.K);
   });

@@ -13,7 +13,9 @@ namespace scriptorium {
 enum class Precision { Exact, Fast };
 
 // Y[M, N] = X[M, K] @ W[N, K]^T; X f32 (row stride K), W bf16, Y f32 (row stride N).
-// Split over N in chunks sized so each thread streams its share of W once for all M rows.
+// Split over N in chunks sized so each thread streams its share of W once for all M rows; with
+// many rows (vision encoders, long prefills) split over M instead, so each X row is converted once.
+// Either way each Y element is bitwise the same (KernelSet::gemm_bf16 is row invariant).
 void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, int64_t M, int64_t N,
                  int64_t K, Precision precision);
 

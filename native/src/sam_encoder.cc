@@ -73,7 +73,8 @@ void SamEncoder::encode(const float* pixels, int64_t n, int64_t side, std::vecto
   }
   for (int64_t v = 0; v < n; ++v) add_in_place(pool_, x.data() + v * g * g * C, pos, g * g * C);
 
-  for (const Block& block : blocks_) run_block(block, x, n, g);
+  Scratch scratch;
+  for (const Block& block : blocks_) run_block(block, x, n, g, scratch);
 
   const int64_t N = dims_.neck;
   std::vector<float> a(T * N), b(T * N);
@@ -89,51 +90,68 @@ void SamEncoder::encode(const float* pixels, int64_t n, int64_t side, std::vecto
 }
 
 /* x[n, g, g, width] = x + Attn(LN1(x)); x = x + MLP(LN2(x)) */
-void SamEncoder::run_block(const Block& block, std::vector<float>& x, int64_t n, int64_t g) const {
+void SamEncoder::run_block(const Block& block, std::vector<float>& x, int64_t n, int64_t g, Scratch& scratch) const {
   const int64_t C = dims_.width, T = n * g * g;
   const int64_t grain = std::max<int64_t>(1, 4096 / C);
-  std::vector<float> normed(T * C);
+  std::vector<float>& normed = scratch.normed;
+  std::vector<float>& qkv = scratch.qkv;
+  std::vector<float>& attn = scratch.attn;
+  normed.resize(T * C);
+  qkv.resize(T * 3 * C);
+  attn.resize(T * C);
   layer_norm(pool_, block.norm1, x.data(), normed.data(), T);
+  linear(pool_, block.qkv, normed.data(), qkv.data(), T, precision_);
   if (block.global) {
-    std::vector<float> attn(T * C);
-    attend(block, normed.data(), n, g, attn.data());
-    add_in_place(pool_, x.data(), attn.data(), T * C);
+    attend(block, qkv.data(), n, g, attn.data());
   } else {
-    // Zero-pad the grid at the bottom/right to a multiple of the window, split it into windows
-    // (row-major per view), attend within each, then crop back and add the residual.
+    // The model zero-pads the normed grid at the bottom/right to a multiple of the window and
+    // attends within each window (row-major per view); the padded tokens' q, k and v are then the
+    // qkv bias alone. So qkv runs on the real tokens only, whose rows are scattered into the
+    // windows beside bias rows, and only the real tokens' outputs are gathered back for proj.
     const int64_t S = dims_.window, per = (g + S - 1) / S, seqs = n * per * per, tokens = S * S;
-    std::vector<float> windows(seqs * tokens * C, 0.0f), attn(seqs * tokens * C);
+    std::vector<float>& windows = scratch.windows;  // [seqs * tokens, 3C] q, k, v per window row
+    std::vector<float>& windowed_attn = scratch.windowed_attn;
+    windows.resize(seqs * tokens * 3 * C);
+    windowed_attn.resize(seqs * tokens * C);
     auto window_row = [&](int64_t v, int64_t y, int64_t xx) {
       return ((v * per + y / S) * per + xx / S) * tokens + (y % S) * S + xx % S;
     };
-    pool_.parallel_for(T, grain, [&](int64_t p0, int64_t p1) {
+    const int64_t padded_side = per * S;
+    pool_.parallel_for(n * padded_side * padded_side, grain, [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
-        const int64_t r = window_row(p / (g * g), p / g % g, p % g);
-        std::copy(normed.data() + p * C, normed.data() + (p + 1) * C, windows.data() + r * C);
+        const int64_t v = p / (padded_side * padded_side), y = p / padded_side % padded_side, xx = p % padded_side;
+        float* row = windows.data() + window_row(v, y, xx) * 3 * C;
+        if (y < g && xx < g) {
+          const float* src = qkv.data() + ((v * g + y) * g + xx) * 3 * C;
+          std::copy(src, src + 3 * C, row);
+        } else {
+          std::copy(block.qkv.bias.begin(), block.qkv.bias.end(), row);
+        }
       }
     });
-    attend(block, windows.data(), seqs, S, attn.data());
+    attend(block, windows.data(), seqs, S, windowed_attn.data());
     pool_.parallel_for(T, grain, [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
-        const float* a = attn.data() + window_row(p / (g * g), p / g % g, p % g) * C;
-        float* y = x.data() + p * C;
-        for (int64_t c = 0; c < C; ++c) y[c] += a[c];
+        const float* a = windowed_attn.data() + window_row(p / (g * g), p / g % g, p % g) * C;
+        std::copy(a, a + C, attn.data() + p * C);
       }
     });
   }
+  linear(pool_, block.proj, attn.data(), normed.data(), T, precision_);
+  add_in_place(pool_, x.data(), normed.data(), T * C);
+
   layer_norm(pool_, block.norm2, x.data(), normed.data(), T);
-  std::vector<float> hidden(T * dims_.mlp);
+  std::vector<float>& hidden = scratch.hidden;
+  hidden.resize(T * dims_.mlp);
   linear(pool_, block.lin1, normed.data(), hidden.data(), T, precision_);
   gelu_erf(pool_, hidden.data(), T * dims_.mlp);
   linear(pool_, block.lin2, hidden.data(), normed.data(), T, precision_);
   add_in_place(pool_, x.data(), normed.data(), T * C);
 }
 
-/* out[seqs*S*S, width] = proj(attention(qkv(in[seqs*S*S, width]))) with decomposed rel-pos bias */
-void SamEncoder::attend(const Block& block, const float* in, int64_t seqs, int64_t S, float* out) const {
-  const int64_t C = dims_.width, H = dims_.heads, D = C / H, tokens = S * S, rows = seqs * tokens;
-  std::vector<float> qkv(rows * 3 * C), attn(rows * C);
-  linear(pool_, block.qkv, in, qkv.data(), rows, precision_);
+/* out[seqs*S*S, width] = attention of qkv[seqs*S*S, 3*width] with decomposed rel-pos bias */
+void SamEncoder::attend(const Block& block, const float* qkv, int64_t seqs, int64_t S, float* out) const {
+  const int64_t C = dims_.width, H = dims_.heads, D = C / H, tokens = S * S;
 
   // Relative offsets along an axis of S positions span 2S - 1 table rows; a stored table of another
   // length (global blocks when the grid is not the stored one) is linearly interpolated first.
@@ -156,7 +174,7 @@ void SamEncoder::attend(const Block& block, const float* in, int64_t seqs, int64
   // bias[(kh, kw)] = q . Rh[qh - kh + S - 1] + q . Rw[qw - kw + S - 1] with the unscaled q.
   // scratch[j] = q . Rh[qh + j] (j < S), so the Rh term of kh is scratch[S - 1 - kh]; same for Rw.
   hooks.bias = [&](int64_t b, int64_t h, int64_t t, float* scores, float* scratch) {
-    const float* q = qkv.data() + (b * tokens + t) * 3 * C + h * D;
+    const float* q = qkv + (b * tokens + t) * 3 * C + h * D;
     const int64_t qh = t / S, qw = t % S;
     kernels.gemm_f32(q, D, rh + qh * D, D, scratch, S, 1, 0, S, D);
     kernels.gemm_f32(q, D, rw + qw * D, D, scratch + S, S, 1, 0, S, D);
@@ -166,10 +184,9 @@ void SamEncoder::attend(const Block& block, const float* in, int64_t seqs, int64
       for (int64_t kw = 0; kw < S; ++kw) row[kw] += bias_h + scratch[2 * S - 1 - kw];
     }
   };
-  const AttentionTensors tensors{qkv.data(), 3 * C, qkv.data() + C, 3 * C, qkv.data() + 2 * C, 3 * C, attn.data(), C};
+  const AttentionTensors tensors{qkv, 3 * C, qkv + C, 3 * C, qkv + 2 * C, 3 * C, out, C};
   const AttentionShape shape{seqs, tokens, tokens, H, H, D, 1.0f / std::sqrt(static_cast<float>(D))};
   attention(pool_, tensors, shape, hooks);
-  linear(pool_, block.proj, attn.data(), out, rows, precision_);
 }
 
 }  // namespace scriptorium

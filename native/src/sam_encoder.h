@@ -45,11 +45,16 @@ class SamEncoder {
     bool global = false;
   };
 
-  /* x[n, g, g, width] = x + Attn(LN1(x)); x = x + MLP(LN2(x)) */
-  void run_block(const Block& block, std::vector<float>& x, int64_t n, int64_t g) const;
-  /* out[seqs*S*S, width] = attention over seqs sequences of S x S tokens, in[seqs*S*S, width] */
-  void attend(const Block& block, const float* in, int64_t seqs, int64_t S, float* out) const;
+  // Activations of one encode() call, allocated once and reused by every block.
+  struct Scratch {
+    std::vector<float> normed, qkv, attn, hidden;
+    std::vector<float> windows, windowed_attn;  // windowed blocks: qkv and attention per window row
+  };
 
+  /* x[n, g, g, width] = x + Attn(LN1(x)); x = x + MLP(LN2(x)) */
+  void run_block(const Block& block, std::vector<float>& x, int64_t n, int64_t g, Scratch& scratch) const;
+  /* out[seqs*S*S, width] = softmax(q.k^T + rel-pos bias) v of qkv[seqs*S*S, 3*width], per S x S square and head */
+  void attend(const Block& block, const float* qkv, int64_t seqs, int64_t S, float* out) const;
   SamDims dims_;
   ThreadPool& pool_;
   Precision precision_;

@@ -643,20 +643,23 @@ void test_matmul() {
     const KernelSet& ks = active_kernels();
     ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
     int shapes = 0;
-    for (int64_t M : {1, 5, 16, 17, 64})
+    // M from 193 up: matmul_bf16 splits rows (an uneven last chunk at 193 and 301) instead of columns.
+    for (int64_t M : {1, 5, 16, 17, 64, 193, 301})
       for (int64_t N : {1, 16, 100, 1280})
         for (int64_t K : {17, 1280}) {
           const std::vector<float> X = randoms(M * K, -1, 1), Wf = randoms(N * K, -1, 1);
           std::vector<bf16_t> Wb(N * K);
           for (int64_t i = 0; i < N * K; ++i) Wb[i] = f32_to_bf16(Wf[i]);
-          std::vector<float> want_b(M * N), want_f(M * N);
+          std::vector<float> want_b(M * N), want_fast(M * N), want_f(M * N);
           ks.gemm_bf16(X.data(), K, Wb.data(), want_b.data(), N, M, 0, N, K);
+          ks.gemm_bf16_fast(X.data(), K, Wb.data(), want_fast.data(), N, M, 0, N, K);
           ks.gemm_f32(X.data(), K, Wf.data(), K, want_f.data(), N, M, 0, N, K);
           for (ThreadPool& pool : pools) {
-            std::vector<float> got_b(M * N, NAN), got_f(M * N, NAN);
+            std::vector<float> got_b(M * N, NAN), got_fast(M * N, NAN), got_f(M * N, NAN);
             matmul_bf16(pool, X.data(), Wb.data(), got_b.data(), M, N, K, Precision::Exact);
+            matmul_bf16(pool, X.data(), Wb.data(), got_fast.data(), M, N, K, Precision::Fast);
             matmul_f32(pool, X.data(), Wf.data(), got_f.data(), M, N, K);
-            if (got_b != want_b || got_f != want_f)
+            if (got_b != want_b || got_fast != want_fast || got_f != want_f)
               return fmt("threads=%g M=%g N=%g K=%g differs from the single call", pool.size(), M,
                          N, K);
           }
