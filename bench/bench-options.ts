@@ -29,8 +29,9 @@ a table on stdout, JSON and an SVG plot in --out; progress on stderr.
                        its figures mean nothing
   --out DIR            where results are written (default bench-results)
   --runs N             runs of every measurement; medians are reported (default 3)
-  --only PARTS         comma-separated parts: ${PARTS.join(', ')} (default all, peer only
-                       with --peer-bin; the ceilings are measured in every run, since every ratio needs them)
+  --only PARTS         comma-separated parts: ${PARTS.join(', ')}
+                       (default all, peer only with --peer-bin; the ceilings are measured in every
+                       run, since every ratio needs them)
   --cases IDS          page cases for encoders, decode and accuracy: ${PAGE_CASES.map((c) => c.id).join(', ')} (default all)
   --peer-bin PATH      the peer's executable (ds-ocr's ds_ocr, built as bench/README.md describes): the peer
                        part reads the same pages with it, runs interleaved with ours
