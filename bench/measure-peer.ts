@@ -42,6 +42,10 @@ async function readPage(engine: OcrEngine, image: RgbImage, spec: PageCase, toke
 
 const modeName = (mode: PeerMode) => `--precision ${mode.precision} --quantize ${mode.quantize}`;
 
+/** A run's figures as a progress line, so that an interrupted comparison still shows what it measured. */
+const stagesLine = (ms: PageStageMs) =>
+  `encode ${ms.encodeMs.toFixed(0)} ms, prefill ${ms.prefillMs.toFixed(0)} ms, decode ${ms.decodeMs.toFixed(0)} ms, total ${ms.totalMs.toFixed(0)} ms`;
+
 export async function measurePeer(job: PeerJob, progress: (line: string) => void): Promise<PeerAnswer> {
   const spec = job.pageCase;
   const image = syntheticPage(spec.pageSize, 0);
@@ -74,11 +78,15 @@ export async function measurePeer(job: PeerJob, progress: (line: string) => void
     for (let run = 1; run <= job.runs; run++) {
       for (const peer of answer.peer) {
         progress(`run ${run}/${job.runs}: the peer${peer.int8 ? ' with --int4' : ''}, ${spec.pageSize.join('×')} page, ${job.tokens} tokens`);
-        peer.runs.push(await runPeer({ bin: job.peerBin, modelDir: job.modelDir, image: imageFile, threads: job.threads, tokens: job.tokens, int8: peer.int8 }));
+        const profile = await runPeer({ bin: job.peerBin, modelDir: job.modelDir, image: imageFile, threads: job.threads, tokens: job.tokens, int8: peer.int8 });
+        progress(`  the peer: ${stagesLine(profile)}`);
+        peer.runs.push(profile);
         for (const [i, { mode, engine }] of engines.entries()) {
           if ((mode.quantize === 'int8') !== peer.int8) continue;
           progress(`run ${run}/${job.runs}: ours with ${modeName(mode)}`);
-          answer.ours[i].runs.push(await readPage(engine, image, spec, job.tokens));
+          const sample = await readPage(engine, image, spec, job.tokens);
+          progress(`  ours: ${stagesLine(sample)}`);
+          answer.ours[i].runs.push(sample);
         }
       }
     }
