@@ -22,6 +22,9 @@ export interface PeerComparisonRow extends PeerMode {
   ours: StageFigures;
   /** Per stage, the median over the runs of peer ÷ ours within each run. */
   ratio: StageFigures;
+  /** Every run, in order: the peer's and ours of the same round side by side. */
+  peerRuns: StageFigures[];
+  oursRuns: StageFigures[];
 }
 
 export interface PeerComparison {
@@ -53,7 +56,17 @@ export function summarisePeer(answer: PeerAnswer): PeerComparison {
     const ratios = peer.map(
       (p, i) => Object.fromEntries(STAGES.map((stage) => [stage, p[stage] / ours[i][stage]])) as unknown as StageFigures,
     );
-    return { precision: mode.precision, quantize: mode.quantize, peerInt8, runs: ours.length, peer: medians(peer), ours: medians(ours), ratio: medians(ratios) };
+    return {
+      precision: mode.precision,
+      quantize: mode.quantize,
+      peerInt8,
+      runs: ours.length,
+      peer: medians(peer),
+      ours: medians(ours),
+      ratio: medians(ratios),
+      peerRuns: peer,
+      oursRuns: ours,
+    };
   });
   return { caseId: answer.caseId, tokens: answer.tokens, promptTokens: { ours: answer.promptTokens, peer: answer.peer[0]?.runs[0]?.promptTokens }, rows };
 }

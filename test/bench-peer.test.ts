@@ -74,6 +74,8 @@ describe('summarisePeer', () => {
     assert.deepEqual(exact.ours, { encodeMs: 300, prefillMs: 100, decodeMsPerToken: 10, totalMs: 500 });
     // Runs' ratios: encode 3, 2, 4; prefill 2, 2, 3; decode 5, 2, 6; total 3.2, 2, 4.25.
     assert.deepEqual(exact.ratio, { encodeMs: 3, prefillMs: 2, decodeMsPerToken: 5, totalMs: 3.2 });
+    assert.deepEqual(exact.oursRuns[1], { encodeMs: 500, prefillMs: 50, decodeMsPerToken: 20, totalMs: 750 });
+    assert.deepEqual(exact.peerRuns.map((r) => r.totalMs), [1600, 1500, 1700]);
   });
 
   test('int8 is compared with the peer\'s 8-bit runs, and the table says so', () => {
