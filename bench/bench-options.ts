@@ -5,14 +5,18 @@ import path from 'node:path';
 import { parseCommandLine } from '../src/cli/command-line.js';
 import { DEVICE_OPTION } from '../src/cli/device-option.js';
 import { choice, choices, flag, integer, text } from '../src/cli/options.js';
-import { HelpRequested } from '../src/cli/usage.js';
+import { HelpRequested, UsageError } from '../src/cli/usage.js';
 import { DEVICE_CHOICES, type DeviceSpec } from '../src/engine/compute-device.js';
 import type { ModelSize } from '../src/model/synth/model-configs.js';
 import { COMMAND_DEFAULT_PRECISION, PRECISION_CHOICES, type Precision } from '../src/engine/precision.js';
 import { PAGE_CASES, type PageCase } from './page-cases.js';
+import { PEER_CASES } from './peer-cases.js';
 
-export const PARTS = ['ceilings', 'encoders', 'decode', 'latency', 'batch', 'kvcache', 'accuracy'] as const;
+export const PARTS = ['ceilings', 'encoders', 'decode', 'latency', 'batch', 'kvcache', 'accuracy', 'peer'] as const;
 export type Part = (typeof PARTS)[number];
+
+/** Tokens generated per page in the comparison with the peer (the speed issue's figure). */
+const PEER_TOKENS = 256;
 
 export const USAGE = `Usage: npm run bench -- [options]
 
@@ -25,11 +29,15 @@ a table on stdout, JSON and an SVG plot in --out; progress on stderr.
                        its figures mean nothing
   --out DIR            where results are written (default bench-results)
   --runs N             runs of every measurement; medians are reported (default 3)
-  --only PARTS         comma-separated parts: ${PARTS.join(', ')} (default all;
-                       the ceilings are measured in every run, since every ratio needs them)
+  --only PARTS         comma-separated parts: ${PARTS.join(', ')}
+                       (default all, peer only with --peer-bin; the ceilings are measured in every
+                       run, since every ratio needs them)
   --cases IDS          page cases for encoders, decode and accuracy: ${PAGE_CASES.map((c) => c.id).join(', ')} (default all)
+  --peer-bin PATH      the peer's executable (ds-ocr's ds_ocr, built as bench/README.md describes): the peer
+                       part reads the same pages with it, runs interleaved with ours
+  --peer-cases IDS     pages of the peer part: ${PEER_CASES.map((c) => c.id).join(', ')} (default all)
   --max-len N          generated tokens of the latency sweep (default 4096)
-  --decode-tokens N    tokens generated per page case (default 128)
+  --decode-tokens N    tokens generated per page case (default 128; in the peer part ${PEER_TOKENS})
   --batch-steps N      decode steps per batch size, and per KV-cache storage in kvcache (default 32)
   --threads N          engine threads (default: every CPU)
   --device D           where the decoder runs: ${DEVICE_CHOICES} (default cpu); on a GPU the
@@ -46,6 +54,10 @@ export interface BenchOptions {
   runs: number;
   parts: ReadonlySet<Part>;
   cases: readonly PageCase[];
+  /** The peer's executable; the peer part runs only with one. */
+  peerBin?: string;
+  peerCases: readonly PageCase[];
+  peerTokens: number;
   maxLen: number;
   decodeTokens: number;
   batchSteps: number;
@@ -67,8 +79,10 @@ const OPTIONS = {
   size: choice(['full', 'tiny'] as const).default('full'),
   out: text().default('bench-results'),
   runs: integer({ min: 1 }),
-  only: choices(PARTS).default([...PARTS]),
+  only: choices(PARTS),
   cases: choices(PAGE_CASES.map((c) => c.id)),
+  'peer-bin': text(),
+  'peer-cases': choices(PEER_CASES.map((c) => c.id)),
   'max-len': integer({ min: 1 }),
   // The first token comes from the prefill, so a decode speed needs at least two.
   'decode-tokens': integer({ min: 2 }),
@@ -89,13 +103,21 @@ export function parseBenchArgs(args: string[], env: NodeJS.ProcessEnv): BenchOpt
     throw error;
   }
   const { quick } = values;
+  const peerBin = values['peer-bin'];
+  const parts = new Set(values.only ?? PARTS.filter((part) => part !== 'peer' || peerBin !== undefined));
+  if (parts.has('peer') && peerBin === undefined) {
+    throw new UsageError('--only peer needs --peer-bin PATH, the peer\'s ds_ocr executable (bench/README.md says how to build it)');
+  }
   return {
     modelsDir: path.resolve(values.models ?? defaultModelsDir(env)),
     size: values.size,
     outDir: path.resolve(values.out),
     runs: values.runs ?? (quick ? 1 : 3),
-    parts: new Set(values.only),
+    parts,
     cases: values.cases === undefined ? PAGE_CASES : PAGE_CASES.filter((c) => values.cases!.includes(c.id)),
+    peerBin: peerBin === undefined ? undefined : path.resolve(peerBin),
+    peerCases: values['peer-cases'] === undefined ? PEER_CASES : PEER_CASES.filter((c) => values['peer-cases']!.includes(c.id)),
+    peerTokens: values['decode-tokens'] ?? (quick ? 16 : PEER_TOKENS),
     maxLen: values['max-len'] ?? (quick ? 256 : 4096),
     decodeTokens: values['decode-tokens'] ?? (quick ? 16 : 128),
     batchSteps: values['batch-steps'] ?? (quick ? 8 : 32),

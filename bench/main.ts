@@ -9,12 +9,15 @@ import { UsageError } from '../src/cli/usage.js';
 import { resolveDevice } from '../src/engine/compute-device.js';
 import type { Variant } from '../src/engine/model-config.js';
 import { QUANTIZE_CHOICES } from '../src/engine/native-model.js';
+import type { Precision } from '../src/engine/precision.js';
 import { parseBenchArgs, USAGE, type BenchOptions } from './bench-options.js';
 import { benchCheckpoint } from './checkpoints.js';
 import { kvCacheText, summariseKvCache, type KvCacheSummary } from './kv-cache-report.js';
 import { runMeasureProcess } from './measure-client.js';
-import type { AccuracyAnswer } from './measure-jobs.js';
+import type { AccuracyAnswer, PeerMode } from './measure-jobs.js';
 import { gpuDecoderCeilings, measureCeilings, measureGpuCeilings, type GpuCeilings, type MachineCeilings } from './native-probes.js';
+import { peerText, summarisePeer, type PeerComparison } from './peer-report.js';
+import { checkPeerBinary } from './peer-run.js';
 import { accuracyText, batchText, ceilingsText, decoderText, encodersText, gpuCeilingsText, latencyText } from './report-table.js';
 import {
   summariseBatch,
@@ -35,6 +38,12 @@ const LATENCY_VARIANTS: readonly Variant[] = ['v1', 'v3'];
 const LATENCY_PAGES = 10;
 const KV_CACHE_VARIANT: Variant = 'v1';
 const KV_CACHE_PREFIX_TOKENS = 3000;
+/** Our modes beside the peer: both precisions against its BF16 experts; int8 against its 8-bit experts. */
+const peerModes = (precision: Precision): PeerMode[] => [
+  { precision: 'exact', quantize: 'none' },
+  { precision: 'fast', quantize: 'none' },
+  { precision, quantize: 'int8' },
+];
 const PLOT_COLORS: Record<Variant, string> = { v1: '#1f77b4', v2: '#2ca02c', v3: '#d62728' };
 
 interface BenchResults {
@@ -52,6 +61,8 @@ interface BenchResults {
   latencyPlot?: string;
   kvCache: KvCacheSummary[];
   accuracy: AccuracyAnswer[];
+  /** Side by side with the peer (ds-ocr), per page. */
+  peer: PeerComparison[];
 }
 
 function latencyPlot(latency: readonly LatencySummary[]): string {
@@ -82,6 +93,7 @@ async function main(args: string[]): Promise<number> {
     if (text) process.stdout.write(`\n${text}\n`);
   };
   const { parts } = options;
+  if (parts.has('peer')) await checkPeerBinary(options.peerBin!);
   const device = await resolveDevice(options.device);
   const stamp = started.toISOString().replace(/[:.]/g, '-');
   const jsonFile = path.join(options.outDir, `bench-${stamp}.json`);
@@ -99,6 +111,7 @@ async function main(args: string[]): Promise<number> {
     latency: [],
     kvCache: [],
     accuracy: [],
+    peer: [],
   };
   const save = () => writeFile(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
   await save();
@@ -198,6 +211,24 @@ async function main(args: string[]): Promise<number> {
       await save();
     }
     print(accuracyText(results.accuracy));
+  }
+
+  if (parts.has('peer')) {
+    for (const pageCase of options.peerCases) {
+      progress(`side by side with the peer on ${pageCase.id}, ${options.runs} interleaved runs`);
+      const { precision, ...jobSettings } = settings(await checkpoint(pageCase.variant));
+      const answer = await runMeasureProcess({
+        part: 'peer',
+        ...jobSettings,
+        pageCase,
+        peerBin: options.peerBin!,
+        tokens: options.peerTokens,
+        modes: peerModes(precision),
+      });
+      results.peer.push(summarisePeer(answer));
+      await save();
+    }
+    print(peerText(results.peer));
   }
 
   results.finishedAt = new Date().toISOString();

@@ -15,6 +15,8 @@ import type {
   MeasureJob,
   PageAnswer,
   PageJob,
+  PeerAnswer,
+  PeerJob,
 } from './measure-jobs.js';
 
 const CHILD = fileURLToPath(new URL('./measure-process.js', import.meta.url));
@@ -24,6 +26,7 @@ export function runMeasureProcess(job: BatchJob): Promise<BatchAnswer>;
 export function runMeasureProcess(job: LatencyJob): Promise<LatencyAnswer>;
 export function runMeasureProcess(job: KvCacheJob): Promise<KvCacheAnswer>;
 export function runMeasureProcess(job: AccuracyJob): Promise<AccuracyAnswer>;
+export function runMeasureProcess(job: PeerJob): Promise<PeerAnswer>;
 export function runMeasureProcess(job: MeasureJob): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const child = fork(CHILD, [JSON.stringify(job)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });

@@ -5,11 +5,13 @@ import { measureBatch } from './measure-batch.js';
 import { measureKvCache } from './measure-kv-cache.js';
 import { measureLatency } from './measure-latency.js';
 import { measurePage } from './measure-page.js';
+import { measurePeer } from './measure-peer.js';
 import type { MeasureAnswer, MeasureJob } from './measure-jobs.js';
 
 function label(job: MeasureJob): string {
   if (job.part === 'page') return job.caseId;
   if (job.part === 'accuracy') return `accuracy ${job.caseId}`;
+  if (job.part === 'peer') return `peer ${job.pageCase.id}`;
   return `${job.part} ${job.modelDir}`;
 }
 
@@ -21,6 +23,7 @@ async function run(job: MeasureJob): Promise<MeasureAnswer> {
   if (job.part === 'batch') return measureBatch(job, progress);
   if (job.part === 'kvcache') return measureKvCache(job, progress);
   if (job.part === 'accuracy') return measureAccuracy(job, progress);
+  if (job.part === 'peer') return measurePeer(job, progress);
   return measureLatency(job, progress);
 }
 

@@ -31,16 +31,18 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
   const { pages, tokens, batch: batches } = values;
   const engine = await OcrEngine.load(values.model, engineChoices(values));
   await warmUpDecoder(engine.model);
-  await engine.prepare([syntheticPage(A4_150_DPI, 0)], 'markdown', 'base');  // untimed: vision weights into memory
-  const { noRepeatNgram } = generationDefaults(engine.variant, 'markdown');
+  const task = engine.defaultTask();  // markdown on V1 and V2, parse on V3
+  await engine.prepare([syntheticPage(A4_150_DPI, 0)], task, 'base');  // untimed: vision weights into memory
+  const { noRepeatNgram } = generationDefaults(engine.variant, task);
   process.stdout.write(`${engine.variant}, ${engine.model.kernels} × ${engine.model.threads} threads, quantize ${engine.model.quantize}, ${pages} pages, ${tokens} tokens each\n`);
-  process.stdout.write('batch  seconds  pages/hour  generated tok/s\n');
+  process.stdout.write(`batch  seconds  pages/hour  generated tok/s  × batch ${batches[0]}\n`);
+  let firstPagesPerHour = 0;
   for (const batch of batches) {
     const decoding = new ContinuousBatch(engine.model, batch);
     const started = performance.now();
     await Promise.all(
       Array.from({ length: pages }, async (_, i) => {
-        const prepared = await engine.prepare([syntheticPage(A4_150_DPI, i)], 'markdown', 'base');
+        const prepared = await engine.prepare([syntheticPage(A4_150_DPI, i)], task, 'base');
         const result = await decoding.generate({
           promptIds: prepared.promptIds,
           embeds: { rows: prepared.imagePositions, values: prepared.visionEmbeds },
@@ -52,8 +54,10 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
       }),
     );
     const seconds = (performance.now() - started) / 1000;
+    const pagesPerHour = (pages * 3600) / seconds;
+    firstPagesPerHour ||= pagesPerHour;
     process.stdout.write(
-      `${String(batch).padStart(5)}  ${seconds.toFixed(1).padStart(7)}  ${((pages * 3600) / seconds).toFixed(0).padStart(10)}  ${((pages * tokens) / seconds).toFixed(1).padStart(15)}\n`,
+      `${String(batch).padStart(5)}  ${seconds.toFixed(1).padStart(7)}  ${pagesPerHour.toFixed(0).padStart(10)}  ${((pages * tokens) / seconds).toFixed(1).padStart(15)}  ${(pagesPerHour / firstPagesPerHour).toFixed(2).padStart(9)}\n`,
     );
   }
   return 0;

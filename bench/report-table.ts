@@ -14,7 +14,7 @@ export function formatTable(header: readonly string[], rows: readonly (readonly 
 const percent = (fraction: number) => `${(100 * fraction).toFixed(fraction < 0.1 ? 1 : 0)}%`;
 const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`;
 
-function fixed(value: number): string {
+export function fixed(value: number): string {
   if (value >= 100) return value.toFixed(0);
   if (value >= 10) return value.toFixed(1);
   return value.toFixed(2);
