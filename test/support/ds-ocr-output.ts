@@ -3,7 +3,7 @@
 // recognised text goes to stdout), and a stand-in for the peer that prints the same lines.
 
 /** V1, the 1600×2000 page, 8 generated tokens. */
-export const DS_OCR_V1_STDERR = `Loading DeepSeek-OCR model from /root/.cache/scriptorium/bench-models/v1
+export const DS_OCR_V1_STDERR = `Loading DeepSeek-OCR model from bench-models/v1
 Detected DeepSeek-OCR version 1
 Contiguous expert blocks: 3176.2 MB allocated (64 experts × 11 layers + shared, 1 block/layer)
 All weights loaded
@@ -52,7 +52,7 @@ Inference: 103707 ms, 8 text tokens (4.21 tok/s decode)
 `;
 
 /** V2, a 400×100 page (the global view alone), 3 generated tokens. */
-export const DS_OCR_V2_STDERR = `Loading DeepSeek-OCR model from /root/.cache/scriptorium/bench-models/v2
+export const DS_OCR_V2_STDERR = `Loading DeepSeek-OCR model from bench-models/v2
 Detected DeepSeek-OCR version 2
 Contiguous expert blocks: 3176.2 MB allocated (64 experts × 11 layers + shared, 1 block/layer)
 All weights loaded

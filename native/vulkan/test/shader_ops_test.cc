@@ -102,35 +102,48 @@ void test_rope(Gpu& gpu, uint32_t rows, uint32_t heads, uint32_t d) {
   });
 }
 
-// rows query rows against per-row visible prefixes of one cache; heads share kv heads in groups.
-void test_attention(Gpu& gpu, uint32_t rows, uint32_t heads, uint32_t kv_heads, uint32_t d, uint32_t slots) {
-  run("attention rows=" + std::to_string(rows) + " heads=" + std::to_string(heads) + "/" + std::to_string(kv_heads) +
-          " d=" + std::to_string(d) + " keys<=" + std::to_string(slots),
+// rows query rows against per-row visible prefixes of two sequences' caches in one buffer (even rows
+// read the first, odd rows the second); heads share kv heads in groups. half: the cache in
+// kv_store_f16's layout (rows padded to even, so kv heads of odd width start on odd halves) through
+// attention_f16, against the CPU's attention_head_f16 on the same halves.
+void test_attention(Gpu& gpu, bool half, uint32_t rows, uint32_t heads, uint32_t kv_heads, uint32_t d, uint32_t slots) {
+  run(std::string(half ? "attention_f16" : "attention") + " rows=" + std::to_string(rows) + " heads=" +
+          std::to_string(heads) + "/" + std::to_string(kv_heads) + " d=" + std::to_string(d) + " keys<=" +
+          std::to_string(slots),
       [&] {
-        const uint32_t qw = heads * d, kw = kv_heads * d, group = heads / kv_heads;
+        const uint32_t qw = heads * d, kw = kv_heads * d, stride = half ? kw + kw % 2 : kw, group = heads / kv_heads;
         const float scale = 1.f / std::sqrt(static_cast<float>(d));
         const std::vector<float> q = random_f32(static_cast<size_t>(rows) * qw, 2.f);
-        // Two sequences' caches in one buffer: even rows read the first, odd rows the second.
-        const std::vector<float> k = random_f32(static_cast<size_t>(2 * slots) * kw);
-        const std::vector<float> v = random_f32(static_cast<size_t>(2 * slots) * kw);
+        const std::vector<float> k32 = random_f32(static_cast<size_t>(2 * slots) * stride);
+        const std::vector<float> v32 = random_f32(static_cast<size_t>(2 * slots) * stride);
+        std::vector<f16_t> k16(half ? k32.size() : 0), v16(half ? v32.size() : 0);
+        kernels_scalar().to_f16(k32.data(), k16.data(), static_cast<int64_t>(k16.size()));
+        kernels_scalar().to_f16(v32.data(), v16.data(), static_cast<int64_t>(v16.size()));
         std::vector<int32_t> info(rows * 2);
         std::vector<float> want(static_cast<size_t>(rows) * qw);
         for (uint32_t r = 0; r < rows; ++r) {
-          const uint32_t base = (r % 2) * slots * kw, visible = 1 + (r * 37u) % slots;
+          const uint32_t base = (r % 2) * slots * stride, visible = 1 + (r * 37u) % slots;
           info[r * 2] = static_cast<int32_t>(base);
           info[r * 2 + 1] = static_cast<int32_t>(visible);
-          for (uint32_t h = 0; h < heads; ++h)
-            kernels_scalar().attention_head(q.data() + r * qw + h * d, k.data() + base + (h / group) * d,
-                                            v.data() + base + (h / group) * d, kw, visible, d, scale,
-                                            want.data() + r * qw + h * d);
+          for (uint32_t h = 0; h < heads; ++h) {
+            const size_t at = base + (h / group) * d;
+            float* out = want.data() + r * qw + h * d;
+            if (half)
+              kernels_scalar().attention_head_f16(q.data() + r * qw + h * d, k16.data() + at, v16.data() + at, stride,
+                                                  visible, d, scale, out);
+            else
+              kernels_scalar().attention_head(q.data() + r * qw + h * d, k32.data() + at, v32.data() + at, stride, visible,
+                                              d, scale, out);
+          }
         }
         auto Q = gpu.upload(q);
-        auto K = gpu.upload(k);
-        auto V = gpu.upload(v);
+        auto K = half ? gpu.upload(k16) : gpu.upload(k32);
+        auto V = half ? gpu.upload(v16) : gpu.upload(v32);
         auto I = gpu.upload(info);
         auto O = gpu.upload(std::vector<float>(want.size()));
-        gpu.ops->attention(*gpu.batch, {Q.get(), 0}, qw, *K, *V, kw, {I.get(), 0}, {O.get(), 0}, qw, rows, heads, group,
-                           d, scale);
+        auto attend = half ? &vk::ShaderOps::attention_f16 : &vk::ShaderOps::attention;
+        (gpu.ops.get()->*attend)(*gpu.batch, {Q.get(), 0}, qw, *K, *V, stride, {I.get(), 0}, {O.get(), 0}, qw, rows, heads,
+                                 group, d, scale);
         gpu.batch->run();
         return compare(gpu.download<float>(*O, want.size()), want);
       });
@@ -169,43 +182,6 @@ void test_kv_store_f16(Gpu& gpu, uint32_t rows, uint32_t width) {
     }
     return std::string();
   });
-}
-
-// attention_f16 over half rows (kv_store_f16's layout: rows padded to even) against the CPU's
-// attention_head_f16 on the same halves; kv heads of odd width start on odd halves.
-void test_attention_f16(Gpu& gpu, uint32_t rows, uint32_t heads, uint32_t kv_heads, uint32_t d, uint32_t slots) {
-  run("attention_f16 rows=" + std::to_string(rows) + " heads=" + std::to_string(heads) + "/" + std::to_string(kv_heads) +
-          " d=" + std::to_string(d) + " keys<=" + std::to_string(slots),
-      [&] {
-        const uint32_t qw = heads * d, kw = kv_heads * d, stride = kw + kw % 2, group = heads / kv_heads;
-        const float scale = 1.f / std::sqrt(static_cast<float>(d));
-        const std::vector<float> q = random_f32(static_cast<size_t>(rows) * qw, 2.f);
-        const std::vector<float> k32 = random_f32(static_cast<size_t>(2 * slots) * stride);
-        const std::vector<float> v32 = random_f32(static_cast<size_t>(2 * slots) * stride);
-        std::vector<f16_t> k(k32.size()), v(v32.size());
-        kernels_scalar().to_f16(k32.data(), k.data(), static_cast<int64_t>(k.size()));
-        kernels_scalar().to_f16(v32.data(), v.data(), static_cast<int64_t>(v.size()));
-        std::vector<int32_t> info(rows * 2);
-        std::vector<float> want(static_cast<size_t>(rows) * qw);
-        for (uint32_t r = 0; r < rows; ++r) {
-          const uint32_t base = (r % 2) * slots * stride, visible = 1 + (r * 37u) % slots;
-          info[r * 2] = static_cast<int32_t>(base);
-          info[r * 2 + 1] = static_cast<int32_t>(visible);
-          for (uint32_t h = 0; h < heads; ++h)
-            kernels_scalar().attention_head_f16(q.data() + r * qw + h * d, k.data() + base + (h / group) * d,
-                                                v.data() + base + (h / group) * d, stride, visible, d, scale,
-                                                want.data() + r * qw + h * d);
-        }
-        auto Q = gpu.upload(q);
-        auto K = gpu.upload(k);
-        auto V = gpu.upload(v);
-        auto I = gpu.upload(info);
-        auto O = gpu.upload(std::vector<float>(want.size()));
-        gpu.ops->attention_f16(*gpu.batch, {Q.get(), 0}, qw, *K, *V, stride, {I.get(), 0}, {O.get(), 0}, qw, rows, heads,
-                               group, d, scale);
-        gpu.batch->run();
-        return compare(gpu.download<float>(*O, want.size()), want);
-      });
 }
 
 void test_swiglu_axpy(Gpu& gpu, uint32_t n) {
@@ -374,15 +350,15 @@ int main() {
   test_rmsnorm(gpu, 7, 1281);
   test_rope(gpu, 9, 3, 2);
   test_rope(gpu, 13, 5, 34);
-  test_attention(gpu, 5, 4, 2, 8, 3);
-  test_attention(gpu, 7, 6, 2, 66, 200);
-  test_attention(gpu, 3, 2, 1, 256, 65);
+  test_attention(gpu, false, 5, 4, 2, 8, 3);
+  test_attention(gpu, false, 7, 6, 2, 66, 200);
+  test_attention(gpu, false, 3, 2, 1, 256, 65);
   test_kv_store_f16(gpu, 1, 1);
   test_kv_store_f16(gpu, 3, 17);
   test_kv_store_f16(gpu, 70, 130);
-  test_attention_f16(gpu, 5, 4, 2, 8, 3);
-  test_attention_f16(gpu, 7, 6, 3, 7, 130);
-  test_attention_f16(gpu, 3, 2, 1, 256, 65);
+  test_attention(gpu, true, 5, 4, 2, 8, 3);
+  test_attention(gpu, true, 7, 6, 3, 7, 130);
+  test_attention(gpu, true, 3, 2, 1, 256, 65);
   test_swiglu_axpy(gpu, 1);
   test_swiglu_axpy(gpu, 70001);
   test_embed(gpu, 101, 65, 9);
