@@ -15,7 +15,7 @@ import { benchCheckpoint } from './checkpoints.js';
 import { kvCacheText, summariseKvCache, type KvCacheSummary } from './kv-cache-report.js';
 import { runMeasureProcess } from './measure-client.js';
 import type { AccuracyAnswer, PeerMode } from './measure-jobs.js';
-import { gpuDecoderCeilings, measureCeilings, measureGpuCeilings, type GpuCeilings, type MachineCeilings } from './native-probes.js';
+import { gpuModelCeilings, measureCeilings, measureGpuCeilings, type GpuCeilings, type MachineCeilings } from './native-probes.js';
 import { peerText, summarisePeer, type PeerComparison } from './peer-report.js';
 import { checkPeerBinary } from './peer-run.js';
 import { accuracyText, batchText, ceilingsText, decoderText, encodersText, gpuCeilingsText, latencyText } from './report-table.js';
@@ -119,11 +119,11 @@ async function main(args: string[]): Promise<number> {
   // The encoders' and prefill's ratios use the GEMM ceiling of the products the precision runs.
   const computeCeilings: MachineCeilings =
     options.precision === 'fast' ? { ...results.ceilings, gemmBf16Gflops: results.ceilings.gemmBf16FastGflops } : results.ceilings;
-  let decoderCeilings = computeCeilings;
+  let modelCeilings = computeCeilings;
   if (device.backend === 'vulkan') {
     progress(`measuring the ceilings of gpu:${device.index} (${device.name})`);
     results.gpuCeilings = await measureGpuCeilings({ device: device.index, ...options.gpuCeilings });
-    decoderCeilings = gpuDecoderCeilings(computeCeilings, results.gpuCeilings);
+    modelCeilings = gpuModelCeilings(computeCeilings, results.gpuCeilings);
     await save();
     print(gpuCeilingsText(results.gpuCeilings, options.gpuCeilings.passes, options.gpuCeilings.matmulSide));
   }
@@ -146,7 +146,7 @@ async function main(args: string[]): Promise<number> {
         decode: parts.has('decode'),
         decodeTokens: options.decodeTokens,
       });
-      results.pages.push(summarisePage(answer, computeCeilings, decoderCeilings));
+      results.pages.push(summarisePage(answer, modelCeilings));
       await save();
     }
     progress(`encoders and prefill at --precision ${options.precision}: ratios to its gemm ceiling`);
@@ -165,7 +165,7 @@ async function main(args: string[]): Promise<number> {
         prefixTokens: BATCH_PREFIX_TOKENS,
         steps: options.batchSteps,
       });
-      results.batch.push(summariseBatch(answer, decoderCeilings));
+      results.batch.push(summariseBatch(answer, modelCeilings));
       await save();
       print(batchText(results.batch[results.batch.length - 1]));
     }
@@ -180,7 +180,7 @@ async function main(args: string[]): Promise<number> {
         pages: LATENCY_PAGES,
         steps: options.maxLen,
       });
-      results.latency.push(summariseLatency(answer, decoderCeilings));
+      results.latency.push(summariseLatency(answer, modelCeilings));
       await writeFile(svgFile, latencyPlot(results.latency));
       results.latencyPlot = svgFile;
       await save();

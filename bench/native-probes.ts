@@ -110,11 +110,11 @@ export function measureGpuCeilings(options?: GpuCeilingOptions): Promise<GpuCeil
 }
 
 /**
- * The ceilings the decoder's figures are compared with when it runs on a GPU: the device's read
- * bandwidth, and its fastest matrix-product path for every product (the decoder's attention runs
- * in f32 shaders on the device too). The CPU's remain for the vision encoders, which run there.
+ * The ceilings the model's figures are compared with when it runs on a GPU: the device's read
+ * bandwidth, and its fastest matrix-product path for every product of the vision encoders and the
+ * decoder (their attention runs in f32 shaders on the device too).
  */
-export function gpuDecoderCeilings(cpu: MachineCeilings, gpu: GpuCeilings): MachineCeilings {
+export function gpuModelCeilings(cpu: MachineCeilings, gpu: GpuCeilings): MachineCeilings {
   const matmul = Math.max(...gpu.matmul.map((m) => m.gflops));
   return { ...cpu, readGBps: gpu.readGBps, gemmBf16Gflops: matmul, gemmBf16FastGflops: matmul, gemmF32Gflops: matmul };
 }

@@ -60,8 +60,8 @@ export interface PageSummary {
   peakRssBytes: number;
 }
 
-/** `decoder`: the ceilings of where the decoder ran (the GPU's with --device gpu); the encoders use `ceilings`. */
-export function summarisePage(answer: PageAnswer, ceilings: MachineCeilings, decoder: MachineCeilings = ceilings): PageSummary {
+/** `ceilings`: those of where the model ran (the GPU's with --device gpu, where the encoders run too). */
+export function summarisePage(answer: PageAnswer, ceilings: MachineCeilings): PageSummary {
   const spec = pageCase(answer.caseId);
   const summary: PageSummary = {
     id: spec.id,
@@ -91,7 +91,7 @@ export function summarisePage(answer: PageAnswer, ceilings: MachineCeilings, dec
     };
   }
   if (answer.prefillMs.length > 0) {
-    const prefill = computeFigure(work.prefill, answer.prefillMs, decoder);
+    const prefill = computeFigure(work.prefill, answer.prefillMs, ceilings);
     summary.prefill = { ...prefill, tokensPerSecond: answer.promptTokens / (prefill.ms / 1000) };
     const steps = answer.decodeTokens - 1; // the first token comes from the prefill's logits
     const ms = median(answer.decodeMs);
@@ -100,7 +100,7 @@ export function summarisePage(answer: PageAnswer, ceilings: MachineCeilings, dec
       ms,
       tokensPerSecond: steps / (ms / 1000),
       gbps: work.decodeBytes / 1e6 / ms,
-      efficiency: bandwidthEfficiency(work.decodeBytes, ms, decoder.readGBps),
+      efficiency: bandwidthEfficiency(work.decodeBytes, ms, ceilings.readGBps),
     };
   }
   return summary;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { parseBenchArgs } from '../bench/bench-options.js';
-import { gpuDecoderCeilings, measureGpuCeilings, type MachineCeilings } from '../bench/native-probes.js';
+import { gpuModelCeilings, measureGpuCeilings, type MachineCeilings } from '../bench/native-probes.js';
 import { gpuBackendReport } from '../src/engine/compute-device.js';
 
 const report = await gpuBackendReport();
@@ -30,7 +30,7 @@ describe('GPU ceilings', () => {
   test("the decoder's ceilings are the device's bandwidth and fastest matmul path; the encoders keep the CPU's", () => {
     const cpu = { kernels: 'avx2', threads: 8, readSimd: 'avx2', readGBps: 30, gemmF32Gflops: 100, gemmBf16Gflops: 150, gemmBf16FastGflops: 250, peakF32Gflops: 0, peakBf16Gflops: 0, clockGhz: 3 } satisfies MachineCeilings;
     const gpu = { device: 'NVIDIA H200', bufferBytes: 2 ** 30, readGBps: 4000, matmul: [{ path: 'portable', gflops: 20000 }, { path: 'cooperative-matrix', gflops: 300000 }] };
-    assert.deepEqual(gpuDecoderCeilings(cpu, gpu), { ...cpu, readGBps: 4000, gemmF32Gflops: 300000, gemmBf16Gflops: 300000, gemmBf16FastGflops: 300000 });
+    assert.deepEqual(gpuModelCeilings(cpu, gpu), { ...cpu, readGBps: 4000, gemmF32Gflops: 300000, gemmBf16Gflops: 300000, gemmBf16FastGflops: 300000 });
   });
 
   test('--device takes the engine\'s device names (default cpu)', () => {
