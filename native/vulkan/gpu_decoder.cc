@@ -326,11 +326,12 @@ std::vector<uint64_t> GpuDecoder::stage_inputs(const std::vector<HostInput>& inp
   scratch(inputs_host_, total, true);
   auto* host = static_cast<unsigned char*>(inputs_host_->mapped());
   std::vector<uint64_t> offsets;
+  uint64_t at = 0;
   for (const HostInput& input : inputs) {
-    const uint64_t at = offsets.empty() ? 0 : offsets.back() + inputs[offsets.size() - 1].bytes;
     if (input.bytes > 0) std::memcpy(host + at, input.data, input.bytes);
     if (input.device) batch_.copy(*inputs_host_, at, **input.device, 0, input.bytes);
     offsets.push_back(at);
+    at += input.bytes;
   }
   return offsets;
 }
