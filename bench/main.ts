@@ -200,7 +200,6 @@ async function main(args: string[]): Promise<number> {
     results.kvCache = summariseKvCache(answer, results.ceilings);
     await save();
     print(kvCacheText(results.kvCache));
-    print(kvCacheText(results.kvCache));
   }
 
   if (parts.has('accuracy')) {

@@ -10,7 +10,7 @@ import { decodeWeightBytes, KV_ELEMENT_BYTES, kvReadBytes } from './work-counts.
 
 export async function measureKvCache(job: KvCacheJob, progress: (line: string) => void): Promise<KvCacheAnswer> {
   const models: NativeModel[] = [];
-  for (const kvCache of job.kvCaches) models.push(await NativeModel.load(job.modelDir, { threads: job.threads, kvCache }));
+  for (const kvCache of job.kvCaches) models.push(await NativeModel.load(job.modelDir, { threads: job.threads, precision: job.precision, kvCache }));
   const dims = models[0].config.decoder;
   const averageCacheBytes = (elementBytes: number) => {
     let bytes = 0;

@@ -56,17 +56,36 @@ struct CachedQueries {
   int64_t first_row = 0, rows = 0, first_position = 0;
 };
 
+// A decode row's share of its visible keys: keys [first_key, first_key + keys) of row `row` of
+// sequence `sequence`, every head.
+struct KeyRangeTask {
+  int64_t row = 0, sequence = 0, first_key = 0, keys = 0;
+};
+
 // Buffers attend_caches reuses across calls.
 struct CachedAttentionScratch {
-  std::vector<std::pair<int64_t, int64_t>> single_rows;  // (row, its sequence)
-  std::vector<float> keys, values;                       // a half cache's visible rows widened to F32
+  std::vector<KeyRangeTask> tasks;               // decode rows' key ranges, each row's in key order
+  std::vector<float> partial_accs;               // [tasks, heads*D]: each task's per-head accumulators
+  std::vector<AttentionState> partial_states;    // [tasks, heads]
+  std::vector<int64_t> row_starts;               // each decode row's first task, then the task count
+  std::vector<float> keys, values;               // a half cache's visible rows widened to F32
 };
+
+/* out[d] = softmax attention from `count` states of disjoint key ranges (kernels.h AttentionState):
+   state c at states[c * state_stride] with its accumulator at accs + c * acc_stride; with M the
+   largest max, out = sum_c e^(max_c - M) acc_c / sum_c e^(max_c - M) sum_c, zeros when every
+   state is empty. Merged in order c = 0, 1, ... */
+void merge_attention_states(const AttentionState* states, int64_t state_stride, const float* accs, int64_t acc_stride,
+                            int64_t count, int64_t d, float* out);
 
 /* out[r, h*D:(h+1)*D] = softmax(q[r, h*D:(h+1)*D] . K^T / sqrt(D)) V over the cache slots row r
    sees at `layer` (KvCache::visible_slots), for every row of every sequence; q, out [rows, heads*D].
    A prefill's rows go through attention() in blocks of queries (a half cache's rows widened to F32
-   first); single new tokens (decode steps) one head at a time through the kernel set's
-   attention_head, or attention_head_f16 reading a half cache in place. */
+   first). A single new token (a decode step) is split into ranges of a fixed number of keys, one
+   task each, whatever the batch, so its result never depends on the rest of the batch: a task walks
+   its range in short blocks of consecutive slots, folding each block into every head's state
+   (the kernel set's attention_head, or attention_head_f16 reading a half cache in place), so the
+   cache is read front to back; the ranges' states are then merged per head. */
 void attend_caches(ThreadPool& pool, const KernelSet& kernels, const DecoderDims& dims, int64_t layer,
                    const std::vector<CachedQueries>& sequences, const float* q, float* out,
                    CachedAttentionScratch& scratch);

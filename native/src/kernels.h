@@ -27,6 +27,15 @@ inline bf16_t f32_to_bf16(float f) {
   return static_cast<bf16_t>(bits >> 16);
 }
 
+// Online-softmax attention of one head for one query over the keys folded in so far:
+// acc[d] = sum_r exp(s_r - max) V_r and sum = sum_r exp(s_r - max), max the largest score s_r.
+// Empty (no key yet): max = -inf, sum = 0, acc all 0. The attention output is acc / sum (zeros
+// while sum is 0); states of disjoint key ranges merge exactly (attention.h merge_attention_states).
+struct AttentionState {
+  float max = -__builtin_inff();
+  float sum = 0.0f;
+};
+
 struct KernelSet {
   const char* name;  // "avx512bf16", "avx512", "avx2", "scalar"
 
@@ -66,18 +75,18 @@ struct KernelSet {
   // A NaN entry makes the output NaN.
   void (*softmax)(float* x, int64_t n);
 
-  // One attention head for one query with online softmax (no score matrix materialised):
-  //   q[d]; keys/values: n rows of d floats, row r at K + r*ld / V + r*ld;
-  //   out[d] = sum_r softmax_r(scale * q.K_r) V_r.
-  // out must not alias q, K or V; n == 0 gives zeros.
+  // Folds n more keys into one head's attention for one query (AttentionState): q[d]; key and value
+  // row r at K + r*ld / V + r*ld; s_r = scale * q.K_r. Keys scoring -inf add nothing, and while
+  // every score so far is -inf the state stays empty; a NaN or +inf score makes the result NaN.
+  // n == 0 leaves the state as it is. acc must not alias q, K or V.
   void (*attention_head)(const float* q, const float* K, const float* V, int64_t ld, int64_t n,
-                         int64_t d, float scale, float* out);
+                         int64_t d, float scale, float* acc, AttentionState* state);
 
   // attention_head over keys and values stored as IEEE half (the 16-bit KV cache): rows of d f16
-  // at K + r*ld / V + r*ld, widened exactly, so the result is bitwise attention_head's on the
+  // at K + r*ld / V + r*ld, widened exactly, so the state is bitwise attention_head's on the
   // widened rows.
   void (*attention_head_f16)(const float* q, const f16_t* K, const f16_t* V, int64_t ld, int64_t n,
-                             int64_t d, float scale, float* out);
+                             int64_t d, float scale, float* acc, AttentionState* state);
 
   // In place x[i] = 0.5 x (1 + erf(x / sqrt 2)), GELU as nn.GELU() computes it; absolute error
   // about 2e-7 in the vector sets (1 + erf is evaluated as erfc(|z|), with no cancellation).

@@ -267,15 +267,6 @@ inline __m256 load_f16(const f16_t* p, int64_t n) {
   return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)));
 }
 
-/* a[n] . b[n], b in IEEE half: bitwise the F32 dot of the widened values */
-inline float dot_f16(const float* a, const f16_t* b, int64_t n) {
-  __m256 acc = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load_f16(b + i), acc);
-  if (i < n) acc = _mm256_fmadd_ps(load_tail(a + i, n - i), load_f16(b + i, n - i), acc);
-  return hsum(acc);
-}
-
 /* y[n] = x[n] * rsqrt(mean(x^2) + eps) * w[n] */
 void rmsnorm(const float* x, const bf16_t* w, float* y, int64_t n, float eps) {
   const float r = 1.0f / __builtin_sqrtf(dot(x, x, n) / static_cast<float>(n) + eps);
@@ -362,14 +353,6 @@ void from_f16(const f16_t* x, float* y, int64_t n) {
   if (i < n) store_tail(y + i, n - i, load_f16(x + i, n - i));
 }
 
-/* y[n] += a * x[n], x in IEEE half */
-inline void axpy_f16(float* y, float a, const f16_t* x, int64_t n) {
-  const __m256 va = _mm256_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load_f16(x + i), _mm256_loadu_ps(y + i)));
-  if (i < n) store_tail(y + i, n - i, _mm256_fmadd_ps(va, load_f16(x + i, n - i), load_tail(y + i, n - i)));
-}
-
 /* y[n] = x[n] to IEEE half, nearest even, saturated to +-65504 (min/max order keeps NaN) */
 void to_f16(const float* x, f16_t* y, int64_t n) {
   const __m256 hi = _mm256_set1_ps(65504.0f), lo = _mm256_set1_ps(-65504.0f);
@@ -396,31 +379,44 @@ void softmax(float* x, int64_t n) {
   scale(x, 1.0f / exp_shift(x, n, mx), n);
 }
 
-// The set's vector helpers, for online_attention_head over F32 or half key/value rows.
-struct VectorOps {
-  static void scale(float* x, float a, int64_t n) { scriptorium::scale(x, a, n); }
-  static float max_of(const float* x, int64_t n) { return scriptorium::max_of(x, n); }
-  static float exp_shift(float* x, int64_t n, float mx) { return scriptorium::exp_shift(x, n, mx); }
-};
-struct F32Rows : VectorOps {
-  using T = float;
-  static float dot(const float* a, const float* b, int64_t n) { return scriptorium::dot(a, b, n); }
-  static void axpy(float* y, float a, const float* x, int64_t n) { scriptorium::axpy(y, a, x, n); }
-};
-struct F16Rows : VectorOps {
-  using T = f16_t;
-  static float dot(const float* a, const f16_t* b, int64_t n) { return dot_f16(a, b, n); }
-  static void axpy(float* y, float a, const f16_t* x, int64_t n) { axpy_f16(y, a, x, n); }
+// The set's 8-lane vectors for online_attention_head over F32 or half key/value rows.
+struct Lanes {
+  using Vec = __m256;
+  static constexpr int64_t kWidth = 8;
+  static Vec zero() { return _mm256_setzero_ps(); }
+  static Vec set1(float a) { return _mm256_set1_ps(a); }
+  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+  static Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static float reduce_add(Vec v) { return hsum(v); }
+  static float reduce_max(Vec v) { return hmax(v); }
+  static Vec exp(Vec v) { return exp8(v); }
+  static Vec load(const float* p) { return _mm256_loadu_ps(p); }
+  static Vec load(const float* p, int64_t count) { return load_tail(p, count); }
+  static Vec load(const f16_t* p) { return load_f16(p); }
+  static Vec load(const f16_t* p, int64_t count) { return load_f16(p, count); }
+  static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  static void store(float* p, int64_t count, Vec v) { store_tail(p, count, v); }
+  static Vec keep_first(Vec v, int64_t count, float fill) {
+    return count >= 8 ? v : _mm256_blendv_ps(_mm256_set1_ps(fill), v, _mm256_castsi256_ps(tail_mask(count)));
+  }
+  // Transposing reduction: two levels of pairwise horizontal adds, then the 128-bit halves.
+  static Vec sum_lanes(const Vec (&p)[8]) {
+    const Vec a0 = _mm256_hadd_ps(p[0], p[1]), a1 = _mm256_hadd_ps(p[2], p[3]);
+    const Vec a2 = _mm256_hadd_ps(p[4], p[5]), a3 = _mm256_hadd_ps(p[6], p[7]);
+    const Vec b0 = _mm256_hadd_ps(a0, a1), b1 = _mm256_hadd_ps(a2, a3);
+    return _mm256_add_ps(_mm256_permute2f128_ps(b0, b1, 0x20), _mm256_permute2f128_ps(b0, b1, 0x31));
+  }
 };
 
 void attention_head(const float* q, const float* K, const float* V, int64_t ld, int64_t n, int64_t d, float sc,
-                    float* out) {
-  online_attention_head<F32Rows>(q, K, V, ld, n, d, sc, out);
+                    float* acc, AttentionState* state) {
+  online_attention_head<Lanes>(q, K, V, ld, n, d, sc, acc, state);
 }
 
 void attention_head_f16(const float* q, const f16_t* K, const f16_t* V, int64_t ld, int64_t n, int64_t d, float sc,
-                        float* out) {
-  online_attention_head<F16Rows>(q, K, V, ld, n, d, sc, out);
+                        float* acc, AttentionState* state) {
+  online_attention_head<Lanes>(q, K, V, ld, n, d, sc, acc, state);
 }
 
 /* first argmax of x[n]: one pass for the max, one for its first position */

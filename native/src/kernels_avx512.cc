@@ -336,18 +336,6 @@ void axpy(float* y, float a, const float* x, int64_t n) {
 inline __m512 load_f16(const f16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 inline __m512 load_f16(const f16_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
 
-/* a[n] . b[n], b in IEEE half: bitwise the F32 dot of the widened values */
-inline float dot_f16(const float* a, const f16_t* b, int64_t n) {
-  __m512 acc = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), load_f16(b + i), acc);
-  if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), load_f16(b + i, m), acc);
-  }
-  return _mm512_reduce_add_ps(acc);
-}
-
 /* y[n] = x[n] widened from IEEE half */
 void from_f16(const f16_t* x, float* y, int64_t n) {
   int64_t i = 0;
@@ -355,17 +343,6 @@ void from_f16(const f16_t* x, float* y, int64_t n) {
   if (i < n) {
     const __mmask16 m = tail_mask(n - i);
     _mm512_mask_storeu_ps(y + i, m, load_f16(x + i, m));
-  }
-}
-
-/* y[n] += a * x[n], x in IEEE half */
-inline void axpy_f16(float* y, float a, const f16_t* x, int64_t n) {
-  const __m512 va = _mm512_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, load_f16(x + i), _mm512_loadu_ps(y + i)));
-  if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, load_f16(x + i, m), _mm512_maskz_loadu_ps(m, y + i)));
   }
 }
 
@@ -394,31 +371,55 @@ void softmax(float* x, int64_t n) {
   scale(x, 1.0f / exp_shift(x, n, mx), n);
 }
 
-// The set's vector helpers, for online_attention_head over F32 or half key/value rows.
-struct VectorOps {
-  static void scale(float* x, float a, int64_t n) { scriptorium::scale(x, a, n); }
-  static float max_of(const float* x, int64_t n) { return scriptorium::max_of(x, n); }
-  static float exp_shift(float* x, int64_t n, float mx) { return scriptorium::exp_shift(x, n, mx); }
-};
-struct F32Rows : VectorOps {
-  using T = float;
-  static float dot(const float* a, const float* b, int64_t n) { return scriptorium::dot(a, b, n); }
-  static void axpy(float* y, float a, const float* x, int64_t n) { scriptorium::axpy(y, a, x, n); }
-};
-struct F16Rows : VectorOps {
-  using T = f16_t;
-  static float dot(const float* a, const f16_t* b, int64_t n) { return dot_f16(a, b, n); }
-  static void axpy(float* y, float a, const f16_t* x, int64_t n) { axpy_f16(y, a, x, n); }
+// The set's 16-lane vectors for online_attention_head over F32 or half key/value rows.
+struct Lanes {
+  using Vec = __m512;
+  static constexpr int64_t kWidth = 16;
+  static Vec zero() { return _mm512_setzero_ps(); }
+  static Vec set1(float a) { return _mm512_set1_ps(a); }
+  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+  static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
+  static Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static float reduce_add(Vec v) { return _mm512_reduce_add_ps(v); }
+  static float reduce_max(Vec v) { return _mm512_reduce_max_ps(v); }
+  static Vec exp(Vec v) { return exp16(v); }
+  static Vec load(const float* p) { return _mm512_loadu_ps(p); }
+  static Vec load(const float* p, int64_t count) { return _mm512_maskz_loadu_ps(tail_mask(count), p); }
+  static Vec load(const f16_t* p) { return load_f16(p); }
+  static Vec load(const f16_t* p, int64_t count) { return load_f16(p, tail_mask(count)); }
+  static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+  static void store(float* p, int64_t count, Vec v) { _mm512_mask_storeu_ps(p, tail_mask(count), v); }
+  static Vec keep_first(Vec v, int64_t count, float fill) {
+    return count >= 16 ? v : _mm512_mask_blend_ps(tail_mask(count), _mm512_set1_ps(fill), v);
+  }
+  // Transposing reduction: pairs of vectors fold within 128-bit lanes, then across them, so that
+  // after four levels lane j holds the sum of p[j].
+  static Vec sum_lanes(const Vec (&p)[16]) {
+    Vec a[8], b[4], c[2];
+    #pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i)
+      a[i] = _mm512_add_ps(_mm512_unpacklo_ps(p[2 * i], p[2 * i + 1]), _mm512_unpackhi_ps(p[2 * i], p[2 * i + 1]));
+    #pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i)
+      b[i] = _mm512_add_ps(_mm512_shuffle_ps(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_ps(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    #pragma GCC unroll 2
+    for (int i = 0; i < 2; ++i)
+      c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  }
 };
 
 void attention_head(const float* q, const float* K, const float* V, int64_t ld, int64_t n, int64_t d, float sc,
-                    float* out) {
-  online_attention_head<F32Rows>(q, K, V, ld, n, d, sc, out);
+                    float* acc, AttentionState* state) {
+  online_attention_head<Lanes>(q, K, V, ld, n, d, sc, acc, state);
 }
 
 void attention_head_f16(const float* q, const f16_t* K, const f16_t* V, int64_t ld, int64_t n, int64_t d, float sc,
-                        float* out) {
-  online_attention_head<F16Rows>(q, K, V, ld, n, d, sc, out);
+                        float* acc, AttentionState* state) {
+  online_attention_head<Lanes>(q, K, V, ld, n, d, sc, acc, state);
 }
 
 /* first argmax of x[n]: one pass for the max, one for its first position */

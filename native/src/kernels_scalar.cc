@@ -86,15 +86,14 @@ void softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-/* out[d] = softmax_r(scale * q[d] . K[r,d]) @ V[n,d], online over blocks of kBlock keys; KV: float or bf16_t */
+/* folds n keys into one head's state (kernels.h AttentionState), online over blocks of kBlock keys; KV: float or Half */
 template <typename KV>
 void attend_head(const float* q, const KV* K, const KV* V, int64_t ld, int64_t n, int64_t d, float scale,
-                 float* out) {
+                 float* acc, AttentionState* state) {
   constexpr int64_t kBlock = 64;
   float s[kBlock];
-  float mx = -kInf;
-  float sum = 0.0f;
-  for (int64_t i = 0; i < d; ++i) out[i] = 0.0f;
+  float mx = state->max;
+  float sum = state->sum;
   for (int64_t r0 = 0; r0 < n; r0 += kBlock) {
     const int64_t nb = n - r0 < kBlock ? n - r0 : kBlock;
     float bmx = -kInf;
@@ -108,7 +107,7 @@ void attend_head(const float* q, const KV* K, const KV* V, int64_t ld, int64_t n
     if (bmx > mx) {
       const float c = std::exp(mx - bmx);
       sum *= c;
-      for (int64_t i = 0; i < d; ++i) out[i] *= c;
+      for (int64_t i = 0; i < d; ++i) acc[i] *= c;
       mx = bmx;
     }
     if (mx == -kInf) continue;  // every score so far is -inf
@@ -116,24 +115,22 @@ void attend_head(const float* q, const KV* K, const KV* V, int64_t ld, int64_t n
       const float p = std::exp(s[j] - mx);
       const KV* v = V + (r0 + j) * ld;
       sum += p;
-      for (int64_t i = 0; i < d; ++i) out[i] += p * to_f32(v[i]);
+      for (int64_t i = 0; i < d; ++i) acc[i] += p * to_f32(v[i]);
     }
   }
-  if (sum > 0.0f) {
-    const float inv = 1.0f / sum;
-    for (int64_t i = 0; i < d; ++i) out[i] *= inv;
-  }
+  state->max = mx;
+  state->sum = sum;
 }
 
 void attention_head(const float* q, const float* K, const float* V, int64_t ld, int64_t n, int64_t d, float scale,
-                    float* out) {
-  attend_head(q, K, V, ld, n, d, scale, out);
+                    float* acc, AttentionState* state) {
+  attend_head(q, K, V, ld, n, d, scale, acc, state);
 }
 
 void attention_head_f16(const float* q, const f16_t* K, const f16_t* V, int64_t ld, int64_t n, int64_t d,
-                        float scale, float* out) {
+                        float scale, float* acc, AttentionState* state) {
   static_assert(sizeof(Half) == sizeof(f16_t), "Half is a bare f16_t");
-  attend_head(q, reinterpret_cast<const Half*>(K), reinterpret_cast<const Half*>(V), ld, n, d, scale, out);
+  attend_head(q, reinterpret_cast<const Half*>(K), reinterpret_cast<const Half*>(V), ld, n, d, scale, acc, state);
 }
 
 /* y[n] = x[n] to IEEE half, nearest even, saturated to +-65504 */

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "../src/attention.h"
 #include "../src/kernels.h"
 #include "../src/ops.h"
 #include "../src/thread_pool.h"
@@ -416,14 +417,37 @@ double half_value(f16_t h) {
   return sign ? -magnitude : magnitude;
 }
 
-// With `half`, keys and values go through to_f16 first (the 16-bit KV cache) and attention_head_f16
-// must equal attention_head on the widened rows bitwise.
-std::string check_attention(const KernelSet& ks, int64_t n, int64_t d, float key_scale,
-                            double& worst, bool half = false) {
+// One head's attention over keys [0, n) through a set's fold (attention_head or _f16): in one call,
+// in `pieces` calls continuing one state, or (merged) one state per piece joined by
+// merge_attention_states.
+template <typename T, typename Fold>
+std::vector<float> attend_in_pieces(Fold fold, const float* q, const T* K, const T* V, int64_t ld, int64_t n, int64_t d,
+                                    float scale, int64_t pieces, bool merged) {
+  std::vector<AttentionState> states(merged ? pieces : 1);
+  std::vector<float> accs(states.size() * d, 0.0f), out(d, 123.0f);
+  for (int64_t i = 0; i < pieces; ++i) {
+    const int64_t a = n * i / pieces, b = n * (i + 1) / pieces, slot = merged ? i : 0;
+    fold(q, K + a * ld, V + a * ld, ld, b - a, d, scale, accs.data() + slot * d, &states[slot]);
+  }
+  merge_attention_states(states.data(), 1, accs.data(), d, static_cast<int64_t>(states.size()), d, out.data());
+  return out;
+}
+
+// Against float64 softmax(q.K^T * scale) V in one call, in three continued pieces and in three
+// merged ones. With `half`, keys and values go through to_f16 first (the 16-bit KV cache) and
+// attention_head_f16 must equal attention_head on the widened rows bitwise. masked_every > 0 gives
+// every masked_every-th key a -inf score (an F32 -inf in its first element, q[0] > 0): those keys
+// must get no weight, and with masked_every == 1 the output is zeros.
+std::string check_attention(const KernelSet& ks, int64_t n, int64_t d, float key_scale, double& worst,
+                            bool half = false, int64_t masked_every = 0) {
   const int64_t ld = d + 3;
-  const std::vector<float> q = randoms(d, -1, 1);
+  std::vector<float> q = randoms(d, -1, 1);
   std::vector<float> K = randoms(n * ld, -1, 1), V = randoms(n * ld, -1, 1);
   for (float& k : K) k *= key_scale;
+  if (masked_every > 0) {
+    q[0] = 0.5f;
+    for (int64_t r = 0; r < n; r += masked_every) K[r * ld] = -kInf;
+  }
   std::vector<f16_t> K16(K.size()), V16(V.size());
   if (half) {
     ks.to_f16(K.data(), K16.data(), static_cast<int64_t>(K.size()));
@@ -439,30 +463,39 @@ std::string check_attention(const KernelSet& ks, int64_t n, int64_t d, float key
     for (int64_t i = 0; i < d; ++i) dot += double(q[i]) * K[r * ld + i];
     s[r] = scale * dot;
     mx = std::max(mx, s[r]);
-    smax = std::max(smax, std::fabs(s[r]));
+    if (std::isfinite(s[r])) smax = std::max(smax, std::fabs(s[r]));
   }
   double sum = 0;
-  for (double& v : s) sum += v = std::exp(v - mx);
-  std::vector<float> out(d, 123.0f);
-  ks.attention_head(q.data(), K.data(), V.data(), ld, n, d, scale, out.data());
-  if (half) {
-    std::vector<float> out16(d, 321.0f);
-    ks.attention_head_f16(q.data(), K16.data(), V16.data(), ld, n, d, scale, out16.data());
-    if (std::memcmp(out.data(), out16.data(), d * sizeof(float)) != 0)
-      return fmt("n=%g d=%g: attention_head_f16 differs from attention_head on the widened rows", n, d);
-  }
-  // A score computed in F32 is off by ~eps * |score|, which moves the weights by that much.
-  const double tol = kAttnTol + 1e-6 * smax;
-  for (int64_t i = 0; i < d; ++i) {
-    double ref = 0, mag = 0;
-    for (int64_t r = 0; r < n; ++r) {
-      ref += s[r] / sum * V[r * ld + i];
-      mag += s[r] / sum * std::fabs(V[r * ld + i]);
+  for (double& v : s) sum += v = mx == -kInf ? 0.0 : std::exp(v - mx);
+  for (const auto& [pieces, merged] : {std::pair<int64_t, bool>{1, false}, {3, false}, {3, true}}) {
+    const std::vector<float> out =
+        attend_in_pieces(ks.attention_head, q.data(), K.data(), V.data(), ld, n, d, scale, pieces, merged);
+    const char* how = pieces == 1 ? "one call" : merged ? "3 merged states" : "3 continued calls";
+    if (half) {
+      const std::vector<float> out16 =
+          attend_in_pieces(ks.attention_head_f16, q.data(), K16.data(), V16.data(), ld, n, d, scale, pieces, merged);
+      if (std::memcmp(out.data(), out16.data(), d * sizeof(float)) != 0)
+        return fmt("n=%g d=%g: attention_head_f16 differs from attention_head on the widened rows (%s)", n, d) + how;
     }
-    const double err = std::fabs(out[i] - ref) / (mag + 1e-30);
-    worst = std::max(worst, err / tol * kAttnTol);
-    if (!(err <= tol))
-      return fmt("n=%g d=%g key_scale=%g i=%g: rel err %.3g", n, d, key_scale, i, err);
+    // A score computed in F32 is off by ~eps * |score|, which moves the weights by that much.
+    const double tol = kAttnTol + 1e-6 * smax;
+    for (int64_t i = 0; i < d; ++i) {
+      double ref = 0, mag = 0;
+      for (int64_t r = 0; r < n; ++r) {
+        if (s[r] == 0.0) continue;  // a masked key (exp gave 0)
+        ref += s[r] / sum * V[r * ld + i];
+        mag += s[r] / sum * std::fabs(V[r * ld + i]);
+      }
+      if (sum == 0) {
+        if (out[i] != 0.0f) return fmt("n=%g d=%g: every key masked but out[%g] = %g, ", n, d, i, out[i]) + how;
+        continue;
+      }
+      const double err = std::fabs(out[i] - ref) / (mag + 1e-30);
+      worst = std::max(worst, err / tol * kAttnTol);
+      if (!(err <= tol))
+        return fmt("n=%g d=%g key_scale=%g masked_every=%g: ", n, d, key_scale, masked_every) +
+               fmt("i=%g rel err %.3g, ", i, err) + how;
+    }
   }
   return "";
 }
@@ -471,7 +504,7 @@ void test_attention_f16(const KernelSet& ks) {
   run(std::string(ks.name) + "/attention_head_f16", [&](std::string& note) -> std::string {
     double worst = 0;
     for (int64_t d : {1, 7, 16, 64, 80, 128})
-      for (int64_t n : {1, 2, 63, 65, 200})
+      for (int64_t n : {1, 2, 15, 17, 63, 65, 200})
         for (float key_scale : {1.0f, 300.0f}) {
           const std::string e = check_attention(ks, n, d, key_scale, worst, true);
           if (!e.empty()) return e;
@@ -547,18 +580,26 @@ void test_from_f16(const KernelSet& ks) {
 void test_attention(const KernelSet& ks) {
   run(std::string(ks.name) + "/attention_head", [&](std::string& note) -> std::string {
     double worst = 0;
-    for (int64_t d : {1, 7, 16, 64, 80, 128})
-      for (int64_t n : {1, 2, 63, 64, 65, 200, 3000})
+    for (int64_t d : {1, 7, 16, 64, 80, 128, 131})
+      for (int64_t n : {1, 2, 7, 15, 16, 17, 63, 64, 65, 200, 3000})
         for (float key_scale : {1.0f, 300.0f}) {
           const std::string e = check_attention(ks, n, d, key_scale, worst);
           if (!e.empty()) return e;
         }
-    std::vector<float> out(8, 5.0f);
+    for (int64_t masked_every : {3, 1})
+      for (int64_t n : {1, 17, 100}) {
+        const std::string e = check_attention(ks, n, 37, 1.0f, worst, false, masked_every);
+        if (!e.empty()) return e;
+      }
+    // n == 0 leaves a state as it is.
+    std::vector<float> acc(8, 5.0f);
+    AttentionState state{1.5f, 2.5f};
     const float q[8] = {};
-    ks.attention_head(q, q, q, 8, 0, 8, 1.0f, out.data());
-    for (float v : out)
-      if (v != 0.0f) return std::string("n=0 did not give zeros");
-    note = fmt("max rel err %.2e (normalised to the plain tolerance); n=0 gives zeros", worst);
+    ks.attention_head(q, q, q, 8, 0, 8, 1.0f, acc.data(), &state);
+    for (float v : acc)
+      if (v != 5.0f) return std::string("n=0 changed the accumulator");
+    if (state.max != 1.5f || state.sum != 2.5f) return std::string("n=0 changed the state");
+    note = fmt("max rel err %.2e (normalised to the plain tolerance); -inf keys get no weight; n=0 keeps the state", worst);
     return "";
   });
 }

@@ -105,7 +105,8 @@ void test_rope(Gpu& gpu, uint32_t rows, uint32_t heads, uint32_t d) {
 // rows query rows against per-row visible prefixes of two sequences' caches in one buffer (even rows
 // read the first, odd rows the second); heads share kv heads in groups. half: the cache in
 // kv_store_f16's layout (rows padded to even, so kv heads of odd width start on odd halves) through
-// attention_f16, against the CPU's attention_head_f16 on the same halves.
+// attention_f16, against the CPU's attention_head_f16 on the same halves (every visible prefix
+// has a finite score, so the state's sum is positive).
 void test_attention(Gpu& gpu, bool half, uint32_t rows, uint32_t heads, uint32_t kv_heads, uint32_t d, uint32_t slots) {
   run(std::string(half ? "attention_f16" : "attention") + " rows=" + std::to_string(rows) + " heads=" +
           std::to_string(heads) + "/" + std::to_string(kv_heads) + " d=" + std::to_string(d) + " keys<=" +
@@ -127,13 +128,15 @@ void test_attention(Gpu& gpu, bool half, uint32_t rows, uint32_t heads, uint32_t
           info[r * 2 + 1] = static_cast<int32_t>(visible);
           for (uint32_t h = 0; h < heads; ++h) {
             const size_t at = base + (h / group) * d;
-            float* out = want.data() + r * qw + h * d;
+            std::vector<float> acc(d, 0.f);
+            AttentionState state;
             if (half)
               kernels_scalar().attention_head_f16(q.data() + r * qw + h * d, k16.data() + at, v16.data() + at, stride,
-                                                  visible, d, scale, out);
+                                                  visible, d, scale, acc.data(), &state);
             else
               kernels_scalar().attention_head(q.data() + r * qw + h * d, k32.data() + at, v32.data() + at, stride, visible,
-                                              d, scale, out);
+                                              d, scale, acc.data(), &state);
+            for (uint32_t i = 0; i < d; ++i) want[r * qw + h * d + i] = acc[i] / state.sum;
           }
         }
         auto Q = gpu.upload(q);
