@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "decoder.h"
@@ -23,6 +24,11 @@ struct AttentionOperands {
   int64_t k_pairs_size = 0, v_pairs_size = 0;  // elements per i
 };
 
+/* dst[n] = bf16(src[n]), nearest even */
+void round_to_bf16(const float* src, bf16_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+}
+
 AttentionOperands pack_operands(ThreadPool& pool, const AttentionTensors& t, const AttentionShape& s, bool bf16) {
   const int64_t D = s.head_dim, T = s.keys, KVH = s.kv_heads;
   AttentionOperands ops;
@@ -37,6 +43,7 @@ AttentionOperands pack_operands(ThreadPool& pool, const AttentionTensors& t, con
   // K^T and V are both k-major, so scores and P.V are both gemm_nn products, with no horizontal sum
   // per score.
   pool.parallel_for(s.batch * KVH, 1, [&](int64_t i0, int64_t i1) {
+    std::vector<bf16_t> first(bf16 ? D + 1 : 0, 0), second(bf16 ? D : 0, 0);
     for (int64_t i = i0; i < i1; ++i) {
       const float* k = t.k + (i / KVH) * T * t.ldk + (i % KVH) * D;
       if (!bf16) {
@@ -45,14 +52,27 @@ AttentionOperands pack_operands(ThreadPool& pool, const AttentionTensors& t, con
           for (int64_t d = 0; d < D; ++d) dst[d * T + r] = k[r * t.ldk + d];
         continue;
       }
-      const float* v = t.v + (i / KVH) * T * t.ldv + (i % KVH) * D;
+      // Key r rounded is a row of pairs (d = 2p, 2p + 1): pair p is column r of K^T's pair row p.
       bf16_t* kp = ops.k_pairs.data() + i * ops.k_pairs_size;
+      const int64_t pairs = (D + 1) / 2, ldk = t.ldk;
+      bf16_t* key = first.data();  // locals: the stores below may not alias them
+      for (int64_t r = 0; r < T; ++r) {
+        round_to_bf16(k + r * ldk, key, D);
+        for (int64_t p = 0; p < pairs; ++p) std::memcpy(kp + p * 2 * T + 2 * r, key + 2 * p, 4);
+      }
+      // Values r and r + 1 (zero past the last) interleaved make pair row r / 2.
+      const float* v = t.v + (i / KVH) * T * t.ldv + (i % KVH) * D;
       bf16_t* vp = ops.v_pairs.data() + i * ops.v_pairs_size;
-      for (int64_t r = 0; r < T; ++r)
+      for (int64_t r = 0; r < T; r += 2) {
+        round_to_bf16(v + r * t.ldv, first.data(), D);
+        if (r + 1 < T) round_to_bf16(v + (r + 1) * t.ldv, second.data(), D);
+        else std::fill(second.begin(), second.end(), bf16_t{0});
+        bf16_t* pair_row = vp + r / 2 * 2 * D;
         for (int64_t d = 0; d < D; ++d) {
-          kp[d / 2 * 2 * T + 2 * r + d % 2] = f32_to_bf16(k[r * t.ldk + d]);
-          vp[r / 2 * 2 * D + 2 * d + r % 2] = f32_to_bf16(v[r * t.ldv + d]);
+          pair_row[2 * d] = first[d];
+          pair_row[2 * d + 1] = second[d];
         }
+      }
     }
   });
   return ops;
