@@ -55,7 +55,7 @@ AttentionOperands pack_operands(ThreadPool& pool, const AttentionTensors& t, con
       // Key r rounded is a row of pairs (d = 2p, 2p + 1): pair p is column r of K^T's pair row p.
       bf16_t* kp = ops.k_pairs.data() + i * ops.k_pairs_size;
       const int64_t pairs = (D + 1) / 2, ldk = t.ldk;
-      bf16_t* key = first.data();  // locals: the stores below may not alias them
+      bf16_t* key = first.data();  // held in locals, which the word stores below cannot alias
       for (int64_t r = 0; r < T; ++r) {
         round_to_bf16(k + r * ldk, key, D);
         for (int64_t p = 0; p < pairs; ++p) std::memcpy(kp + p * 2 * T + 2 * r, key + 2 * p, 4);
