@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -34,27 +35,83 @@ void fold_key_range(const DecoderDims& dims, const float* q, const T* K, const T
   }
 }
 
+// The right operands of both products, laid out once per call for every sequence b and kv head g
+// (i = b * kv_heads + g). F32: K^T [D, keys] per i, and V read in place. BF16 (fast precision with
+// BF16 dot products): K^T and V rounded to BF16 in pairs of k (KernelSet::gemm_nn_bf16), an odd
+// count's unpaired value zero.
+struct AttentionOperands {
+  std::vector<float> kt;           // [batch*KVH, D, keys]
+  std::vector<bf16_t> k_pairs;     // [batch*KVH, ceil(D/2), keys, 2]
+  std::vector<bf16_t> v_pairs;     // [batch*KVH, ceil(keys/2), D, 2]
+  int64_t k_pairs_size = 0, v_pairs_size = 0;  // elements per i
+};
+
+/* dst[n] = bf16(src[n]), nearest even */
+void round_to_bf16(const float* src, bf16_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+}
+
+AttentionOperands pack_operands(ThreadPool& pool, const AttentionTensors& t, const AttentionShape& s, bool bf16) {
+  const int64_t D = s.head_dim, T = s.keys, KVH = s.kv_heads;
+  AttentionOperands ops;
+  if (bf16) {
+    ops.k_pairs_size = (D + 1) / 2 * 2 * T;
+    ops.v_pairs_size = (T + 1) / 2 * 2 * D;
+    ops.k_pairs.resize(s.batch * KVH * ops.k_pairs_size);
+    ops.v_pairs.resize(s.batch * KVH * ops.v_pairs_size);
+  } else {
+    ops.kt.resize(s.batch * KVH * D * T);
+  }
+  // K^T and V are both k-major, so scores and P.V are both gemm_nn products, with no horizontal sum
+  // per score.
+  pool.parallel_for(s.batch * KVH, 1, [&](int64_t i0, int64_t i1) {
+    std::vector<bf16_t> first(bf16 ? D + 1 : 0, 0), second(bf16 ? D : 0, 0);
+    for (int64_t i = i0; i < i1; ++i) {
+      const float* k = t.k + (i / KVH) * T * t.ldk + (i % KVH) * D;
+      if (!bf16) {
+        float* dst = ops.kt.data() + i * D * T;
+        for (int64_t r = 0; r < T; ++r)
+          for (int64_t d = 0; d < D; ++d) dst[d * T + r] = k[r * t.ldk + d];
+        continue;
+      }
+      // Key r rounded is a row of pairs (d = 2p, 2p + 1): pair p is column r of K^T's pair row p.
+      bf16_t* kp = ops.k_pairs.data() + i * ops.k_pairs_size;
+      const int64_t pairs = (D + 1) / 2, ldk = t.ldk;
+      bf16_t* key = first.data();  // held in locals, which the word stores below cannot alias
+      for (int64_t r = 0; r < T; ++r) {
+        round_to_bf16(k + r * ldk, key, D);
+        for (int64_t p = 0; p < pairs; ++p) std::memcpy(kp + p * 2 * T + 2 * r, key + 2 * p, 4);
+      }
+      // Values r and r + 1 (zero past the last) interleaved make pair row r / 2.
+      const float* v = t.v + (i / KVH) * T * t.ldv + (i % KVH) * D;
+      bf16_t* vp = ops.v_pairs.data() + i * ops.v_pairs_size;
+      for (int64_t r = 0; r < T; r += 2) {
+        round_to_bf16(v + r * t.ldv, first.data(), D);
+        if (r + 1 < T) round_to_bf16(v + (r + 1) * t.ldv, second.data(), D);
+        else std::fill(second.begin(), second.end(), bf16_t{0});
+        bf16_t* pair_row = vp + r / 2 * 2 * D;
+        for (int64_t d = 0; d < D; ++d) {
+          pair_row[2 * d] = first[d];
+          pair_row[2 * d + 1] = second[d];
+        }
+      }
+    }
+  });
+  return ops;
+}
+
 }  // namespace
 
 /* out[b*queries+t, h*D:(h+1)*D] = softmax(scale * q.K^T + bias) V */
-void attention(ThreadPool& pool, const AttentionTensors& t, const AttentionShape& s, const AttentionHooks& hooks) {
+void attention(ThreadPool& pool, const AttentionTensors& t, const AttentionShape& s, Precision precision,
+               const AttentionHooks& hooks) {
   if (s.batch <= 0 || s.queries <= 0 || s.keys <= 0 || s.heads <= 0 || s.kv_heads <= 0 || s.head_dim <= 0 ||
       s.heads % s.kv_heads != 0)
     throw std::invalid_argument("attention: sizes must be positive and heads a multiple of kv_heads");
   const int64_t D = s.head_dim, T = s.keys, KVH = s.kv_heads, group = s.heads / s.kv_heads;
   const KernelSet& kernels = active_kernels();
-
-  // K^T per sequence and kv head, [batch*KVH, D, keys]: scores and P.V are then both k-major
-  // products (gemm_nn_f32), with no horizontal sum per score.
-  std::vector<float> kt(s.batch * KVH * D * T);
-  pool.parallel_for(s.batch * KVH, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const float* k = t.k + (i / KVH) * T * t.ldk + (i % KVH) * D;
-      float* dst = kt.data() + i * D * T;
-      for (int64_t r = 0; r < T; ++r)
-        for (int64_t d = 0; d < D; ++d) dst[d * T + r] = k[r * t.ldk + d];
-    }
-  });
+  const bool bf16 = precision == Precision::Fast && kernels.gemm_nn_bf16 != nullptr;
+  const AttentionOperands ops = pack_operands(pool, t, s, bf16);
 
   const int64_t blocks = (s.queries + kRowsPerTask - 1) / kRowsPerTask;
   pool.parallel_for(s.batch * s.heads * blocks, 1, [&](int64_t i0, int64_t i1) {
@@ -62,14 +119,19 @@ void attention(ThreadPool& pool, const AttentionTensors& t, const AttentionShape
     int64_t visible[kRowsPerTask];
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t t0 = item % blocks * kRowsPerTask, h = item / blocks % s.heads, b = item / blocks / s.heads;
-      const int64_t rows = std::min(kRowsPerTask, s.queries - t0), g = h / group;
+      const int64_t rows = std::min(kRowsPerTask, s.queries - t0), i = b * KVH + h / group;
       int64_t widest = 0;
       for (int64_t r = 0; r < rows; ++r) {
         visible[r] = hooks.visible_keys ? std::clamp<int64_t>(hooks.visible_keys(t0 + r), 1, T) : T;
         widest = std::max(widest, visible[r]);
       }
       const float* q = t.q + (b * s.queries + t0) * t.ldq + h * D;
-      kernels.gemm_nn_f32(q, t.ldq, kt.data() + (b * KVH + g) * D * T, T, scores.data(), T, rows, 0, widest, D);
+      float* out = t.out + (b * s.queries + t0) * t.ldo + h * D;
+      if (bf16)
+        kernels.gemm_nn_bf16(q, t.ldq, ops.k_pairs.data() + i * ops.k_pairs_size, 2 * T, scores.data(), T, rows, 0,
+                             widest, D);
+      else
+        kernels.gemm_nn_f32(q, t.ldq, ops.kt.data() + i * D * T, T, scores.data(), T, rows, 0, widest, D);
       for (int64_t r = 0; r < rows; ++r) {
         float* row = scores.data() + r * T;
         for (int64_t j = 0; j < widest; ++j) row[j] *= s.scale;
@@ -77,8 +139,12 @@ void attention(ThreadPool& pool, const AttentionTensors& t, const AttentionShape
         kernels.softmax(row, visible[r]);
         std::fill(row + visible[r], row + widest, 0.0f);
       }
-      kernels.gemm_nn_f32(scores.data(), T, t.v + b * T * t.ldv + g * D, t.ldv, t.out + (b * s.queries + t0) * t.ldo + h * D,
-                          t.ldo, rows, 0, D, widest);
+      if (bf16)
+        kernels.gemm_nn_bf16(scores.data(), T, ops.v_pairs.data() + i * ops.v_pairs_size, 2 * D, out, t.ldo, rows, 0,
+                             D, widest);
+      else
+        kernels.gemm_nn_f32(scores.data(), T, t.v + b * T * t.ldv + (h / group) * D, t.ldv, out, t.ldo, rows, 0, D,
+                            widest);
     }
   });
 }
@@ -107,7 +173,7 @@ void merge_attention_states(const AttentionState* states, int64_t state_stride, 
 /* out[r, h*D:(h+1)*D] = softmax(q_r,h . K^T / sqrt(D)) V over the slots row r sees, every row */
 void attend_caches(ThreadPool& pool, const KernelSet& kernels, const DecoderDims& dims, int64_t layer,
                    const std::vector<CachedQueries>& sequences, const float* q, float* out,
-                   CachedAttentionScratch& scratch) {
+                   CachedAttentionScratch& scratch, Precision precision) {
   const int64_t D = dims.head_dim, QW = dims.heads * D, KW = dims.kv_heads * D;
   // New tokens of a sequence sit in consecutive slots equal to their positions (a window only
   // starts after the prefill), so query t of a run starting at `first` sees slots [0, first + t].
@@ -146,7 +212,7 @@ void attend_caches(ThreadPool& pool, const KernelSet& kernels, const DecoderDims
     const AttentionTensors tensors{q + run.first_row * QW, QW, k, KW, v, KW, out + run.first_row * QW, QW};
     AttentionHooks causal;
     causal.visible_keys = [first](int64_t t) { return first + t + 1; };
-    attention(pool, tensors, AttentionShape{1, run.rows, keys, dims.heads, dims.kv_heads, D, scale}, causal);
+    attention(pool, tensors, AttentionShape{1, run.rows, keys, dims.heads, dims.kv_heads, D, scale}, precision, causal);
   }
   const int64_t task_count = static_cast<int64_t>(tasks.size());
   if (task_count == 0) return;

@@ -1,6 +1,7 @@
 // Attention in one place: multi-head attention of many queries at once (the vision encoders, and
 // a decoder prefill against its cache), and the decoder's attention of a batch of sequences
-// against their KV caches, full causal (V1, V2) or R-SWA (V3). Activations are F32.
+// against their KV caches, full causal (V1, V2) or R-SWA (V3). Activations are F32; in fast
+// precision the many-query products run as single BF16 dot products where the kernel set has them.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "ops.h"
 #include "thread_pool.h"
 
 namespace scriptorium {
@@ -41,8 +43,11 @@ struct AttentionHooks {
   std::function<int64_t(int64_t t)> visible_keys;
 };
 
-/* out[b*queries+t, h*D:(h+1)*D] = softmax(scale * q.K^T + bias) V  for every sequence b, head h, query t */
-void attention(ThreadPool& pool, const AttentionTensors& tensors, const AttentionShape& shape,
+/* out[b*queries+t, h*D:(h+1)*D] = softmax(scale * q.K^T + bias) V  for every sequence b, head h, query t.
+   Exact: both products in F32. Fast, on a kernel set with gemm_nn_bf16: q, K, the probabilities and V
+   each rounded once to BF16 for the two products (F32 accumulation); scale, bias (the hook sees F32
+   scores), masks and softmax stay F32. Fast on other sets is exact. */
+void attention(ThreadPool& pool, const AttentionTensors& tensors, const AttentionShape& shape, Precision precision,
                const AttentionHooks& hooks = {});
 
 class KvCache;
@@ -80,14 +85,14 @@ void merge_attention_states(const AttentionState* states, int64_t state_stride, 
 
 /* out[r, h*D:(h+1)*D] = softmax(q[r, h*D:(h+1)*D] . K^T / sqrt(D)) V over the cache slots row r
    sees at `layer` (KvCache::visible_slots), for every row of every sequence; q, out [rows, heads*D].
-   A prefill's rows go through attention() in blocks of queries (a half cache's rows widened to F32
-   first). A single new token (a decode step) is split into ranges of a fixed number of keys, one
-   task each, whatever the batch, so its result never depends on the rest of the batch: a task walks
-   its range in short blocks of consecutive slots, folding each block into every head's state
-   (the kernel set's attention_head, or attention_head_f16 reading a half cache in place), so the
-   cache is read front to back; the ranges' states are then merged per head. */
+   A prefill's rows go through attention() in blocks of queries at `precision` (a half cache's rows
+   widened to F32 first). A single new token (a decode step) is split into ranges of a fixed number
+   of keys, one task each, whatever the batch, so its result never depends on the rest of the batch:
+   a task walks its range in short blocks of consecutive slots, folding each block into every head's
+   state (the kernel set's attention_head, or attention_head_f16 reading a half cache in place), so
+   the cache is read front to back; the ranges' states are then merged per head. */
 void attend_caches(ThreadPool& pool, const KernelSet& kernels, const DecoderDims& dims, int64_t layer,
                    const std::vector<CachedQueries>& sequences, const float* q, float* out,
-                   CachedAttentionScratch& scratch);
+                   CachedAttentionScratch& scratch, Precision precision);
 
 }  // namespace scriptorium

@@ -67,7 +67,8 @@ void ClipEncoder::encode(const float* patches, int64_t n, int64_t tokens, float*
     layer_norm(pool_, layer.norm1, x.data(), normed.data(), rows);
     linear(pool_, layer.qkv, normed.data(), qkv.data(), rows, precision_);
     const AttentionTensors tensors{qkv.data(), 3 * W, qkv.data() + W, 3 * W, qkv.data() + 2 * W, 3 * W, attn.data(), W};
-    attention(pool_, tensors, AttentionShape{n, L, L, heads, heads, D, 1.0f / std::sqrt(static_cast<float>(D))});
+    attention(pool_, tensors, AttentionShape{n, L, L, heads, heads, D, 1.0f / std::sqrt(static_cast<float>(D))},
+              precision_);
     linear(pool_, layer.out_proj, attn.data(), normed.data(), rows, precision_);
     add_in_place(pool_, x.data(), normed.data(), rows * W);
     layer_norm(pool_, layer.norm2, x.data(), normed.data(), rows);

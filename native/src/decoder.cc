@@ -271,7 +271,7 @@ void Decoder::attention(int64_t l, std::vector<ForwardEntry>& entries, int64_t r
     cache.store(kernels_, l, cache.rules_.slot_of(row_pos_[r]), k_.data() + r * KW, v_.data() + r * KW);
   }
 
-  attend_caches(pool_, kernels_, dims_, l, queries_, q_.data(), attn_.data(), attention_scratch_);
+  attend_caches(pool_, kernels_, dims_, l, queries_, q_.data(), attn_.data(), attention_scratch_, precision_);
   matmul_bf16(pool_, attn_.data(), layer.wo, proj_.data(), rows, H, QW, precision_);
 }
 

@@ -57,16 +57,17 @@ void gemm_blocked(const Tile& tile, const GemmBlocking& b, const XT* X, int64_t 
 
 /* Y[M, n0:n1] = X[M,K] @ B[K, n0:n1] with B stored k-major (row stride ldb): tiles of at most
    tile_rows x tile_cols, tile(mr, cols, X, ldx, B, ldb, Y, ldy, K) for mr <= tile_rows and
-   cols <= tile_cols, each streaming B's rows from L1/L2. */
-template <typename Tile>
-void gemm_nn_blocked(const Tile& tile, int64_t tile_rows, int64_t tile_cols, const float* X, int64_t ldx,
-                     const float* B, int64_t ldb, float* Y, int64_t ldy, int64_t M, int64_t n0, int64_t n1,
+   cols <= tile_cols, each streaming B's rows from L1/L2. Column n of B starts at B + n * Interleave:
+   1 for plain rows, 2 when each row of B holds a pair of k rows interleaved (BF16 dot products). */
+template <int Interleave = 1, typename Tile, typename XT, typename BT>
+void gemm_nn_blocked(const Tile& tile, int64_t tile_rows, int64_t tile_cols, const XT* X, int64_t ldx,
+                     const BT* B, int64_t ldb, float* Y, int64_t ldy, int64_t M, int64_t n0, int64_t n1,
                      int64_t K) {
   for (int64_t n = n0; n < n1; n += tile_cols) {
     const int64_t cols = n1 - n < tile_cols ? n1 - n : tile_cols;
     for (int64_t r = 0; r < M; r += tile_rows) {
       const int64_t mr = M - r < tile_rows ? M - r : tile_rows;
-      tile(mr, cols, X + r * ldx, ldx, B + n, ldb, Y + r * ldy + n, ldy, K);
+      tile(mr, cols, X + r * ldx, ldx, B + n * Interleave, ldb, Y + r * ldy + n, ldy, K);
     }
   }
 }

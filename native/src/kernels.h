@@ -104,6 +104,18 @@ struct KernelSet {
   void (*to_f16)(const float* x, f16_t* y, int64_t n);
   // y[i] = x[i] widened from IEEE half (exact).
   void (*from_f16)(const f16_t* x, float* y, int64_t n);
+
+  // Fast precision's attention products (Q.K^T, P.V) as single BF16 dot products; nullptr in the
+  // sets without them (avx512, avx2, scalar), whose attention stays F32 in fast precision too.
+  // Y[m, n] = bf16(X[m, :]) . B[:, n] for m in [0, M), n in [n0, n1): X[M, K] f32 (row stride ldx),
+  // each value rounded once to BF16 (nearest even); B[K, N] bf16 with pairs of k interleaved:
+  // B[k, n] at B[(k / 2) * ldb + 2 * n + k % 2] (ldb >= 2 * N); Y f32 (row stride ldy), overwritten.
+  // The exact products are summed in F32 a pair of k at a time, in k order, so each Y[m, n] is
+  // bitwise independent of M, n0 and n1. BF16 inputs and F32 results below the normal range are
+  // flushed to zero. When K is odd, B's unpaired last value B[K, n] is multiplied by zero, so it
+  // must be finite.
+  void (*gemm_nn_bf16)(const float* X, int64_t ldx, const bf16_t* B, int64_t ldb, float* Y, int64_t ldy,
+                       int64_t M, int64_t n0, int64_t n1, int64_t K);
 };
 
 // Individual sets, one per kernels_<isa>.cc. Calling into a set the CPU lacks is undefined

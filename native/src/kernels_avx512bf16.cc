@@ -1,8 +1,10 @@
-// AVX-512 BF16 kernel set: gemm_bf16 and gemm_bf16_fast on VDPBF16PS; every other member is the
-// avx512 set's. gemm_bf16 splits activations as x ~ hi + lo with hi = bf16(x), lo = bf16(x - hi)
-// (~16 mantissa bits), so Y = dp(hi, W) + dp(lo, W) keeps near-F32 accuracy while bf16 weights are
-// used as stored. gemm_bf16_fast uses hi alone: one dot product per product, activations rounded
-// once to BF16. Compiled with the avx512 flags plus -mavx512bf16; only kernels_avx512bf16() is exported.
+// AVX-512 BF16 kernel set: gemm_bf16, gemm_bf16_fast and gemm_nn_bf16 on VDPBF16PS; every other
+// member is the avx512 set's. gemm_bf16 splits activations as x ~ hi + lo with hi = bf16(x),
+// lo = bf16(x - hi) (~16 mantissa bits), so Y = dp(hi, W) + dp(lo, W) keeps near-F32 accuracy while
+// bf16 weights are used as stored. gemm_bf16_fast uses hi alone: one dot product per product,
+// activations rounded once to BF16; so does gemm_nn_bf16 (fast precision's attention products),
+// against a right operand packed in pairs of k. Compiled with the avx512 flags plus -mavx512bf16;
+// only kernels_avx512bf16() is exported.
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_* (GCC PR 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -177,6 +179,81 @@ void gemm_bf16_fast(const float* X, int64_t ldx, const bf16_t* W, float* Y, int6
   gemm_parts<1>(X, ldx, W, Y, ldy, M, n0, n1, K);
 }
 
+/* Y[MR, cols] = H[MR,K] @ B[K, cols] with H bf16 rows (row i at S + i*lds, zero past K) and B in
+   pairs of k (pair p, column n at B + p*ldb + 2n); cols <= 16 * NV, the last vector masked by m */
+template <int MR, int NV>
+void nn_pair_tile(const bf16_t* S, int64_t lds, const bf16_t* B, int64_t ldb, float* Y, int64_t ldy, int64_t K,
+                  __mmask16 m) {
+  __m512 acc[MR][NV];
+  #pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+    #pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
+  const int64_t pairs = (K + 1) / 2;
+  for (int64_t p = 0; p < pairs; ++p) {
+    __m512bh b[NV];
+    #pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      const bf16_t* row = B + p * ldb + 32 * j;
+      b[j] = as_bh(j + 1 < NV ? _mm512_loadu_si512(row) : _mm512_maskz_loadu_epi32(m, row));
+    }
+    #pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      int32_t pair;
+      __builtin_memcpy(&pair, S + i * lds + 2 * p, 4);
+      const __m512bh x = as_bh(_mm512_set1_epi32(pair));
+      #pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], x, b[j]);
+    }
+  }
+  #pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+    #pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      if (j + 1 < NV) {
+        _mm512_storeu_ps(Y + i * ldy + 16 * j, acc[i][j]);
+      } else {
+        _mm512_mask_storeu_ps(Y + i * ldy + 16 * j, m, acc[i][j]);
+      }
+    }
+}
+
+using NnPairTileFn = void (*)(const bf16_t*, int64_t, const bf16_t*, int64_t, float*, int64_t, int64_t, __mmask16);
+
+// kNnPairTiles[MR - 1][NV - 1]: up to 6 rows x 64 columns, 24 accumulators.
+constexpr NnPairTileFn kNnPairTiles[6][4] = {
+    {nn_pair_tile<1, 1>, nn_pair_tile<1, 2>, nn_pair_tile<1, 3>, nn_pair_tile<1, 4>},
+    {nn_pair_tile<2, 1>, nn_pair_tile<2, 2>, nn_pair_tile<2, 3>, nn_pair_tile<2, 4>},
+    {nn_pair_tile<3, 1>, nn_pair_tile<3, 2>, nn_pair_tile<3, 3>, nn_pair_tile<3, 4>},
+    {nn_pair_tile<4, 1>, nn_pair_tile<4, 2>, nn_pair_tile<4, 3>, nn_pair_tile<4, 4>},
+    {nn_pair_tile<5, 1>, nn_pair_tile<5, 2>, nn_pair_tile<5, 3>, nn_pair_tile<5, 4>},
+    {nn_pair_tile<6, 1>, nn_pair_tile<6, 2>, nn_pair_tile<6, 3>, nn_pair_tile<6, 4>},
+};
+
+struct NnPairTiles {
+  void operator()(int64_t mr, int64_t cols, const bf16_t* S, int64_t lds, const bf16_t* B, int64_t ldb, float* Y,
+                  int64_t ldy, int64_t K) const {
+    const int64_t vectors = (cols + 15) / 16, left = cols - 16 * (vectors - 1);
+    const __mmask16 m = left >= 16 ? 0xffff : static_cast<__mmask16>((1u << left) - 1u);
+    kNnPairTiles[mr - 1][vectors - 1](S, lds, B, ldb, Y, ldy, K, m);
+  }
+};
+
+/* Y[M, n0:n1] = bf16(X[M,K]) @ B[K, n0:n1], B in pairs of k: X rounded in blocks of rows into
+   scratch (zero past K, so an odd K's last pair multiplies B's unpaired value by zero), then tiles of
+   6 rows x 64 columns */
+void gemm_nn_bf16(const float* X, int64_t ldx, const bf16_t* B, int64_t ldb, float* Y, int64_t ldy, int64_t M,
+                  int64_t n0, int64_t n1, int64_t K) {
+  const int64_t kp = (K + 31) / 32 * 32;
+  const int64_t mc = min64(M, max64(kMinRows, kXBlock / (kp * 2)));
+  bf16_t* S = scratch(mc * kp);
+  for (int64_t mb = 0; mb < M; mb += mc) {
+    const int64_t rows = min64(mc, M - mb);
+    for (int64_t i = 0; i < rows; ++i) convert_row<1>(X + (mb + i) * ldx, K, kp, S + i * kp);
+    gemm_nn_blocked<2>(NnPairTiles{}, 6, 64, S, kp, B, ldb, Y + mb * ldy, ldy, rows, n0, n1, K);
+  }
+}
+
 }  // namespace
 
 const KernelSet& kernels_avx512bf16() {
@@ -185,6 +262,7 @@ const KernelSet& kernels_avx512bf16() {
     s.name = "avx512bf16";
     s.gemm_bf16 = gemm_bf16;
     s.gemm_bf16_fast = gemm_bf16_fast;
+    s.gemm_nn_bf16 = gemm_nn_bf16;
     return s;
   }();
   return set;

@@ -86,7 +86,8 @@ void Qwen2Encoder::encode(const float* visual, int64_t n, int64_t tokens, float*
       }
     });
     const AttentionTensors tensors{q.data(), D, k.data(), KW, val.data(), KW, attn.data(), D};
-    attention(pool_, tensors, AttentionShape{n, L, L, H, KVH, hd, 1.0f / std::sqrt(static_cast<float>(hd))}, mask);
+    attention(pool_, tensors, AttentionShape{n, L, L, H, KVH, hd, 1.0f / std::sqrt(static_cast<float>(hd))}, precision_,
+              mask);
     linear(pool_, layer.o, attn.data(), h.data(), rows, precision_);
     add_in_place(pool_, x.data(), h.data(), rows * D);
 

@@ -186,7 +186,7 @@ void SamEncoder::attend(const Block& block, const float* qkv, int64_t seqs, int6
   };
   const AttentionTensors tensors{qkv, 3 * C, qkv + C, 3 * C, qkv + 2 * C, 3 * C, out, C};
   const AttentionShape shape{seqs, tokens, tokens, H, H, D, 1.0f / std::sqrt(static_cast<float>(D))};
-  attention(pool_, tensors, shape, hooks);
+  attention(pool_, tensors, shape, precision_, hooks);
 }
 
 }  // namespace scriptorium

@@ -18,9 +18,10 @@ export interface PrecisionBounds {
 }
 
 // Measured on the tiny checkpoints (avx512bf16): exact about 6e-6 / 1 − 3e-11 / 5e-6 (prefill);
-// fast, whose activations carry one BF16 rounding (2⁻⁹ relative) into every product, about
-// 4e-3 / 1 − 2e-5 / 3e-3, and its step logits drift further as the cache fills with fast values
-// (1.7e-2 at worst over 200 teacher-forced steps of a V1 gundam page).
+// fast, whose activations carry one BF16 rounding (2⁻⁹ relative) into every product (the attention
+// of many queries included), about 4e-3 / 1 − 2e-5 / 3e-3 (4.1e-3 for a text prompt's prefill),
+// and its step logits drift further as the cache fills with fast values (1.7e-2 at worst over 200
+// teacher-forced steps of a V1 gundam page).
 export const PRECISION_BOUNDS: Record<Precision, PrecisionBounds> = {
   exact: { embedRelativeError: 1e-4, embedCosine: 1 - 1e-8, logits: { prefill: RELATIVE_TOLERANCE, steps: RELATIVE_TOLERANCE } },
   fast: { embedRelativeError: 1e-2, embedCosine: 1 - 1e-4, logits: { prefill: 1e-2, steps: 5e-2 } },
