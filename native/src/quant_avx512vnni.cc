@@ -41,13 +41,15 @@ constexpr int64_t kPrefetchAhead = 2048;
 
 inline __mmask16 mask16(int64_t n) { return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u); }
 
-// Where the spans of a row lie: spans never cross a scale group, so groups of 64 are one span each.
+// The spans of a row: spans never cross a scale group, so groups of 64 are one span each.
 struct Spans {
-  int64_t K, group, groups, per_group, count;
-  Spans(int64_t K_, int64_t group_, int64_t groups_)
-      : K(K_), group(group_), groups(groups_), per_group((min64(group_, K_) + kSpan - 1) / kSpan),
-        count((groups_ - 1) * per_group + (K_ - (groups_ - 1) * group_ + kSpan - 1) / kSpan) {}
+  int64_t K, group, count;
 };
+
+Spans spans_of(const Int8Weights& w) {
+  const int64_t per_group = (min64(w.group, w.K) + kSpan - 1) / kSpan, last = w.K - (w.groups - 1) * w.group;
+  return Spans{w.K, w.group, (w.groups - 1) * per_group + (last + kSpan - 1) / kSpan};
+}
 
 // The quantised activation rows of one row block.
 struct QuantRows {
@@ -183,7 +185,7 @@ constexpr int64_t kTileCount[kMaxRowTile] = {4, 4, 2, 2, 1, 1, 1, 1};
 void gemm_int8(const float* X, int64_t ldx, const Int8Weights& W, float* Y, int64_t ldy, int64_t M, int64_t n0,
                int64_t n1) {
   if (M < 1 || n0 >= n1) return;
-  const Spans spans(W.K, W.group, W.groups);
+  const Spans spans = spans_of(W);
   const int64_t Kp = (W.K + 3) / 4 * 4, block_rows = min64(M, kRowBlock);
   // ::operator new (which throws std::bad_alloc itself), not std::vector: this file may define no
   // inline copy built with its ISA flags. One block: scales, span starts, then the digit rows.

@@ -249,6 +249,19 @@ void test_group_driver(const std::vector<Case>& cases) {
     }
     return "";
   });
+  run("matmul_int8_group/refuses_weights_in_another_layout", [&]() -> std::string {
+    const QuantKernelSet& set = active_quant_kernels();
+    const Case& c = cases.front();
+    std::vector<float> Y(c.M * c.N);
+    const Int8Weights other = set.layout == Int8Layout::Tiles16 ? c.W.view() : c.tiles.view();
+    ThreadPool pool(1);
+    try {
+      matmul_int8_group(pool, {{c.X.data(), other, Y.data(), c.M, c.N}});
+    } catch (const std::logic_error&) {
+      return "";
+    }
+    return "weights in the other layout were multiplied";
+  });
 }
 
 // Weights with outliers, as trained matrices have (a Student-t with 3 degrees of freedom): the
