@@ -51,13 +51,13 @@ Spans spans_of(const Int8Weights& w) {
   return Spans{w.K, w.group, (w.groups - 1) * per_group + (last + kSpan - 1) / kSpan};
 }
 
-// The quantised activation rows of one row block.
+// The quantised activation rows of one row block. The digits of every row for 4 columns lie
+// together, so that a tile reaches all its rows' digits from one pointer at constant offsets.
 struct QuantRows {
-  int64_t Kp;                // values per digit row: K rounded up to a multiple of 4 (zero padded)
-  int8_t* hi;                // [rows, Kp]
-  int8_t* lo;                // [rows, Kp]
-  int32_t* start;            // [rows, spans]: -128 * sum(q) over the span, each lane's first value
-  float* scale;              // [rows]
+  int64_t count;             // rows in the block
+  int8_t* digits;            // [ceil(K / 4), count, 8]: 4 hi digits, then 4 lo digits (zero padded)
+  int32_t* start;            // [count, spans]: -128 * sum(q) over the span, each lane's first value
+  float* scale;              // [count]
 };
 
 // Row i of `rows` from x[0:K]: digits, span starts and scale (0 for an all-zero row; NaN for a row
@@ -76,9 +76,6 @@ void quantize_row(const float* x, const Spans& spans, const QuantRows& rows, int
   rows.scale[i] = finite ? amax / kLevels : __builtin_nanf("");
   const __m512 inverse = _mm512_set1_ps(finite && amax > 0.f ? kLevels / amax : 0.f);
   const __m512i limit = _mm512_set1_epi32(kLevels);
-  int8_t* hi = rows.hi + i * rows.Kp;
-  int8_t* lo = rows.lo + i * rows.Kp;
-  for (int64_t k = K; k < rows.Kp; ++k) hi[k] = lo[k] = 0;
   int32_t* start = rows.start + i * spans.count;
   for (int64_t g0 = 0, s = 0; g0 < K; g0 += spans.group) {
     const int64_t g1 = min64(K, g0 + spans.group);
@@ -90,27 +87,36 @@ void quantize_row(const float* x, const Spans& spans, const QuantRows& rows, int
         __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + k), inverse));
         q = _mm512_max_epi32(_mm512_min_epi32(q, limit), _mm512_sub_epi32(_mm512_setzero_si512(), limit));
         const __m512i low = _mm512_srai_epi32(_mm512_slli_epi32(q, 24), 24);  // low byte, signed
-        _mm_mask_storeu_epi8(lo + k, m, _mm512_cvtepi32_epi8(low));
-        _mm_mask_storeu_epi8(hi + k, m, _mm512_cvtepi32_epi8(_mm512_srai_epi32(_mm512_sub_epi32(q, low), 8)));
-        sum = _mm512_add_epi32(sum, _mm512_maskz_mov_epi32(m, q));
+        alignas(16) int8_t hi[16], lo[16];  // masked-off columns hold 0: the padding digits
+        _mm_store_si128(reinterpret_cast<__m128i*>(lo), _mm512_cvtepi32_epi8(low));
+        _mm_store_si128(reinterpret_cast<__m128i*>(hi), _mm512_cvtepi32_epi8(_mm512_srai_epi32(_mm512_sub_epi32(q, low), 8)));
+        for (int64_t c = 0; c < 16 && k + c < s1; c += 4) {
+          int8_t* d = rows.digits + (((k + c) / 4) * rows.count + i) * 8;
+          __builtin_memcpy(d, hi + c, 4);
+          __builtin_memcpy(d + 4, lo + c, 4);
+        }
+        sum = _mm512_add_epi32(sum, q);
       }
       start[s] = -128 * _mm512_reduce_add_epi32(sum);
     }
   }
 }
 
-inline __m512i broadcast4(const int8_t* p) { return _mm512_set1_epi32(*reinterpret_cast<const int32_t*>(p)); }
+inline __m512i broadcast4(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
 
 /* Y[row0 + 0:MR, 16 t0 : 16 (t0 + NT)] = Xq[0:MR, K] @ W[16 t0 : 16 (t0 + NT), K]^T, stored only in
    columns [n0, n1); rows is the row block, row0 its first row here */
 template <int MR, int NT>
 void tile(const QuantRows& rows, int64_t row0, const Spans& spans, const Int8Weights& w, int64_t t0, float* Y,
           int64_t ldy, int64_t n0, int64_t n1) {
-  const int64_t Kp = rows.Kp, tile_bytes = 16 * Kp;
+  const int64_t tile_bytes = 16 * ((spans.K + 3) / 4 * 4), digit_stride = 8 * rows.count;
   const int8_t* W = w.q + t0 * tile_bytes;
   const float* S = w.scales + t0 * 16 * w.groups;
-  const int8_t* hi = rows.hi + row0 * Kp;
-  const int8_t* lo = rows.lo + row0 * Kp;
+  const int8_t* digits = rows.digits + 8 * row0;
   const int32_t* start = rows.start + row0 * spans.count;
   __m512 acc[MR][NT];
   #pragma GCC unroll 8
@@ -135,7 +141,8 @@ void tile(const QuantRows& rows, int64_t row0, const Spans& spans, const Int8Wei
         }
         #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
-          const __m512i h = broadcast4(hi + i * Kp + k), l = broadcast4(lo + i * Kp + k);
+          const int8_t* d = digits + (k / 4) * digit_stride + 8 * i;
+          const __m512i h = broadcast4(d), l = broadcast4(d + 4);
           #pragma GCC unroll 8
           for (int t = 0; t < NT; ++t) {
             high[i][t] = _mm512_dpbusd_epi32(high[i][t], wt[t], h);
@@ -188,12 +195,11 @@ void gemm_int8(const float* X, int64_t ldx, const Int8Weights& W, float* Y, int6
   const Spans spans = spans_of(W);
   const int64_t Kp = (W.K + 3) / 4 * 4, block_rows = min64(M, kRowBlock);
   // ::operator new (which throws std::bad_alloc itself), not std::vector: this file may define no
-  // inline copy built with its ISA flags. One block: scales, span starts, then the digit rows.
+  // inline copy built with its ISA flags. One block: scales, span starts, then the digits.
   void* scratch = ::operator new((sizeof(float) + sizeof(int32_t) * spans.count + 2 * Kp) * block_rows);
-  QuantRows rows{Kp, nullptr, nullptr, nullptr, static_cast<float*>(scratch)};
+  QuantRows rows{block_rows, nullptr, nullptr, static_cast<float*>(scratch)};
   rows.start = reinterpret_cast<int32_t*>(rows.scale + block_rows);
-  rows.hi = reinterpret_cast<int8_t*>(rows.start + spans.count * block_rows);
-  rows.lo = rows.hi + Kp * block_rows;
+  rows.digits = reinterpret_cast<int8_t*>(rows.start + spans.count * block_rows);
   const int64_t first_tile = n0 / 16, end_tile = (n1 + 15) / 16;
   for (int64_t r0 = 0; r0 < M; r0 += kRowBlock) {
     const int64_t mb = min64(kRowBlock, M - r0);
