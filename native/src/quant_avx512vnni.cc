@@ -132,17 +132,19 @@ void tile(const QuantRows& rows, int64_t row0, const Spans& spans, const Int8Wei
       for (int i = 0; i < MR; ++i)
         #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) high[i][t] = _mm512_setzero_si512(), low[i][t] = _mm512_set1_epi32(start[i * spans.count + s]);
-      for (int64_t k = s0; k < s1; k += 4) {
+      // One step per 4 columns: 64 weight bytes of each column tile, 8 digit bytes of each row.
+      const int8_t* w4 = W + s0 * 16;
+      const int8_t* d4 = digits + s0 / 4 * digit_stride;
+      for (int64_t k = s0; k < s1; k += 4, w4 += 64, d4 += digit_stride) {
         __m512i wt[NT];
         #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) {
-          if (MR >= kPrefetchRows) _mm_prefetch(reinterpret_cast<const char*>(W + t * tile_bytes + k * 16 + kPrefetchAhead), _MM_HINT_T0);
-          wt[t] = _mm512_loadu_si512(W + t * tile_bytes + k * 16);
+          if (MR >= kPrefetchRows) _mm_prefetch(reinterpret_cast<const char*>(w4 + t * tile_bytes + kPrefetchAhead), _MM_HINT_T0);
+          wt[t] = _mm512_loadu_si512(w4 + t * tile_bytes);
         }
         #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
-          const int8_t* d = digits + (k / 4) * digit_stride + 8 * i;
-          const __m512i h = broadcast4(d), l = broadcast4(d + 4);
+          const __m512i h = broadcast4(d4 + 8 * i), l = broadcast4(d4 + 8 * i + 4);
           #pragma GCC unroll 8
           for (int t = 0; t < NT; ++t) {
             high[i][t] = _mm512_dpbusd_epi32(high[i][t], wt[t], h);
