@@ -19,7 +19,7 @@ constexpr int64_t kColumnGrain = 16;  // as matmul_int8_group
 
 void Int8ProductOptions::validate() const {
   if (cols < 64 || cols > (int64_t{1} << 16)) throw std::invalid_argument("int8 products: cols must be between 64 and 65536");
-  if (weight_bytes < cols * kColumnGrain) throw std::invalid_argument("int8 products: the matrix must hold at least 16 rows");
+  if (weight_bytes < (cols + 3) / 4 * 4 * kColumnGrain) throw std::invalid_argument("int8 products: the matrix must hold at least 16 rows");
   if (passes < 1 || passes > 1000) throw std::invalid_argument("int8 products: passes must be between 1 and 1000");
   if (batches.empty()) throw std::invalid_argument("int8 products: no batch size");
   for (int64_t m : batches)
@@ -28,14 +28,16 @@ void Int8ProductOptions::validate() const {
 
 std::vector<Int8ProductSpeed> measure_int8_products(ThreadPool& pool, const Int8ProductOptions& options) {
   options.validate();
-  const int64_t K = options.cols, N = options.weight_bytes / K, groups = (K + kInt8Group - 1) / kInt8Group;
+  // Whole tiles of 16 rows, each row padded to a multiple of 4 values, so that one buffer holds the
+  // matrix in either layout.
+  const int64_t K = options.cols, Kp = (K + 3) / 4 * 4, N = options.weight_bytes / Kp / 16 * 16;
+  const int64_t groups = (K + kInt8Group - 1) / kInt8Group;
   // Speed does not depend on the values: a fixed pattern, spread over the pool's threads.
-  std::vector<int8_t> q(static_cast<size_t>(N * K));
+  std::vector<int8_t> q(static_cast<size_t>(N * Kp));
   std::vector<float> scales(static_cast<size_t>(N * groups), 1.f / 127);
   pool.parallel_for(N, kColumnGrain, [&](int64_t n0, int64_t n1) {
-    for (int64_t i = n0 * K; i < n1 * K; ++i) q[i] = static_cast<int8_t>(i * 37 % 255 - 127);
+    for (int64_t i = n0 * Kp; i < n1 * Kp; ++i) q[i] = static_cast<int8_t>(i * 37 % 255 - 127);
   });
-  const Int8Weights w{q.data(), scales.data(), K, kInt8Group, groups};
   const int64_t max_batch = *std::max_element(options.batches.begin(), options.batches.end());
   std::vector<float> X(static_cast<size_t>(max_batch * K));
   for (size_t i = 0; i < X.size(); ++i) X[i] = static_cast<float>(static_cast<int64_t>(i * 53 % 13) - 6) / 8.f;
@@ -46,6 +48,7 @@ std::vector<Int8ProductSpeed> measure_int8_products(ThreadPool& pool, const Int8
   for (const char* name : {"avx512vnni", "avx512", "avx2"}) {
     const QuantKernelSet* set = quant_kernels_by_name(name);
     if (set == nullptr) continue;
+    const Int8Weights w{q.data(), scales.data(), K, kInt8Group, groups, set->layout};
     for (int64_t M : options.batches) {
       double best = 0;
       for (int pass = 0; pass < options.passes; ++pass) {

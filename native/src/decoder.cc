@@ -115,7 +115,7 @@ Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPo
 void Decoder::quantize_int8_weights(const Checkpoint& checkpoint) {
   const int64_t H = dims_.hidden;
   auto convert = [&](const bf16_t* W, int64_t rows, int64_t cols) {
-    Int8Matrix q = quantize_int8(pool_, W, rows, cols, std::min(cols, kInt8Group));
+    Int8Matrix q = quantize_int8(pool_, W, rows, cols, std::min(cols, kInt8Group), active_quant_kernels().layout);
     checkpoint.release_mapped(W, static_cast<size_t>(rows * cols) * sizeof(bf16_t));
     return q;
   };
@@ -221,9 +221,7 @@ void Decoder::head(std::vector<ForwardEntry>& entries, float* logits, int32_t* b
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t n0 = c * kChunk, width = std::min(kChunk, V - n0);
       if (int8_head_.rows > 0) {
-        Int8Weights rows = int8_head_.view();
-        rows.q += n0 * H, rows.scales += n0 * rows.groups;
-        active_quant_kernels().gemm_int8(last_rows_.data(), H, rows, y.data(), kChunk, B, 0, width);
+        active_quant_kernels().gemm_int8(last_rows_.data(), H, int8_head_.view().rows_from(n0), y.data(), kChunk, B, 0, width);
       } else {
         kernels_.gemm_bf16(last_rows_.data(), H, lm_head_ + n0 * H, y.data(), kChunk, B, 0, width, H);
       }

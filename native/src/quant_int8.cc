@@ -23,22 +23,39 @@ bool has_avx512() {
 
 bool has_avx512vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnni"); }
 
+// Values per row in Tiles16: K rounded up to whole 4-column steps.
+int64_t tiles16_row_length(int64_t K) { return (K + 3) / 4 * 4; }
+
 }  // namespace
 
-Int8Weights Int8Matrix::view() const {
-  return Int8Weights{q.data(), scales.data(), cols, group, (cols + group - 1) / group};
+Int8Weights Int8Weights::rows_from(int64_t n0) const {
+  const int64_t row_length = layout == Int8Layout::Tiles16 ? tiles16_row_length(K) : K;
+  return Int8Weights{q + n0 * row_length, scales + n0 * groups, K, group, groups, layout};
 }
 
-Int8Matrix quantize_int8(ThreadPool& pool, const bf16_t* W, int64_t rows, int64_t cols, int64_t group) {
+Int8Weights Int8Matrix::view() const {
+  return Int8Weights{q.data(), scales.data(), cols, group, (cols + group - 1) / group, layout};
+}
+
+Int8Matrix quantize_int8(ThreadPool& pool, const bf16_t* W, int64_t rows, int64_t cols, int64_t group,
+                         Int8Layout layout) {
   if (rows < 1 || cols < 1) throw std::invalid_argument("quantize_int8: empty matrix");
   if (group != cols && (group < 16 || group % 16 != 0))
     throw std::invalid_argument("quantize_int8: group " + std::to_string(group) + " is neither a multiple of 16 nor the row length " +
                                 std::to_string(cols));
   Int8Matrix m;
-  m.rows = rows, m.cols = cols, m.group = group;
+  m.rows = rows, m.cols = cols, m.group = group, m.layout = layout;
   const int64_t groups = (cols + group - 1) / group;
-  m.q.resize(rows * cols);
-  m.scales.resize(rows * groups);
+  const bool tiles = layout == Int8Layout::Tiles16;
+  const int64_t stored_rows = tiles ? (rows + 15) / 16 * 16 : rows, row_length = tiles ? tiles16_row_length(cols) : cols;
+  // Tiles16's padding is the weight 0, stored as 0 + 128.
+  m.q.assign(stored_rows * row_length, tiles ? static_cast<int8_t>(-128) : 0);
+  m.scales.assign(stored_rows * groups, 0.f);
+  // Where row r, column k (and scale group g) are stored.
+  const auto q_at = [&](int64_t r, int64_t k) {
+    return tiles ? (r / 16) * 16 * row_length + (k / 4) * 64 + (r % 16) * 4 + k % 4 : r * cols + k;
+  };
+  const auto scale_at = [&](int64_t r, int64_t g) { return tiles ? ((r / 16) * groups + g) * 16 + r % 16 : r * groups + g; };
   pool.parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       for (int64_t g = 0; g < groups; ++g) {
@@ -47,12 +64,13 @@ Int8Matrix quantize_int8(ThreadPool& pool, const bf16_t* W, int64_t rows, int64_
         for (int64_t k = k0; k < k1; ++k) top = std::max(top, std::fabs(bf16_to_f32(W[r * cols + k])));
         const float scale = top > 0.f ? top / 127.f : 1.f;
         const float inverse = top > 0.f ? 127.f / top : 0.f;
-        m.scales[r * groups + g] = scale;
+        m.scales[scale_at(r, g)] = scale;
         for (int64_t k = k0; k < k1; ++k) {
           // Round to nearest even by adding and removing 1.5 * 2^23 (|v| <= 127 here): unlike a
           // libm call per weight, this vectorises, and a full checkpoint converts in seconds.
           const float v = std::clamp(bf16_to_f32(W[r * cols + k]) * inverse, -127.f, 127.f);
-          m.q[r * cols + k] = static_cast<int8_t>((v + kRoundingShift) - kRoundingShift);
+          const int q = static_cast<int>((v + kRoundingShift) - kRoundingShift);
+          m.q[q_at(r, k)] = static_cast<int8_t>(tiles ? (q >= 0 ? q - 128 : q + 128) : q);  // Tiles16: the byte q + 128
         }
       }
     }
@@ -82,9 +100,13 @@ const QuantKernelSet& active_quant_kernels() {
 }
 
 void matmul_int8_group(ThreadPool& pool, const std::vector<MatmulInt8>& group) {
+  const QuantKernelSet& set = active_quant_kernels();
   int64_t columns = 0;
-  for (const MatmulInt8& p : group) columns += p.N;
-  const auto gemm = active_quant_kernels().gemm_int8;
+  for (const MatmulInt8& p : group) {
+    if (p.W.layout != set.layout) throw std::logic_error(std::string("matmul_int8_group: weights not in the layout the ") + set.name + " set reads");
+    columns += p.N;
+  }
+  const auto gemm = set.gemm_int8;
   const std::vector<MatmulInt8>* g = &group;
   pool.parallel_for(columns, kColumnGrain, [g, gemm](int64_t c0, int64_t c1) {
     int64_t first = 0;
