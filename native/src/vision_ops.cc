@@ -15,15 +15,45 @@ constexpr int64_t kIm2colFloats = 1 << 22;  // im2col chunk: 16 MiB of F32
 /* Rows of `width` floats per parallel_for grain: about 16K floats of work per chunk */
 int64_t row_grain(int64_t width) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(width, 1)); }
 
+constexpr int64_t kLanes = 16;  // independent F32 partial sums: the compiler vectorises them as they are
+
+/* lanes[0] + ... + lanes[kLanes - 1], pairwise; lanes are overwritten */
+float lane_total(float* lanes) {
+  for (int64_t width = kLanes / 2; width > 0; width /= 2)
+    for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+  return lanes[0];
+}
+
 /* y[C] = (x - mean) / sqrt(var + eps) * w + b; y may alias x */
 void layer_norm_row(const LayerNorm& norm, const float* x, float* y, int64_t C) {
-  double sum = 0.0;
-  for (int64_t c = 0; c < C; ++c) sum += x[c];
-  const double mean = sum / static_cast<double>(C);
-  double var = 0.0;
-  for (int64_t c = 0; c < C; ++c) var += (x[c] - mean) * (x[c] - mean);
-  const double r = 1.0 / std::sqrt(var / static_cast<double>(C) + norm.eps);
-  for (int64_t c = 0; c < C; ++c) y[c] = static_cast<float>((x[c] - mean) * r) * norm.weight[c] + norm.bias[c];
+  // Two passes in F32: the mean, then the deviations from it. Their sum is the mean's rounding
+  // error times C (the corrected two-pass algorithm), so the result's error scales with the
+  // row's spread rather than with its mean.
+  const int64_t whole = C / kLanes * kLanes;
+  float sum[kLanes] = {};
+  for (int64_t c = 0; c < whole; c += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) sum[l] += x[c + l];
+  for (int64_t c = whole; c < C; ++c) sum[c - whole] += x[c];
+  const float count = static_cast<float>(C);
+  const float mean = lane_total(sum) / count;
+  float dev[kLanes] = {}, square[kLanes] = {};
+  for (int64_t c = 0; c < whole; c += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const float d = x[c + l] - mean;
+      dev[l] += d;
+      square[l] += d * d;
+    }
+  for (int64_t c = whole; c < C; ++c) {
+    const float d = x[c] - mean;
+    dev[c - whole] += d;
+    square[c - whole] += d * d;
+  }
+  const float shift = lane_total(dev) / count;
+  const float var = std::max(lane_total(square) / count - shift * shift, 0.0f);
+  const float r = 1.0f / std::sqrt(var + norm.eps);
+  const float* w = norm.weight.data();
+  const float* b = norm.bias.data();
+  for (int64_t c = 0; c < C; ++c) y[c] = (x[c] - mean - shift) * r * w[c] + b[c];
 }
 
 /* x[n] = x * sigmoid(1.702 x) */
