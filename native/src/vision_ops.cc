@@ -61,13 +61,13 @@ void quick_gelu(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
 }
 
-/* rows [m0, m1) of Y[M, N]: + bias[N] (when not null), then the steps of `e`, row by row */
+/* rows [m0, m1) of Y[M, N]: + bias[N] (when not null), then the steps of `e`, row by row. The adds
+   are axpy with a = 1: an FMA of 1 * x + y rounds once, exactly as y + x does. */
 void finish_rows(const Epilogue& e, const float* bias, float* Y, int64_t N, int64_t m0, int64_t m1) {
   const KernelSet& kernels = active_kernels();
   for (int64_t m = m0; m < m1; ++m) {
     float* y = Y + m * N;
-    if (bias)
-      for (int64_t n = 0; n < N; ++n) y[n] += bias[n];
+    if (bias) kernels.axpy(y, 1.0f, bias, N);
     switch (e.activation) {
       case Activation::None: break;
       case Activation::GeluErf: kernels.gelu_erf(y, N); break;
@@ -75,8 +75,7 @@ void finish_rows(const Epilogue& e, const float* bias, float* Y, int64_t N, int6
       case Activation::SwiGlu: kernels.swiglu(y, e.up + m * N, y, N); break;
     }
     float* residual = e.residual ? e.residual + m * N : nullptr;
-    if (residual)
-      for (int64_t n = 0; n < N; ++n) residual[n] += y[n];
+    if (residual) kernels.axpy(residual, 1.0f, y, N);
     if (e.norm) layer_norm_row(*e.norm, residual ? residual : y, y, N);
   }
 }
