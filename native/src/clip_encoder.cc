@@ -61,21 +61,27 @@ void ClipEncoder::encode(const float* patches, int64_t n, int64_t tokens, float*
   }
   layer_norm(pool_, pre_norm_, x.data(), x.data(), rows);
 
+  // Each LayerNorm but the first is applied by the product before it, to each row it writes.
   const int64_t heads = dims_.heads, D = W / heads;
   std::vector<float> normed(rows * W), qkv(rows * 3 * W), attn(rows * W), hidden(rows * dims_.mlp);
-  for (const Layer& layer : layers_) {
-    layer_norm(pool_, layer.norm1, x.data(), normed.data(), rows);
+  layer_norm(pool_, layers_.front().norm1, x.data(), normed.data(), rows);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& layer = layers_[i];
     linear(pool_, layer.qkv, normed.data(), qkv.data(), rows, precision_);
     const AttentionTensors tensors{qkv.data(), 3 * W, qkv.data() + W, 3 * W, qkv.data() + 2 * W, 3 * W, attn.data(), W};
     attention(pool_, tensors, AttentionShape{n, L, L, heads, heads, D, 1.0f / std::sqrt(static_cast<float>(D))},
               precision_);
-    linear(pool_, layer.out_proj, attn.data(), normed.data(), rows, precision_);
-    add_in_place(pool_, x.data(), normed.data(), rows * W);
-    layer_norm(pool_, layer.norm2, x.data(), normed.data(), rows);
-    linear(pool_, layer.fc1, normed.data(), hidden.data(), rows, precision_);
-    quick_gelu(pool_, hidden.data(), rows * dims_.mlp);
-    linear(pool_, layer.fc2, hidden.data(), normed.data(), rows, precision_);
-    add_in_place(pool_, x.data(), normed.data(), rows * W);
+    Epilogue residual_then_norm2;
+    residual_then_norm2.residual = x.data();
+    residual_then_norm2.norm = &layer.norm2;
+    linear(pool_, layer.out_proj, attn.data(), normed.data(), rows, precision_, residual_then_norm2);
+    Epilogue quick_gelu;
+    quick_gelu.activation = Activation::QuickGelu;
+    linear(pool_, layer.fc1, normed.data(), hidden.data(), rows, precision_, quick_gelu);
+    Epilogue residual_then_next_norm;
+    residual_then_next_norm.residual = x.data();
+    residual_then_next_norm.norm = i + 1 < layers_.size() ? &layers_[i + 1].norm1 : nullptr;
+    linear(pool_, layer.fc2, hidden.data(), normed.data(), rows, precision_, residual_then_next_norm);
   }
   for (int64_t v = 0; v < n; ++v)
     std::copy(x.data() + (v * L + 1) * W, x.data() + (v + 1) * L * W, out + v * tokens * W);

@@ -12,6 +12,7 @@ namespace {
 constexpr int64_t kColumnGrain = 16;  // columns: whole 4- and 8-column kernel tiles
 constexpr int64_t kSmallM = 16;       // up to here matmul is W-bandwidth bound (decode)
 constexpr int64_t kRowChunkMin = 48;  // rows: whole 3-, 4- and 6-row kernel tiles and 16-row blocks
+constexpr int64_t kEpilogueFloats = 1 << 18;  // Y rows per epilogue block: about 1 MiB, an L2's worth
 
 // The chunk lambda captures one pointer and one function pointer, which std::function stores
 // in place: a dispatch allocates nothing.
@@ -21,6 +22,7 @@ struct Args {
   const WT* W;
   float* Y;
   int64_t M, N, K;
+  const RowEpilogue* epilogue = nullptr;
 };
 
 // Small M: the finest grain, so the pool balances W streaming evenly across threads.
@@ -43,6 +45,12 @@ int64_t row_chunk(const ThreadPool& pool, int64_t M) {
   return (per_chunk + 11) / 12 * 12;
 }
 
+// Rows of Y per epilogue block on the row split: whole 12-row groups of about kEpilogueFloats, and
+// at least kRowChunkMin rows so each block's pass over W still serves many rows.
+int64_t epilogue_rows(int64_t N) {
+  return std::max<int64_t>(kRowChunkMin, kEpilogueFloats / N / 12 * 12);
+}
+
 using GemmBf16 = decltype(KernelSet::gemm_bf16);
 
 GemmBf16 gemm_for(Precision precision) {
@@ -54,18 +62,24 @@ GemmBf16 gemm_for(Precision precision) {
 
 /* Y[M,N] = X[M,K] @ W[N,K]^T, W bf16 */
 void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, int64_t M, int64_t N,
-                 int64_t K, Precision precision) {
-  const Args<bf16_t> a{X, W, Y, M, N, K};
+                 int64_t K, Precision precision, const RowEpilogue& epilogue) {
+  const Args<bf16_t> a{X, W, Y, M, N, K, epilogue ? &epilogue : nullptr};
   const GemmBf16 gemm = gemm_for(precision);
   if (const int64_t rows = row_chunk(pool, M); rows > 0) {
     pool.parallel_for(M, rows, [&a, gemm](int64_t m0, int64_t m1) {
-      gemm(a.X + m0 * a.K, a.K, a.W, a.Y + m0 * a.N, a.N, m1 - m0, 0, a.N, a.K);
+      const int64_t block = a.epilogue ? epilogue_rows(a.N) : m1 - m0;
+      for (int64_t b0 = m0; b0 < m1; b0 += block) {
+        const int64_t b1 = std::min(m1, b0 + block);
+        gemm(a.X + b0 * a.K, a.K, a.W, a.Y + b0 * a.N, a.N, b1 - b0, 0, a.N, a.K);
+        if (a.epilogue) (*a.epilogue)(b0, b1);
+      }
     });
     return;
   }
   pool.parallel_for(N, column_grain(pool, M, N), [&a, gemm](int64_t n0, int64_t n1) {
     gemm(a.X, a.K, a.W, a.Y, a.N, a.M, n0, n1, a.K);
   });
+  if (epilogue) pool.parallel_for(M, std::max<int64_t>(1, 16384 / N), epilogue);
 }
 
 void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group, Precision precision) {

@@ -1,6 +1,7 @@
 // Threaded drivers over the active KernelSet: each splits its work across the ThreadPool.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kernels.h"
@@ -12,12 +13,19 @@ namespace scriptorium {
 // (KernelSet::gemm_bf16), Fast may round them once to BF16 (KernelSet::gemm_bf16_fast).
 enum class Precision { Exact, Fast };
 
+// Work on rows [m0, m1) of a product's Y once those rows hold their products (a bias, an
+// activation, a residual add): called from pool threads on disjoint row ranges covering [0, M).
+using RowEpilogue = std::function<void(int64_t m0, int64_t m1)>;
+
 // Y[M, N] = X[M, K] @ W[N, K]^T; X f32 (row stride K), W bf16, Y f32 (row stride N).
 // Split over N in chunks sized so each thread streams its share of W once for all M rows; with
 // many rows (vision encoders, long prefills) split over M instead, so each X row is converted once.
 // Either way each Y element is bitwise the same (KernelSet::gemm_bf16 is row invariant).
+// `epilogue`, when given, runs on the row split right after each block of about 1 MiB of Y rows
+// is computed, by the same thread while they are in cache; on the column split, after the
+// product, over all rows.
 void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, int64_t M, int64_t N,
-                 int64_t K, Precision precision);
+                 int64_t K, Precision precision, const RowEpilogue& epilogue = {});
 
 // One product of a group: Y[M, N] = X[M, K] @ W[N, K]^T, row strides K (X, W) and N (Y).
 struct MatmulBf16 {

@@ -88,17 +88,17 @@ void Qwen2Encoder::encode(const float* visual, int64_t n, int64_t tokens, float*
     const AttentionTensors tensors{q.data(), D, k.data(), KW, val.data(), KW, attn.data(), D};
     attention(pool_, tensors, AttentionShape{n, L, L, H, KVH, hd, 1.0f / std::sqrt(static_cast<float>(hd))}, precision_,
               mask);
-    linear(pool_, layer.o, attn.data(), h.data(), rows, precision_);
-    add_in_place(pool_, x.data(), h.data(), rows * D);
+    Epilogue residual;
+    residual.residual = x.data();
+    linear(pool_, layer.o, attn.data(), h.data(), rows, precision_, residual);
 
     rms_norm(x.data(), layer.post_norm, h.data(), rows);
-    linear(pool_, layer.gate, h.data(), gate.data(), rows, precision_);
     linear(pool_, layer.up, h.data(), up.data(), rows, precision_);
-    pool_.parallel_for(rows, std::max<int64_t>(1, 4096 / F), [&](int64_t r0, int64_t r1) {
-      kernels_.swiglu(gate.data() + r0 * F, up.data() + r0 * F, gate.data() + r0 * F, (r1 - r0) * F);
-    });
-    linear(pool_, layer.down, gate.data(), h.data(), rows, precision_);
-    add_in_place(pool_, x.data(), h.data(), rows * D);
+    Epilogue swiglu;
+    swiglu.activation = Activation::SwiGlu;
+    swiglu.up = up.data();
+    linear(pool_, layer.gate, h.data(), gate.data(), rows, precision_, swiglu);
+    linear(pool_, layer.down, gate.data(), h.data(), rows, precision_, residual);
   }
   for (int64_t v = 0; v < n; ++v)
     rms_norm(x.data() + (v * L + tokens) * D, final_norm_, out + v * tokens * D, tokens);

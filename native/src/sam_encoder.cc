@@ -74,14 +74,15 @@ void SamEncoder::encode(const float* pixels, int64_t n, int64_t side, std::vecto
   for (int64_t v = 0; v < n; ++v) add_in_place(pool_, x.data() + v * g * g * C, pos, g * g * C);
 
   Scratch scratch;
-  for (const Block& block : blocks_) run_block(block, x, n, g, scratch);
+  scratch.normed.resize(T * C);
+  layer_norm(pool_, blocks_.front().norm1, x.data(), scratch.normed.data(), T);
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    run_block(blocks_[i], i + 1 < blocks_.size() ? &blocks_[i + 1].norm1 : nullptr, x, n, g, scratch);
 
   const int64_t N = dims_.neck;
   std::vector<float> a(T * N), b(T * N);
-  conv2d(pool_, neck0_, x.data(), ImageStrides::nhwc(C, g, g), n, g, g, a.data(), precision_);
-  layer_norm(pool_, neck1_, a.data(), a.data(), T);
-  conv2d(pool_, neck2_, a.data(), ImageStrides::nhwc(N, g, g), n, g, g, b.data(), precision_);
-  layer_norm(pool_, neck3_, b.data(), b.data(), T);
+  conv2d(pool_, neck0_, x.data(), ImageStrides::nhwc(C, g, g), n, g, g, a.data(), precision_, &neck1_);
+  conv2d(pool_, neck2_, a.data(), ImageStrides::nhwc(N, g, g), n, g, g, b.data(), precision_, &neck3_);
   const int64_t g2 = net2_.output_size(g), g3 = net3_.output_size(g2);
   std::vector<float> c(n * g2 * g2 * dims_.net2);
   conv2d(pool_, net2_, b.data(), ImageStrides::nhwc(N, g, g), n, g, g, c.data(), precision_);
@@ -90,16 +91,15 @@ void SamEncoder::encode(const float* pixels, int64_t n, int64_t side, std::vecto
 }
 
 /* x[n, g, g, width] = x + Attn(LN1(x)); x = x + MLP(LN2(x)) */
-void SamEncoder::run_block(const Block& block, std::vector<float>& x, int64_t n, int64_t g, Scratch& scratch) const {
+void SamEncoder::run_block(const Block& block, const LayerNorm* next_norm, std::vector<float>& x, int64_t n, int64_t g,
+                           Scratch& scratch) const {
   const int64_t C = dims_.width, T = n * g * g;
   const int64_t grain = std::max<int64_t>(1, 4096 / C);
   std::vector<float>& normed = scratch.normed;
   std::vector<float>& qkv = scratch.qkv;
   std::vector<float>& attn = scratch.attn;
-  normed.resize(T * C);
   qkv.resize(T * 3 * C);
   attn.resize(T * C);
-  layer_norm(pool_, block.norm1, x.data(), normed.data(), T);
   linear(pool_, block.qkv, normed.data(), qkv.data(), T, precision_);
   if (block.global) {
     attend(block, qkv.data(), n, g, attn.data());
@@ -137,16 +137,20 @@ void SamEncoder::run_block(const Block& block, std::vector<float>& x, int64_t n,
       }
     });
   }
-  linear(pool_, block.proj, attn.data(), normed.data(), T, precision_);
-  add_in_place(pool_, x.data(), normed.data(), T * C);
+  Epilogue residual_then_norm2;
+  residual_then_norm2.residual = x.data();
+  residual_then_norm2.norm = &block.norm2;
+  linear(pool_, block.proj, attn.data(), normed.data(), T, precision_, residual_then_norm2);
 
-  layer_norm(pool_, block.norm2, x.data(), normed.data(), T);
   std::vector<float>& hidden = scratch.hidden;
   hidden.resize(T * dims_.mlp);
-  linear(pool_, block.lin1, normed.data(), hidden.data(), T, precision_);
-  gelu_erf(pool_, hidden.data(), T * dims_.mlp);
-  linear(pool_, block.lin2, hidden.data(), normed.data(), T, precision_);
-  add_in_place(pool_, x.data(), normed.data(), T * C);
+  Epilogue gelu;
+  gelu.activation = Activation::GeluErf;
+  linear(pool_, block.lin1, normed.data(), hidden.data(), T, precision_, gelu);
+  Epilogue residual_then_next_norm;
+  residual_then_next_norm.residual = x.data();
+  residual_then_next_norm.norm = next_norm;
+  linear(pool_, block.lin2, hidden.data(), normed.data(), T, precision_, residual_then_next_norm);
 }
 
 /* out[seqs*S*S, width] = attention of qkv[seqs*S*S, 3*width] with decomposed rel-pos bias */

@@ -28,9 +28,6 @@ struct Linear {
 /* prefix.weight [out,in] (+ prefix.bias [out]) */
 Linear load_linear(const Checkpoint& checkpoint, const std::string& prefix, int64_t out, int64_t in, bool with_bias);
 
-/* Y[M,out] = X[M,in] @ W[out,in]^T + b[out] */
-void linear(ThreadPool& pool, const Linear& layer, const float* X, float* Y, int64_t M, Precision precision);
-
 // LayerNorm over the last dimension with affine weight and bias. LayerNorm2d (SAM's neck) is the
 // same operation on channels-last pixels, which is how the encoders hold feature maps.
 struct LayerNorm {
@@ -38,10 +35,32 @@ struct LayerNorm {
   float eps = 1e-6f;
 };
 
+enum class Activation {
+  None,
+  GeluErf,    // x * (1 + erf(x / sqrt 2)) / 2 (exact GELU)
+  QuickGelu,  // x * sigmoid(1.702 x)
+  SwiGlu,     // silu(x) * up, with the up projection given beside it
+};
+
+// What linear does to each row of its output right after the row's product, while it is in cache,
+// in this order (each step only when asked): + bias, the activation, residual += y, then
+// y = norm(residual), or norm(y) without a residual. Every step is the F32 operation a separate
+// pass over the whole output would do, so the result is bitwise that of the separate passes.
+struct Epilogue {
+  Activation activation = Activation::None;
+  const float* up = nullptr;        // [M, out]: Activation::SwiGlu only
+  float* residual = nullptr;        // [M, out]
+  const LayerNorm* norm = nullptr;  // of width out
+};
+
+/* Y[M,out] = epilogue(X[M,in] @ W[out,in]^T + b[out]) */
+void linear(ThreadPool& pool, const Linear& layer, const float* X, float* Y, int64_t M, Precision precision,
+            const Epilogue& epilogue = {});
+
 /* prefix.weight [n], prefix.bias [n] */
 LayerNorm load_layer_norm(const Checkpoint& checkpoint, const std::string& prefix, int64_t n, float eps);
 
-/* Y[M,C] = (X - mean) / sqrt(var + eps) * w + b per row (biased variance); Y may alias X */
+/* Y[M,C] = (X - mean) / sqrt(var + eps) * w + b per row (biased variance, F32); Y may alias X */
 void layer_norm(ThreadPool& pool, const LayerNorm& norm, const float* X, float* Y, int64_t M);
 
 // nn.Conv2d with square kernels: weight [out, in, k, k] bf16, read as the [out, in*k*k] matrix it is.
@@ -64,15 +83,10 @@ struct ImageStrides {
   static ImageStrides nhwc(int64_t C, int64_t H, int64_t W) { return {H * W * C, 1, W * C, C}; }
 };
 
-/* Y[B,Ho,Wo,out] = conv(X[B,in,H,W] at `strides`): im2col rows [(b,oy,ox), (c,ky,kx)] @ W[out, in*k*k]^T */
+/* Y[B,Ho,Wo,out] = conv(X[B,in,H,W] at `strides`): im2col rows [(b,oy,ox), (c,ky,kx)] @ W[out, in*k*k]^T,
+   + bias, then norm(Y) per output pixel when `norm` is given (SAM's neck) */
 void conv2d(ThreadPool& pool, const Conv2d& conv, const float* X, const ImageStrides& strides, int64_t B, int64_t H,
-            int64_t W, float* Y, Precision precision);
-
-/* x[n] = x * (1 + erf(x / sqrt 2)) / 2 (exact GELU) */
-void gelu_erf(ThreadPool& pool, float* x, int64_t n);
-
-/* x[n] = x * sigmoid(1.702 x) */
-void quick_gelu(ThreadPool& pool, float* x, int64_t n);
+            int64_t W, float* Y, Precision precision, const LayerNorm* norm = nullptr);
 
 /* y[n] += x[n] */
 void add_in_place(ThreadPool& pool, float* y, const float* x, int64_t n);

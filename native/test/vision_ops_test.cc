@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -115,19 +116,26 @@ void test_conv2d() {
 
 // ---------------------------------------------------------------- elementwise
 
+/* (X - mean) / sqrt(var + eps) * w + b per row of X[M, C], in float64 */
+std::vector<double> layer_norm_reference(const LayerNorm& norm, const std::vector<float>& X, int64_t M) {
+  const int64_t C = static_cast<int64_t>(norm.weight.size());
+  std::vector<double> ref(M * C);
+  for (int64_t m = 0; m < M; ++m) {
+    double mean = 0, var = 0;
+    for (int64_t c = 0; c < C; ++c) mean += X[m * C + c] / static_cast<double>(C);
+    for (int64_t c = 0; c < C; ++c) var += (X[m * C + c] - mean) * (X[m * C + c] - mean) / static_cast<double>(C);
+    for (int64_t c = 0; c < C; ++c)
+      ref[m * C + c] = (X[m * C + c] - mean) / std::sqrt(var + norm.eps) * norm.weight[c] + norm.bias[c];
+  }
+  return ref;
+}
+
 void test_layer_norm() {
   run("layer_norm matches (x - mean) / sqrt(var + eps) * w + b, also in place", [] {
-    const int64_t M = 37, C = 96;
+    const int64_t M = 37, C = 99;  // a width that is not a multiple of the 16 partial sums
     LayerNorm norm{randoms(C, 0.5f, 1.5f), randoms(C), 1e-6f};
     std::vector<float> X = randoms(M * C, -3.f, 5.f), Y(M * C);
-    std::vector<double> ref(M * C);
-    for (int64_t m = 0; m < M; ++m) {
-      double mean = 0, var = 0;
-      for (int64_t c = 0; c < C; ++c) mean += X[m * C + c] / static_cast<double>(C);
-      for (int64_t c = 0; c < C; ++c) var += (X[m * C + c] - mean) * (X[m * C + c] - mean) / static_cast<double>(C);
-      for (int64_t c = 0; c < C; ++c)
-        ref[m * C + c] = (X[m * C + c] - mean) / std::sqrt(var + 1e-6) * norm.weight[c] + norm.bias[c];
-    }
+    const std::vector<double> ref = layer_norm_reference(norm, X, M);
     layer_norm(pool(), norm, X.data(), Y.data(), M);
     const double err = max_rel_error(Y, ref);
     if (err > 1e-6) return fmt("out of place: max relative error %.3g", err);
@@ -135,24 +143,133 @@ void test_layer_norm() {
     const double err_in_place = max_rel_error(X, ref);
     return err_in_place > 1e-6 ? fmt("in place: max relative error %.3g", err_in_place) : "";
   });
+  run("layer_norm in F32 stays within 1e-6 of float64 on rows whose mean is 1000 times their spread", [] {
+    const int64_t M = 64, C = 1024;
+    LayerNorm norm{std::vector<float>(C, 1.f), std::vector<float>(C, 0.f), 1e-6f};
+    std::vector<float> X = randoms(M * C, -1.f, 1.f), Y(M * C);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t c = 0; c < C; ++c) X[m * C + c] += 1000.f * (m % 2 ? 1.f : -1.f);
+    layer_norm(pool(), norm, X.data(), Y.data(), M);
+    const double err = max_rel_error(Y, layer_norm_reference(norm, X, M));
+    return err > 1e-6 ? fmt("max relative error %.3g", err) : "";
+  });
 }
 
-void test_activations() {
-  run("gelu_erf is x * Phi(x) with the exact erf", [] {
-    std::vector<float> x = randoms(10001, -8.f, 8.f);
-    std::vector<double> ref(x.size());
-    for (size_t i = 0; i < x.size(); ++i) ref[i] = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
-    gelu_erf(pool(), x.data(), static_cast<int64_t>(x.size()));
-    const double err = max_rel_error(x, ref);
-    return err > 2e-6 ? fmt("max relative error %.3g", err) : "";
+// ---------------------------------------------------------------- linear and its epilogue
+
+struct LinearCase {
+  Linear layer;
+  std::vector<bf16_t> weight;
+};
+
+LinearCase random_linear(int64_t out, int64_t in) {
+  LinearCase lc;
+  lc.weight = bf16_randoms(out * in, 1.0f / std::sqrt(static_cast<float>(in)));
+  lc.layer.weight = lc.weight.data();
+  lc.layer.bias = randoms(out);
+  lc.layer.out = out;
+  lc.layer.in = in;
+  return lc;
+}
+
+/* X[M,in] @ W^T + b in float64 */
+std::vector<double> linear_reference(const Linear& layer, const std::vector<float>& X, int64_t M) {
+  std::vector<double> ref(M * layer.out);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t o = 0; o < layer.out; ++o) {
+      double acc = layer.bias[o];
+      for (int64_t k = 0; k < layer.in; ++k) acc += static_cast<double>(bf16_to_f32(layer.weight[o * layer.in + k])) * X[m * layer.in + k];
+      ref[m * layer.out + o] = acc;
+    }
+  return ref;
+}
+
+// 7 rows take matmul_bf16's column split (epilogue after the product), 400 its row split (epilogue
+// in each row chunk, 3 threads). The products are exact precision: BF16 hi + lo parts of X, about
+// 8e-6 of each term.
+const int64_t kEpilogueRowCounts[] = {7, 400};
+
+void test_linear_epilogue() {
+  const std::pair<Activation, const char*> activations[] = {
+      {Activation::None, "bias"}, {Activation::GeluErf, "bias + exact GELU"}, {Activation::QuickGelu, "bias + quick GELU"},
+      {Activation::SwiGlu, "bias + SwiGLU"}};
+  for (const auto& [activation, name] : activations)
+    for (const int64_t M : kEpilogueRowCounts)
+      run(std::string("linear with ") + name + " on " + std::to_string(M) + " rows matches the float64 reference", [&] {
+        const LinearCase lc = random_linear(40, 33);
+        const std::vector<float> X = randoms(M * 33, -2.f, 2.f), up = randoms(M * 40, -2.f, 2.f);
+        std::vector<double> ref = linear_reference(lc.layer, X, M);
+        for (size_t i = 0; i < ref.size(); ++i) {
+          const double v = ref[i];
+          if (activation == Activation::GeluErf) ref[i] = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+          if (activation == Activation::QuickGelu) ref[i] = v / (1.0 + std::exp(-1.702 * v));
+          if (activation == Activation::SwiGlu) ref[i] = v / (1.0 + std::exp(-v)) * up[i];
+        }
+        Epilogue e;
+        e.activation = activation;
+        e.up = up.data();
+        std::vector<float> Y(M * 40);
+        linear(pool(), lc.layer, X.data(), Y.data(), M, Precision::Exact, e);
+        const double err = max_rel_error(Y, ref);
+        return err > 2e-5 ? fmt("max relative error %.3g", err) : "";
+      });
+  for (const int64_t M : kEpilogueRowCounts)
+    run("linear with bias, residual add and LayerNorm of the sum on " + std::to_string(M) + " rows matches float64", [&] {
+      const int64_t C = 48;
+      const LinearCase lc = random_linear(C, 64);
+      const LayerNorm norm{randoms(C, 0.5f, 1.5f), randoms(C), 1e-6f};
+      const std::vector<float> X = randoms(M * 64, -2.f, 2.f), R0 = randoms(M * C, -3.f, 3.f);
+      std::vector<double> sum = linear_reference(lc.layer, X, M);
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] += R0[i];
+      const std::vector<float> sum_f(sum.begin(), sum.end());
+      Epilogue e;
+      std::vector<float> R = R0, Y(M * C);
+      e.residual = R.data();
+      e.norm = &norm;
+      linear(pool(), lc.layer, X.data(), Y.data(), M, Precision::Exact, e);
+      const double residual_err = max_rel_error(R, sum);
+      if (residual_err > 2e-5) return fmt("residual: max relative error %.3g", residual_err);
+      const double norm_err = max_rel_error(Y, layer_norm_reference(norm, sum_f, M));
+      return norm_err > 1e-4 ? fmt("norm: max relative error %.3g", norm_err) : "";
+    });
+  run("linear's epilogue leaves every row bitwise what the row alone gives (row split in 60-row blocks vs one row)", [] {
+    const int64_t M = 800, C = 4096, K = 16;
+    const LinearCase lc = random_linear(C, K);
+    const LayerNorm norm{randoms(C, 0.5f, 1.5f), randoms(C), 1e-6f};
+    const std::vector<float> X = randoms(M * K, -2.f, 2.f), R0 = randoms(M * C);
+    Epilogue e;
+    e.activation = Activation::GeluErf;
+    e.norm = &norm;
+    std::vector<float> R = R0, Y(M * C);
+    e.residual = R.data();
+    linear(pool(), lc.layer, X.data(), Y.data(), M, Precision::Fast, e);
+    std::vector<float> r(C), y(C);
+    for (int64_t m = 0; m < M; ++m) {
+      std::copy(R0.begin() + m * C, R0.begin() + (m + 1) * C, r.begin());
+      e.residual = r.data();
+      linear(pool(), lc.layer, X.data() + m * K, y.data(), 1, Precision::Fast, e);
+      if (!std::equal(y.begin(), y.end(), Y.begin() + m * C) || !std::equal(r.begin(), r.end(), R.begin() + m * C))
+        return fmt("row %g differs", m);
+    }
+    return std::string();
   });
-  run("quick_gelu is x * sigmoid(1.702 x)", [] {
-    std::vector<float> x = randoms(10001, -12.f, 12.f);
-    std::vector<double> ref(x.size());
-    for (size_t i = 0; i < x.size(); ++i) ref[i] = x[i] / (1.0 + std::exp(-1.702 * x[i]));
-    quick_gelu(pool(), x.data(), static_cast<int64_t>(x.size()));
-    const double err = max_rel_error(x, ref);
-    return err > 2e-6 ? fmt("max relative error %.3g", err) : "";
+  run("linear refuses SwiGLU without the up projection and a norm of another width", [] {
+    const LinearCase lc = random_linear(8, 8);
+    const std::vector<float> X = randoms(8);
+    std::vector<float> Y(8);
+    Epilogue swiglu;
+    swiglu.activation = Activation::SwiGlu;
+    const LayerNorm narrow{randoms(4), randoms(4), 1e-6f};
+    Epilogue norm;
+    norm.norm = &narrow;
+    for (const Epilogue* e : {&swiglu, &norm}) {
+      try {
+        linear(pool(), lc.layer, X.data(), Y.data(), 1, Precision::Exact, *e);
+        return std::string("no error");
+      } catch (const std::invalid_argument&) {
+      }
+    }
+    return std::string();
   });
 }
 
@@ -290,7 +407,7 @@ int main() {
   std::printf("kernels: %s\n", active_kernels().name);
   test_conv2d();
   test_layer_norm();
-  test_activations();
+  test_linear_epilogue();
   test_bicubic();
   test_linear_resize();
   test_attention();
