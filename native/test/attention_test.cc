@@ -23,6 +23,9 @@ using namespace scriptorium;
 
 namespace {
 
+using scriptorium_test::fmt;
+using scriptorium_test::randoms;
+using scriptorium_test::uniform;
 using scriptorium_test::finish;
 using scriptorium_test::run;
 
@@ -32,19 +35,6 @@ using scriptorium_test::run;
 constexpr double kDotTol = 2e-5;
 const double kBf16Unit = std::ldexp(1.0, -8);  // largest relative error of one rounding to BF16 (8 bits)
 
-std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0, double e = 0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, f, a, b, c, d, e);
-  return buf;
-}
-
-std::mt19937 g_rng(31337);
-float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(g_rng); }
-std::vector<float> randoms(size_t n, float lo = -1.f, float hi = 1.f) {
-  std::vector<float> v(n);
-  for (float& x : v) x = uniform(lo, hi);
-  return v;
-}
 double rounded(float x) { return bf16_to_f32(f32_to_bf16(x)); }
 
 // ---------------------------------------------------------------- gemm_nn_bf16
@@ -313,6 +303,7 @@ void test_fallback_sets() {
 }  // namespace
 
 int main() {
+  scriptorium_test::seed_inputs(31337);
   test_fallback_sets();  // first: the children must choose their set before this process does
   std::printf("kernels: %s\n", active_kernels().name);
   test_gemm_nn_bf16();

@@ -21,10 +21,15 @@
 #include "../src/kernels.h"
 #include "../src/ops.h"
 #include "../src/thread_pool.h"
+#include "test_harness.h"
 
 using namespace scriptorium;
 
 namespace {
+
+using scriptorium_test::fmt;
+using scriptorium_test::randoms;
+using scriptorium_test::uniform;
 
 // Tolerances. Dot products: |y - ref| <= tol * sum_k |x_k w_k|.
 constexpr double kDotTolF32 = 2e-6;     // scalar, avx2, avx512 (F32 FMA on exact bf16 weights)
@@ -50,20 +55,6 @@ void run(const std::string& name, const std::function<std::string(std::string&)>
     std::printf("FAIL  %s: %s\n", name.c_str(), err.c_str());
   }
   std::fflush(stdout);
-}
-
-std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0, double e = 0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, f, a, b, c, d, e);
-  return buf;
-}
-
-std::mt19937 g_rng(12345);
-float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(g_rng); }
-std::vector<float> randoms(size_t n, float lo, float hi) {
-  std::vector<float> v(n);
-  for (float& x : v) x = uniform(lo, hi);
-  return v;
 }
 
 // ---------------------------------------------------------------- gemm
@@ -741,6 +732,7 @@ void test_dispatch() {
 }  // namespace
 
 int main() {
+  scriptorium_test::seed_inputs(12345);
   test_dispatch();
   for (const char* name : kSetNames) {
     const KernelSet* ks = kernels_by_name(name);

@@ -17,20 +17,14 @@ using scriptorium_test::run;
 
 namespace {
 
+using scriptorium_test::fmt;
+using scriptorium_test::uniform;
 // |y - ref| <= tol * sum_k |x_k w_k|, ref the float64 product with the dequantised weights.
 constexpr double kDotTol = 2e-6;
 // A set with integer activations in [-L, L] adds at most max|x| / 2L * sum_k |w_k| (one rounding
 // per activation, one scale per row); the bound allows 1% over that.
 double activation_rounding(const QuantKernelSet& set) { return set.activation_levels > 0 ? 1.01 / (2.0 * set.activation_levels) : 0; }
 
-std::mt19937 g_rng(2024);
-float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(g_rng); }
-
-std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0, double e = 0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, f, a, b, c, d, e);
-  return buf;
-}
 
 std::vector<bf16_t> random_bf16(int64_t n) {
   std::vector<bf16_t> w(n);
@@ -319,6 +313,7 @@ void test_group_accuracy() {
 }  // namespace
 
 int main() {
+  scriptorium_test::seed_inputs(2024);
   test_quantize();
   const std::vector<Case> cases = make_cases();
   for (const char* name : {"scalar", "avx2", "avx512", "avx512vnni"}) {

@@ -20,22 +20,10 @@ using namespace scriptorium;
 
 namespace {
 
+using scriptorium_test::fmt;
+using scriptorium_test::randoms;
 using scriptorium_test::finish;
 using scriptorium_test::run;
-
-std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, f, a, b, c, d);
-  return buf;
-}
-
-std::mt19937 g_rng(2024);
-std::vector<float> randoms(size_t n, float lo = -1.f, float hi = 1.f) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(g_rng);
-  return v;
-}
 
 std::vector<bf16_t> bf16_randoms(size_t n, float scale) {
   std::vector<bf16_t> w(n);
@@ -404,6 +392,7 @@ void test_attention() {
 }  // namespace
 
 int main() {
+  scriptorium_test::seed_inputs(2024);
   std::printf("kernels: %s\n", active_kernels().name);
   test_conv2d();
   test_layer_norm();
