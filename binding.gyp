@@ -101,6 +101,7 @@
         "native/probes/probes_addon.cc",
         "native/probes/ceilings.cc",
         "native/probes/int8_products.cc",
+        "native/src/ops.cc",
         "native/src/thread_pool.cc",
         "native/src/kernels_scalar.cc",
         "native/src/kernels_dispatch.cc",

@@ -23,7 +23,7 @@ export interface MachineCeilings {
   readSimd: string;
   /** Memory read bandwidth, 1e9 bytes/s (best pass). */
   readGBps: number;
-  /** The active set's gemm_f32 / gemm_bf16 on blocks resident in L2. */
+  /** The active set's gemm_f32 / gemm_bf16 on blocks resident in L2 (BF16: the faster of stored and packed weights). */
   gemmF32Gflops: number;
   gemmBf16Gflops: number;
   /** The active set's gemm_bf16_fast: the BF16-weight ceiling of --precision fast. */

@@ -31,7 +31,7 @@ export function ceilingsText(c: MachineCeilings, bufferBytes: number, passes: nu
       [
         [`memory read (${c.readSimd} loads, best of ${passes} passes over ${(bufferBytes / 2 ** 20).toFixed(0)} MiB)`, `${fixed(c.readGBps)} GB/s`, ''],
         ['gemm_f32 on L2-resident blocks', `${fixed(c.gemmF32Gflops)} GFLOP/s`, peak(c.peakF32Gflops)],
-        ['gemm_bf16 on L2-resident blocks', `${fixed(c.gemmBf16Gflops)} GFLOP/s`, peak(c.peakBf16Gflops)],
+        ['gemm_bf16 on L2-resident blocks (faster of stored, packed weights)', `${fixed(c.gemmBf16Gflops)} GFLOP/s`, peak(c.peakBf16Gflops)],
         ['gemm_bf16_fast (--precision fast) on L2-resident blocks', `${fixed(c.gemmBf16FastGflops)} GFLOP/s`, ''],
       ],
     ),

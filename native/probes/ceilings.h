@@ -25,7 +25,8 @@ struct Ceilings {
   double read_gbps = 0;   // 1e9 bytes/s, best pass
 
   // Through the active set's gemm_f32 / gemm_bf16 / gemm_bf16_fast (fast precision), each thread on
-  // its own blocks in L2.
+  // its own blocks in L2; the BF16 ones take the faster of stored and packed weights (the packed
+  // products, where the set has them).
   double gemm_f32_gflops = 0, gemm_bf16_gflops = 0, gemm_bf16_fast_gflops = 0;
 
   // Instruction-throughput peaks: independent chains of the set's F32 FMA (its vector width) and of

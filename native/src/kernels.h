@@ -116,7 +116,27 @@ struct KernelSet {
   // must be finite.
   void (*gemm_nn_bf16)(const float* X, int64_t ldx, const bf16_t* B, int64_t ldb, float* Y, int64_t ldy,
                        int64_t M, int64_t n0, int64_t n1, int64_t K);
+
+  // Products against BF16 weights packed once (PackedBf16 in ops.h): the vision encoders', whose many
+  // rows amortise a layout that lets a tile broadcast X and keep 64 columns of sums in registers,
+  // with no horizontal additions. nullptr in the sets without them (avx512, avx2, scalar), which
+  // read the weights as stored. Y[m, n] = X[m, :] . W[n, :] for m in [0, M), n in [n0, n1), n0 a
+  // multiple of kPanelColumns; P is W[N, K] packed; X and Y as gemm_bf16. The exact variant splits
+  // X into hi + lo as gemm_bf16 does, the fast one rounds it once as gemm_bf16_fast does. Each output
+  // sums its pairs of k in k order in one F32 chain (hi then lo for each pair), so it is bitwise
+  // independent of M, n0 and n1, but rounds differently from gemm_bf16.
+  void (*gemm_bf16_packed)(const float* X, int64_t ldx, const bf16_t* P, float* Y, int64_t ldy,
+                           int64_t M, int64_t n0, int64_t n1, int64_t K);
+  void (*gemm_bf16_packed_fast)(const float* X, int64_t ldx, const bf16_t* P, float* Y, int64_t ldy,
+                                int64_t M, int64_t n0, int64_t n1, int64_t K);
 };
+
+// The packed weight layout of gemm_bf16_packed: W[N, K] in panels of kPanelColumns rows of W
+// (output columns); with pairs = ceil(K / 2), panel j starts at element j * pairs * 2 * kPanelColumns
+// and holds W[64 j + c, k] at (k / 2) * 2 * kPanelColumns + 2 c + k % 2 (the k-pair interleaving of
+// gemm_nn_bf16 with ldb = 128). Columns past N and the unpaired value of an odd K are zero.
+// PackedBf16 (ops.h) holds weights in this layout.
+constexpr int64_t kPanelColumns = 64;
 
 // Individual sets, one per kernels_<isa>.cc. Calling into a set the CPU lacks is undefined
 // behaviour: outside the dispatcher, reach them through kernels_by_name.

@@ -439,7 +439,8 @@ const KernelSet& kernels_avx2() {
   // gemm_bf16_fast: convert-and-FMA has no cheaper single-rounding product, so it is gemm_bf16.
   static const KernelSet set = {"avx2", gemm_bf16, gemm_bf16, gemm_f32, gemm_nn_f32, rmsnorm,
                                 swiglu, softmax, attention_head, attention_head_f16, gelu_erf, axpy, argmax,
-                                to_f16, from_f16, /*gemm_nn_bf16=*/nullptr};
+                                to_f16, from_f16, /*gemm_nn_bf16=*/nullptr,
+                                /*gemm_bf16_packed=*/nullptr, /*gemm_bf16_packed_fast=*/nullptr};
   return set;
 }
 

@@ -1,10 +1,11 @@
-// AVX-512 BF16 kernel set: gemm_bf16, gemm_bf16_fast and gemm_nn_bf16 on VDPBF16PS; every other
-// member is the avx512 set's. gemm_bf16 splits activations as x ~ hi + lo with hi = bf16(x),
-// lo = bf16(x - hi) (~16 mantissa bits), so Y = dp(hi, W) + dp(lo, W) keeps near-F32 accuracy while
-// bf16 weights are used as stored. gemm_bf16_fast uses hi alone: one dot product per product,
-// activations rounded once to BF16; so does gemm_nn_bf16 (fast precision's attention products),
-// against a right operand packed in pairs of k. Compiled with the avx512 flags plus -mavx512bf16;
-// only kernels_avx512bf16() is exported.
+// AVX-512 BF16 kernel set: gemm_bf16, gemm_bf16_fast, gemm_nn_bf16 and the packed products on
+// VDPBF16PS; every other member is the avx512 set's. gemm_bf16 splits activations as x ~ hi + lo
+// with hi = bf16(x), lo = bf16(x - hi) (~16 mantissa bits), so Y = dp(hi, W) + dp(lo, W) keeps
+// near-F32 accuracy while bf16 weights are used as stored. gemm_bf16_fast uses hi alone: one dot
+// product per product, activations rounded once to BF16; so does gemm_nn_bf16 (fast precision's
+// attention products), against a right operand packed in pairs of k. The packed products use that
+// operand layout for weights packed once, with either split. Compiled with the avx512 flags plus
+// -mavx512bf16; only kernels_avx512bf16() is exported.
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_* (GCC PR 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -27,6 +28,7 @@ inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 constexpr int64_t kXBlock = 384 << 10;  // bytes of converted X rows (hi, or hi + lo) kept in L2 per block
+constexpr int64_t kPackedXBlock = 192 << 10;  // the same beside a packed panel of W (measured best)
 constexpr int64_t kMinRows = 16;        // decode batches up to this many rows read W once
 constexpr int64_t kStreamRows = 4;      // up to here the split rows stay in L1 beside one W row
 
@@ -179,9 +181,11 @@ void gemm_bf16_fast(const float* X, int64_t ldx, const bf16_t* W, float* Y, int6
   gemm_parts<1>(X, ldx, W, Y, ldy, M, n0, n1, K);
 }
 
-/* Y[MR, cols] = H[MR,K] @ B[K, cols] with H bf16 rows (row i at S + i*lds, zero past K) and B in
-   pairs of k (pair p, column n at B + p*ldb + 2n); cols <= 16 * NV, the last vector masked by m */
-template <int MR, int NV>
+/* Y[MR, cols] = (H (+ L))[MR,K] @ B[K, cols] with H bf16 rows (row i at S + i*lds, zero past K; with
+   Parts == 2, L at S + i*lds + lds/2) and B in pairs of k (pair p, column n at B + p*ldb + 2n);
+   cols <= 16 * NV, the last vector masked by m. Each output adds dp(H pair) then dp(L pair), pair
+   after pair, into one accumulator. */
+template <int MR, int NV, int Parts>
 void nn_pair_tile(const bf16_t* S, int64_t lds, const bf16_t* B, int64_t ldb, float* Y, int64_t ldy, int64_t K,
                   __mmask16 m) {
   __m512 acc[MR][NV];
@@ -199,11 +203,14 @@ void nn_pair_tile(const bf16_t* S, int64_t lds, const bf16_t* B, int64_t ldb, fl
     }
     #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      int32_t pair;
-      __builtin_memcpy(&pair, S + i * lds + 2 * p, 4);
-      const __m512bh x = as_bh(_mm512_set1_epi32(pair));
-      #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], x, b[j]);
+      #pragma GCC unroll 2
+      for (int part = 0; part < Parts; ++part) {
+        int32_t pair;
+        __builtin_memcpy(&pair, S + i * lds + part * (lds / 2) + 2 * p, 4);
+        const __m512bh x = as_bh(_mm512_set1_epi32(pair));
+        #pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], x, b[j]);
+      }
     }
   }
   #pragma GCC unroll 8
@@ -220,22 +227,24 @@ void nn_pair_tile(const bf16_t* S, int64_t lds, const bf16_t* B, int64_t ldb, fl
 
 using NnPairTileFn = void (*)(const bf16_t*, int64_t, const bf16_t*, int64_t, float*, int64_t, int64_t, __mmask16);
 
-// kNnPairTiles[MR - 1][NV - 1]: up to 6 rows x 64 columns, 24 accumulators.
+// kNnPairTiles<Parts>[MR - 1][NV - 1]: up to 6 rows x 64 columns, 24 accumulators.
+template <int Parts>
 constexpr NnPairTileFn kNnPairTiles[6][4] = {
-    {nn_pair_tile<1, 1>, nn_pair_tile<1, 2>, nn_pair_tile<1, 3>, nn_pair_tile<1, 4>},
-    {nn_pair_tile<2, 1>, nn_pair_tile<2, 2>, nn_pair_tile<2, 3>, nn_pair_tile<2, 4>},
-    {nn_pair_tile<3, 1>, nn_pair_tile<3, 2>, nn_pair_tile<3, 3>, nn_pair_tile<3, 4>},
-    {nn_pair_tile<4, 1>, nn_pair_tile<4, 2>, nn_pair_tile<4, 3>, nn_pair_tile<4, 4>},
-    {nn_pair_tile<5, 1>, nn_pair_tile<5, 2>, nn_pair_tile<5, 3>, nn_pair_tile<5, 4>},
-    {nn_pair_tile<6, 1>, nn_pair_tile<6, 2>, nn_pair_tile<6, 3>, nn_pair_tile<6, 4>},
+    {nn_pair_tile<1, 1, Parts>, nn_pair_tile<1, 2, Parts>, nn_pair_tile<1, 3, Parts>, nn_pair_tile<1, 4, Parts>},
+    {nn_pair_tile<2, 1, Parts>, nn_pair_tile<2, 2, Parts>, nn_pair_tile<2, 3, Parts>, nn_pair_tile<2, 4, Parts>},
+    {nn_pair_tile<3, 1, Parts>, nn_pair_tile<3, 2, Parts>, nn_pair_tile<3, 3, Parts>, nn_pair_tile<3, 4, Parts>},
+    {nn_pair_tile<4, 1, Parts>, nn_pair_tile<4, 2, Parts>, nn_pair_tile<4, 3, Parts>, nn_pair_tile<4, 4, Parts>},
+    {nn_pair_tile<5, 1, Parts>, nn_pair_tile<5, 2, Parts>, nn_pair_tile<5, 3, Parts>, nn_pair_tile<5, 4, Parts>},
+    {nn_pair_tile<6, 1, Parts>, nn_pair_tile<6, 2, Parts>, nn_pair_tile<6, 3, Parts>, nn_pair_tile<6, 4, Parts>},
 };
 
+template <int Parts>
 struct NnPairTiles {
   void operator()(int64_t mr, int64_t cols, const bf16_t* S, int64_t lds, const bf16_t* B, int64_t ldb, float* Y,
                   int64_t ldy, int64_t K) const {
     const int64_t vectors = (cols + 15) / 16, left = cols - 16 * (vectors - 1);
     const __mmask16 m = left >= 16 ? 0xffff : static_cast<__mmask16>((1u << left) - 1u);
-    kNnPairTiles[mr - 1][vectors - 1](S, lds, B, ldb, Y, ldy, K, m);
+    kNnPairTiles<Parts>[mr - 1][vectors - 1](S, lds, B, ldb, Y, ldy, K, m);
   }
 };
 
@@ -250,8 +259,40 @@ void gemm_nn_bf16(const float* X, int64_t ldx, const bf16_t* B, int64_t ldb, flo
   for (int64_t mb = 0; mb < M; mb += mc) {
     const int64_t rows = min64(mc, M - mb);
     for (int64_t i = 0; i < rows; ++i) convert_row<1>(X + (mb + i) * ldx, K, kp, S + i * kp);
-    gemm_nn_blocked<2>(NnPairTiles{}, 6, 64, S, kp, B, ldb, Y + mb * ldy, ldy, rows, n0, n1, K);
+    gemm_nn_blocked<2>(NnPairTiles<1>{}, 6, 64, S, kp, B, ldb, Y + mb * ldy, ldy, rows, n0, n1, K);
   }
+}
+
+/* Y[M, n0:n1] = X[M,K] @ W[n0:n1,K]^T, W packed in panels (kPanelColumns), X converted to Parts BF16
+   parts in blocks of rows; for each block, each panel in turn is multiplied by every row of the block
+   (the panel, K * 256 bytes, stays in L2 beside the block). */
+template <int Parts>
+void gemm_packed_parts(const float* X, int64_t ldx, const bf16_t* P, float* Y, int64_t ldy, int64_t M, int64_t n0,
+                       int64_t n1, int64_t K) {
+  const int64_t kp = (K + 31) / 32 * 32;
+  const int64_t lds = Parts * kp;
+  const int64_t panel = (K + 1) / 2 * 2 * kPanelColumns;
+  const int64_t mc = min64(M, max64(kMinRows, kPackedXBlock / (lds * 2)));
+  bf16_t* S = scratch(mc * lds);
+  for (int64_t mb = 0; mb < M; mb += mc) {
+    const int64_t rows = min64(mc, M - mb);
+    for (int64_t i = 0; i < rows; ++i) convert_row<Parts>(X + (mb + i) * ldx, K, kp, S + i * lds);
+    for (int64_t n = n0; n < n1; n += kPanelColumns) {
+      const int64_t cols = min64(kPanelColumns, n1 - n);
+      gemm_nn_blocked<2>(NnPairTiles<Parts>{}, 6, kPanelColumns, S, lds, P + n / kPanelColumns * panel,
+                         2 * kPanelColumns, Y + mb * ldy + n, ldy, rows, 0, cols, K);
+    }
+  }
+}
+
+void gemm_bf16_packed(const float* X, int64_t ldx, const bf16_t* P, float* Y, int64_t ldy, int64_t M, int64_t n0,
+                      int64_t n1, int64_t K) {
+  gemm_packed_parts<2>(X, ldx, P, Y, ldy, M, n0, n1, K);
+}
+
+void gemm_bf16_packed_fast(const float* X, int64_t ldx, const bf16_t* P, float* Y, int64_t ldy, int64_t M,
+                           int64_t n0, int64_t n1, int64_t K) {
+  gemm_packed_parts<1>(X, ldx, P, Y, ldy, M, n0, n1, K);
 }
 
 }  // namespace
@@ -263,6 +304,8 @@ const KernelSet& kernels_avx512bf16() {
     s.gemm_bf16 = gemm_bf16;
     s.gemm_bf16_fast = gemm_bf16_fast;
     s.gemm_nn_bf16 = gemm_nn_bf16;
+    s.gemm_bf16_packed = gemm_bf16_packed;
+    s.gemm_bf16_packed_fast = gemm_bf16_packed_fast;
     return s;
   }();
   return set;

@@ -58,15 +58,10 @@ GemmBf16 gemm_for(Precision precision) {
   return precision == Precision::Fast ? kernels.gemm_bf16_fast : kernels.gemm_bf16;
 }
 
-}  // namespace
-
-/* Y[M,N] = X[M,K] @ W[N,K]^T, W bf16 */
-void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, int64_t M, int64_t N,
-                 int64_t K, Precision precision, const RowEpilogue& epilogue) {
-  const Args<bf16_t> a{X, W, Y, M, N, K, epilogue ? &epilogue : nullptr};
-  const GemmBf16 gemm = gemm_for(precision);
-  if (const int64_t rows = row_chunk(pool, M); rows > 0) {
-    pool.parallel_for(M, rows, [&a, gemm](int64_t m0, int64_t m1) {
+/* Y[M,N] = X[M,K] @ W[N,K]^T through `gemm`, whose column ranges must start at multiples of `grain` */
+void run_bf16(ThreadPool& pool, const Args<bf16_t>& a, GemmBf16 gemm, int64_t grain) {
+  if (const int64_t rows = row_chunk(pool, a.M); rows > 0) {
+    pool.parallel_for(a.M, rows, [&a, gemm](int64_t m0, int64_t m1) {
       const int64_t block = a.epilogue ? epilogue_rows(a.N) : m1 - m0;
       for (int64_t b0 = m0; b0 < m1; b0 += block) {
         const int64_t b1 = std::min(m1, b0 + block);
@@ -76,10 +71,38 @@ void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, in
     });
     return;
   }
-  pool.parallel_for(N, column_grain(pool, M, N), [&a, gemm](int64_t n0, int64_t n1) {
+  const int64_t columns = (column_grain(pool, a.M, a.N) + grain - 1) / grain * grain;
+  pool.parallel_for(a.N, columns, [&a, gemm](int64_t n0, int64_t n1) {
     gemm(a.X, a.K, a.W, a.Y, a.N, a.M, n0, n1, a.K);
   });
-  if (epilogue) pool.parallel_for(M, std::max<int64_t>(1, 16384 / N), epilogue);
+  if (a.epilogue) pool.parallel_for(a.M, std::max<int64_t>(1, 16384 / a.N), *a.epilogue);
+}
+
+}  // namespace
+
+/* Y[M,N] = X[M,K] @ W[N,K]^T, W bf16 */
+void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, int64_t M, int64_t N,
+                 int64_t K, Precision precision, const RowEpilogue& epilogue) {
+  run_bf16(pool, {X, W, Y, M, N, K, epilogue ? &epilogue : nullptr}, gemm_for(precision), 1);
+}
+
+PackedBf16::PackedBf16(const bf16_t* W, int64_t N, int64_t K) {
+  const int64_t pairs = (K + 1) / 2, panels = (N + kPanelColumns - 1) / kPanelColumns;
+  const int64_t panel = pairs * 2 * kPanelColumns;
+  lines_.resize(static_cast<size_t>(panels * panel / 32));  // zero-initialised: the padding
+  bf16_t* P = lines_.front().v;
+  for (int64_t n = 0; n < N; ++n) {
+    bf16_t* column = P + n / kPanelColumns * panel + 2 * (n % kPanelColumns);
+    const bf16_t* w = W + n * K;
+    for (int64_t k = 0; k < K; ++k) column[k / 2 * 2 * kPanelColumns + k % 2] = w[k];
+  }
+}
+
+void matmul_bf16_packed(ThreadPool& pool, const float* X, const PackedBf16& W, float* Y, int64_t M, int64_t N,
+                        int64_t K, Precision precision, const RowEpilogue& epilogue) {
+  const KernelSet& kernels = active_kernels();
+  const GemmBf16 gemm = precision == Precision::Fast ? kernels.gemm_bf16_packed_fast : kernels.gemm_bf16_packed;
+  run_bf16(pool, {X, W.data(), Y, M, N, K, epilogue ? &epilogue : nullptr}, gemm, kPanelColumns);
 }
 
 void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group, Precision precision) {

@@ -27,6 +27,29 @@ using RowEpilogue = std::function<void(int64_t m0, int64_t m1)>;
 void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, int64_t M, int64_t N,
                  int64_t K, Precision precision, const RowEpilogue& epilogue = {});
 
+// Weights W[N, K] packed once for KernelSet::gemm_bf16_packed (the layout beside kPanelColumns in
+// kernels.h), for products with many rows: the vision encoders', on kernel sets that have packed
+// products (the others read W as stored). Default-constructed: empty.
+class PackedBf16 {
+ public:
+  PackedBf16() = default;
+  PackedBf16(const bf16_t* W, int64_t N, int64_t K);
+  bool empty() const { return lines_.empty(); }
+  const bf16_t* data() const { return lines_.empty() ? nullptr : lines_.front().v; }
+  size_t bytes() const { return lines_.size() * sizeof(Line); }
+
+ private:
+  struct alignas(64) Line {
+    bf16_t v[32];
+  };
+  std::vector<Line> lines_;
+};
+
+// matmul_bf16 against packed weights: the same splits, each Y element bitwise independent of them
+// (but not matmul_bf16's: the packed kernels round in another order). W must not be empty.
+void matmul_bf16_packed(ThreadPool& pool, const float* X, const PackedBf16& W, float* Y, int64_t M, int64_t N,
+                        int64_t K, Precision precision, const RowEpilogue& epilogue = {});
+
 // One product of a group: Y[M, N] = X[M, K] @ W[N, K]^T, row strides K (X, W) and N (Y).
 struct MatmulBf16 {
   const float* X;

@@ -1,7 +1,9 @@
 // Building blocks shared by the vision encoders (SAM, CLIP, Qwen2): weight loading, linear and
 // convolution layers, LayerNorm, the GELU variants, the interpolations the reference code applies
 // to its position tables (attention is in attention.h). Activations are F32 and
-// row-major; weights stay BF16 in the checkpoint mapping; biases and norm parameters become F32.
+// row-major; weights stay BF16 in the checkpoint mapping, or are packed once at load where the
+// kernel set multiplies packed weights (the mapped pages are then released); biases and norm
+// parameters become F32.
 // Every function with a ThreadPool spreads its work over it.
 #pragma once
 #include <cstdint>
@@ -21,6 +23,7 @@ std::vector<float> load_f32(const Checkpoint& checkpoint, const std::string& nam
 // nn.Linear: y = x W^T (+ b).
 struct Linear {
   const bf16_t* weight = nullptr;  // [out, in]
+  PackedBf16 packed;               // the weight packed, where the kernel set multiplies packed weights
   std::vector<float> bias;         // [out], empty without bias
   int64_t out = 0, in = 0;
 };
@@ -66,6 +69,7 @@ void layer_norm(ThreadPool& pool, const LayerNorm& norm, const float* X, float* 
 // nn.Conv2d with square kernels: weight [out, in, k, k] bf16, read as the [out, in*k*k] matrix it is.
 struct Conv2d {
   const bf16_t* weight = nullptr;
+  PackedBf16 packed;  // as Linear's
   std::vector<float> bias;  // [out], empty without bias
   int64_t out = 0, in = 0, kernel = 1, stride = 1, pad = 0;
 

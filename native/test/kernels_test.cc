@@ -198,6 +198,56 @@ void test_gemm_fast(const KernelSet& ks) {
   });
 }
 
+// The packed products (avx512bf16 only): exact against the float64 product, fast against the
+// product of BF16-rounded activations, both within the split tolerance; columns computed in two
+// calls split at a panel boundary (nothing written beyond n1, nor into Y's padding); each row of a
+// batched call bitwise equal to a one-row call.
+void test_gemm_packed(const KernelSet& ks) {
+  const bool has = std::strcmp(ks.name, "avx512bf16") == 0;
+  run(std::string(ks.name) + "/gemm_bf16_packed", [&](std::string& note) -> std::string {
+    if (!has) {
+      if (ks.gemm_bf16_packed || ks.gemm_bf16_packed_fast) return std::string("this set must have no packed products");
+      note = "none (weights read as stored)";
+      return "";
+    }
+    double worst[2] = {0, 0};
+    for (const GemmCase& c : gemm_cases()) {
+      const PackedBf16 P(c.Wb.data(), c.N, c.K);
+      std::vector<float> rounded(c.X.size());
+      for (size_t i = 0; i < c.X.size(); ++i) rounded[i] = bf16_to_f32(f32_to_bf16(c.X[i]));
+      for (int fast = 0; fast < 2; ++fast) {
+        const auto gemm = fast ? ks.gemm_bf16_packed_fast : ks.gemm_bf16_packed;
+        const int64_t ldy = c.N + 5, split = c.N / 2 / kPanelColumns * kPanelColumns;
+        std::vector<float> Y(c.M * ldy, -7.0f), one(c.N);
+        gemm(c.X.data(), c.ldx, P.data(), Y.data(), ldy, c.M, 0, split, c.K);
+        gemm(c.X.data(), c.ldx, P.data(), Y.data(), ldy, c.M, split, c.N, c.K);
+        for (int64_t m = 0; m < c.M; ++m) {
+          for (int64_t n = c.N; n < ldy; ++n)
+            if (Y[m * ldy + n] != -7.0f) return fmt("M=%g N=%g K=%g: wrote Y's padding", c.M, c.N, c.K);
+          gemm(c.X.data() + m * c.ldx, c.ldx, P.data(), one.data(), c.N, 1, 0, c.N, c.K);
+          if (!std::equal(one.begin(), one.end(), Y.begin() + m * ldy))
+            return fmt("M=%g N=%g K=%g fast=%g: row %g differs from a one-row call", c.M, c.N, c.K, fast, m);
+          for (int64_t n = 0; n < c.N; ++n) {
+            double want = c.ref[m * c.N + n];
+            if (fast) {
+              want = 0;
+              for (int64_t k = 0; k < c.K; ++k) want += double(rounded[m * c.ldx + k]) * c.Wf[n * c.ldw + k];
+            }
+            const double err = std::fabs(Y[m * ldy + n] - want) / (c.mag[m * c.N + n] + 1e-300);
+            worst[fast] = std::max(worst[fast], err);
+            if (!(err <= kDotTolSplit))
+              return fmt("M=%g N=%g K=%g m=%g: rel err %.3g", c.M, c.N, c.K, m, err) + (fast ? " (fast)" : " (exact)");
+          }
+        }
+      }
+    }
+    note = std::to_string(gemm_cases().size()) +
+           fmt(" shapes, max rel err exact %.2e, fast %.2e (against BF16-rounded activations), tol %.0e, row invariant",
+               worst[0], worst[1], kDotTolSplit);
+    return "";
+  });
+}
+
 void test_gemm_nn(const KernelSet& ks) {
   run(std::string(ks.name) + "/gemm_nn_f32", [&](std::string& note) {
     return check_gemm("gemm_nn_f32", kDotTolF32, note,
@@ -686,6 +736,12 @@ void test_matmul() {
           ks.gemm_bf16(X.data(), K, Wb.data(), want_b.data(), N, M, 0, N, K);
           ks.gemm_bf16_fast(X.data(), K, Wb.data(), want_fast.data(), N, M, 0, N, K);
           ks.gemm_f32(X.data(), K, Wf.data(), K, want_f.data(), N, M, 0, N, K);
+          const PackedBf16 packed(Wb.data(), N, K);
+          std::vector<float> want_packed(M * N), want_packed_fast(M * N);
+          if (ks.gemm_bf16_packed) {
+            ks.gemm_bf16_packed(X.data(), K, packed.data(), want_packed.data(), N, M, 0, N, K);
+            ks.gemm_bf16_packed_fast(X.data(), K, packed.data(), want_packed_fast.data(), N, M, 0, N, K);
+          }
           for (ThreadPool& pool : pools) {
             std::vector<float> got_b(M * N, NAN), got_fast(M * N, NAN), got_f(M * N, NAN);
             matmul_bf16(pool, X.data(), Wb.data(), got_b.data(), M, N, K, Precision::Exact);
@@ -694,10 +750,17 @@ void test_matmul() {
             if (got_b != want_b || got_fast != want_fast || got_f != want_f)
               return fmt("threads=%g M=%g N=%g K=%g differs from the single call", pool.size(), M,
                          N, K);
+            if (ks.gemm_bf16_packed) {
+              std::vector<float> got_packed(M * N, NAN), got_packed_fast(M * N, NAN);
+              matmul_bf16_packed(pool, X.data(), packed, got_packed.data(), M, N, K, Precision::Exact);
+              matmul_bf16_packed(pool, X.data(), packed, got_packed_fast.data(), M, N, K, Precision::Fast);
+              if (got_packed != want_packed || got_packed_fast != want_packed_fast)
+                return fmt("threads=%g M=%g N=%g K=%g: packed differs from the single call", pool.size(), M, N, K);
+            }
           }
           ++shapes;
         }
-    note = std::to_string(shapes) + " shapes, bitwise equal to one unthreaded kernel call";
+    note = std::to_string(shapes) + " shapes, bitwise equal to one unthreaded kernel call (packed too where the set has it)";
     return "";
   });
 }
@@ -742,6 +805,7 @@ int main() {
     }
     test_gemm(*ks);
     test_gemm_fast(*ks);
+    test_gemm_packed(*ks);
     test_gemm_nn(*ks);
     test_row_invariance(*ks);
     test_rmsnorm(*ks);
