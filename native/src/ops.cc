@@ -3,7 +3,11 @@
 // matmul_bf16 on many rows splits M instead (see row_chunk).
 #include "ops.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstring>
+#include <new>
 
 namespace scriptorium {
 
@@ -88,15 +92,27 @@ void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, in
 
 PackedBf16::PackedBf16(const bf16_t* W, int64_t N, int64_t K) {
   const int64_t pairs = (K + 1) / 2, panels = (N + kPanelColumns - 1) / kPanelColumns;
-  const int64_t panel = pairs * 2 * kPanelColumns;
-  lines_.resize(static_cast<size_t>(panels * panel / 32));  // zero-initialised: the padding
-  bf16_t* P = lines_.front().v;
+  const int64_t panel = pairs * 2 * kPanelColumns;  // elements
+  const size_t bytes = static_cast<size_t>(panels * panel) * sizeof(bf16_t);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  madvise(p, bytes, MADV_HUGEPAGE);  // a hint: fewer page faults while packing, fewer TLB misses after
+  data_ = std::unique_ptr<bf16_t, Unmap>(static_cast<bf16_t*>(p), Unmap{bytes});
+  // Pairs of k move as one 32-bit word: W row n's pair q goes to word q * kPanelColumns + n % 64 of its panel.
+  uint32_t* P = reinterpret_cast<uint32_t*>(p);
   for (int64_t n = 0; n < N; ++n) {
-    bf16_t* column = P + n / kPanelColumns * panel + 2 * (n % kPanelColumns);
+    uint32_t* column = P + n / kPanelColumns * (panel / 2) + n % kPanelColumns;
     const bf16_t* w = W + n * K;
-    for (int64_t k = 0; k < K; ++k) column[k / 2 * 2 * kPanelColumns + k % 2] = w[k];
+    for (int64_t q = 0; q < K / 2; ++q) {
+      uint32_t pair;
+      std::memcpy(&pair, w + 2 * q, sizeof pair);
+      column[q * kPanelColumns] = pair;
+    }
+    if (K % 2) column[K / 2 * kPanelColumns] = w[K - 1];  // the low half is k, the high half stays zero
   }
 }
+
+void PackedBf16::Unmap::operator()(bf16_t* p) const { munmap(p, bytes); }
 
 void matmul_bf16_packed(ThreadPool& pool, const float* X, const PackedBf16& W, float* Y, int64_t M, int64_t N,
                         int64_t K, Precision precision, const RowEpilogue& epilogue) {

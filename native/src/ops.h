@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "kernels.h"
@@ -34,15 +35,16 @@ class PackedBf16 {
  public:
   PackedBf16() = default;
   PackedBf16(const bf16_t* W, int64_t N, int64_t K);
-  bool empty() const { return lines_.empty(); }
-  const bf16_t* data() const { return lines_.empty() ? nullptr : lines_.front().v; }
-  size_t bytes() const { return lines_.size() * sizeof(Line); }
+  bool empty() const { return !data_; }
+  const bf16_t* data() const { return data_.get(); }
 
  private:
-  struct alignas(64) Line {
-    bf16_t v[32];
+  // Anonymous pages (zero, which is the padding), on huge pages where the system allows.
+  struct Unmap {
+    size_t bytes;
+    void operator()(bf16_t* p) const;
   };
-  std::vector<Line> lines_;
+  std::unique_ptr<bf16_t, Unmap> data_;
 };
 
 // matmul_bf16 against packed weights: the same splits, each Y element bitwise independent of them
