@@ -101,15 +101,46 @@ Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPo
     : dims_(dims), pool_(pool), precision_(precision), kernels_(active_kernels()) {
   dims_.validate();
   auto bf16 = [&](const std::string& name, const std::vector<int64_t>& shape) {
-    return reinterpret_cast<const bf16_t*>(checkpoint.get(name, shape).data);
+    return Bf16Weight{reinterpret_cast<const bf16_t*>(checkpoint.get(name, shape).data), {}};
   };
   auto f32 = [&](const std::string& name, const std::vector<int64_t>& shape) { return checkpoint.f32(name, shape); };
-  auto weights = load_decoder_weights<const bf16_t*, std::vector<float>>(dims_, bf16, f32);
-  embed_ = weights.embed;
-  final_norm_ = weights.final_norm;
-  lm_head_ = weights.lm_head;
+  auto weights = load_decoder_weights<Bf16Weight, std::vector<float>>(dims_, bf16, f32);
+  embed_ = weights.embed.rows;
+  final_norm_ = weights.final_norm.rows;
+  lm_head_ = std::move(weights.lm_head);
   layers_ = std::move(weights.layers);
-  if (quantization == WeightQuantization::Int8) quantize_int8_weights(checkpoint);
+  const bool int8 = quantization == WeightQuantization::Int8;
+  if (int8) quantize_int8_weights(checkpoint);
+  pack_weights(checkpoint, !int8);
+}
+
+void Decoder::pack_weights(const Checkpoint& checkpoint, bool bf16_experts) {
+  if (!active_kernels().gemm_bf16_packed) return;
+  const int64_t H = dims_.hidden, QW = dims_.heads * dims_.head_dim, KW = dims_.kv_heads * dims_.head_dim;
+  struct Request {
+    Bf16Weight* weight;
+    int64_t N, K;
+  };
+  std::vector<Request> requests;
+  auto mlp = [&](Expert& m) {
+    requests.push_back({&m.gate, m.width, H});
+    requests.push_back({&m.up, m.width, H});
+    requests.push_back({&m.down, H, m.width});
+  };
+  for (Layer& layer : layers_) {
+    requests.push_back({&layer.wq, QW, H});
+    requests.push_back({&layer.wk, KW, H});
+    requests.push_back({&layer.wv, KW, H});
+    requests.push_back({&layer.wo, H, QW});
+    if (!layer.moe) mlp(layer.dense);
+    if (!layer.moe || !bf16_experts) continue;
+    for (Expert& e : layer.experts) mlp(e);
+    if (dims_.n_shared > 0) mlp(layer.shared);
+  }
+  if (bf16_experts) requests.push_back({&lm_head_, dims_.vocab, H});
+  pool_.parallel_for(static_cast<int64_t>(requests.size()), 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) pack_weight(checkpoint, *requests[i].weight, requests[i].N, requests[i].K);
+  });
 }
 
 void Decoder::quantize_int8_weights(const Checkpoint& checkpoint) {
@@ -120,7 +151,7 @@ void Decoder::quantize_int8_weights(const Checkpoint& checkpoint) {
     return q;
   };
   auto expert = [&](const Expert& e, int64_t width) {
-    return Int8Expert{convert(e.gate, width, H), convert(e.up, width, H), convert(e.down, H, width)};
+    return Int8Expert{convert(e.gate.rows, width, H), convert(e.up.rows, width, H), convert(e.down.rows, H, width)};
   };
   int8_layers_.resize(dims_.layers);
   for (int64_t l = 0; l < dims_.layers; ++l) {
@@ -128,7 +159,7 @@ void Decoder::quantize_int8_weights(const Checkpoint& checkpoint) {
     for (const Expert& e : layers_[l].experts) int8_layers_[l].experts.push_back(expert(e, dims_.moe_intermediate));
     if (dims_.n_shared > 0) int8_layers_[l].shared = expert(layers_[l].shared, dims_.n_shared * dims_.moe_intermediate);
   }
-  int8_head_ = convert(lm_head_, dims_.vocab, H);
+  int8_head_ = convert(lm_head_.rows, dims_.vocab, H);
 }
 
 size_t Decoder::quantized_bytes() const {
@@ -186,11 +217,11 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t
   for (int64_t l = 0; l < dims_.layers; ++l) {
     const Layer& layer = layers_[l];
     for (int64_t i = 0; i < rows; ++i)
-      kernels_.rmsnorm(x_.data() + i * H, layer.input_norm, norm_.data() + i * H, H, dims_.rms_eps);
+      kernels_.rmsnorm(x_.data() + i * H, layer.input_norm.rows, norm_.data() + i * H, H, dims_.rms_eps);
     attention(l, entries, rows);
     kernels_.axpy(x_.data(), 1.f, proj_.data(), rows * H);
     for (int64_t i = 0; i < rows; ++i)
-      kernels_.rmsnorm(x_.data() + i * H, layer.post_norm, norm_.data() + i * H, H, dims_.rms_eps);
+      kernels_.rmsnorm(x_.data() + i * H, layer.post_norm.rows, norm_.data() + i * H, H, dims_.rms_eps);
     feed_forward(layer, rows);
   }
   for (ForwardEntry& entry : entries) entry.cache->rules_.end_append(static_cast<int64_t>(entry.ids.size()));
@@ -206,6 +237,7 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t
 
 void Decoder::head(std::vector<ForwardEntry>& entries, float* logits, int32_t* best) {
   constexpr int64_t kChunk = 1024;  // vocabulary rows per task: 4 KB of logits per sequence
+  static_assert(kChunk % kPanelColumns == 0, "a chunk of the packed head starts on a panel");
   const int64_t B = static_cast<int64_t>(entries.size()), V = dims_.vocab, H = dims_.hidden;
   const int64_t chunks = (V + kChunk - 1) / kChunk;
   logits_row_.resize(B);
@@ -223,7 +255,13 @@ void Decoder::head(std::vector<ForwardEntry>& entries, float* logits, int32_t* b
       if (int8_head_.rows > 0) {
         active_quant_kernels().gemm_int8(last_rows_.data(), H, int8_head_.view().rows_from(n0), y.data(), kChunk, B, 0, width);
       } else {
-        kernels_.gemm_bf16(last_rows_.data(), H, lm_head_ + n0 * H, y.data(), kChunk, B, 0, width, H);
+        // kChunk is a multiple of kPanelColumns: a chunk of the packed head starts on a panel.
+        const bf16_t* panels = lm_head_.packed.data() + n0 * ((H + 1) / 2 * 2);
+        if (lm_head_.packed.empty()) {
+          kernels_.gemm_bf16(last_rows_.data(), H, lm_head_.rows + n0 * H, y.data(), kChunk, B, 0, width, H);
+        } else {
+          kernels_.gemm_bf16_packed(last_rows_.data(), H, panels, y.data(), kChunk, B, 0, width, H);
+        }
       }
       for (int64_t b = 0; b < B; ++b) {
         const float* row = y.data() + b * kChunk;
@@ -255,9 +293,9 @@ void Decoder::attention(int64_t l, std::vector<ForwardEntry>& entries, int64_t r
   const Layer& layer = layers_[l];
   const int64_t H = dims_.hidden, D = dims_.head_dim;
   const int64_t QW = dims_.heads * D, KW = dims_.kv_heads * D;
-  products_.assign({{norm_.data(), layer.wq, q_.data(), rows, QW, H},
-                    {norm_.data(), layer.wk, k_.data(), rows, KW, H},
-                    {norm_.data(), layer.wv, v_.data(), rows, KW, H}});
+  products_.assign({{norm_.data(), &layer.wq, q_.data(), rows, QW, H},
+                    {norm_.data(), &layer.wk, k_.data(), rows, KW, H},
+                    {norm_.data(), &layer.wv, v_.data(), rows, KW, H}});
   matmul_bf16_group(pool_, products_, precision_);
 
   // Rotate and store every new key before any query attends: within a call, later rows of the
@@ -357,8 +395,8 @@ void Decoder::run_experts() {
         int8_products_.push_back({x, task.int8->gate.view(), gate_.data() + offset, m, task.width});
         int8_products_.push_back({x, task.int8->up.view(), up_.data() + offset, m, task.width});
       } else {
-        products_.push_back({x, task.expert->gate, gate_.data() + offset, m, task.width, H});
-        products_.push_back({x, task.expert->up, up_.data() + offset, m, task.width, H});
+        products_.push_back({x, &task.expert->gate, gate_.data() + offset, m, task.width, H});
+        products_.push_back({x, &task.expert->up, up_.data() + offset, m, task.width, H});
       }
       row += m;
       offset += m * task.width;
@@ -375,7 +413,7 @@ void Decoder::run_experts() {
       if (task.int8)
         int8_products_.push_back({gate_.data() + offset, task.int8->down.view(), y, m, H});
       else
-        products_.push_back({gate_.data() + offset, task.expert->down, y, m, H, task.width});
+        products_.push_back({gate_.data() + offset, &task.expert->down, y, m, H, task.width});
       row += m;
       offset += m * task.width;
     }

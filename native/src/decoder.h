@@ -103,9 +103,10 @@ class Decoder {
   void forward(std::vector<ForwardEntry>& entries, float* logits, int32_t* best);
 
  private:
-  using Expert = MlpWeights<const bf16_t*>;
-  // BF16 weights in place; the router [n_routed, hidden] in F32 (router math runs in F32).
-  using Layer = LayerWeights<const bf16_t*, std::vector<float>>;
+  using Expert = MlpWeights<Bf16Weight>;
+  // BF16 weights as mapped, or packed (pack_layer_weights); the router [n_routed, hidden] in F32
+  // (router math runs in F32).
+  using Layer = LayerWeights<Bf16Weight, std::vector<float>>;
 
   struct Int8Expert {
     Int8Matrix gate, up, down;
@@ -114,6 +115,11 @@ class Decoder {
     std::vector<Int8Expert> experts;  // [n_routed]
     Int8Expert shared;
   };
+  // Packs every layer's projections and dense MLPs, and the experts and the vocabulary head unless
+  // they are int8, where the kernel set multiplies packed weights, on the pool's threads. Decode and
+  // prefill rows run through the same kernels either way, so a decode row is bitwise the same
+  // beside another request's prefill rows.
+  void pack_weights(const Checkpoint& checkpoint, bool bf16_experts);
   // Converts every MoE layer's experts and the head, releasing their mapped BF16 pages.
   void quantize_int8_weights(const Checkpoint& checkpoint);
 
@@ -136,7 +142,7 @@ class Decoder {
   const KernelSet& kernels_;
   const bf16_t* embed_ = nullptr;    // [vocab, hidden]
   const bf16_t* final_norm_ = nullptr;
-  const bf16_t* lm_head_ = nullptr;  // [vocab, hidden]
+  Bf16Weight lm_head_;               // [vocab, hidden]
   std::vector<Layer> layers_;
   uint64_t routed_expert_passes_ = 0;
   std::vector<Int8Layer> int8_layers_;  // [layers] with --quantize int8, else empty

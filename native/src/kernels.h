@@ -117,9 +117,10 @@ struct KernelSet {
   void (*gemm_nn_bf16)(const float* X, int64_t ldx, const bf16_t* B, int64_t ldb, float* Y, int64_t ldy,
                        int64_t M, int64_t n0, int64_t n1, int64_t K);
 
-  // Products against BF16 weights packed once (PackedBf16 in ops.h): the vision encoders', whose many
-  // rows amortise a layout that lets a tile broadcast X and keep 64 columns of sums in registers,
-  // with no horizontal additions. nullptr in the sets without them (avx512, avx2, scalar), which
+  // Products against BF16 weights packed once (PackedBf16 in ops.h): every vision and decoder weight
+  // on the sets that have them. A tile broadcasts X and keeps 64 columns of sums in registers, with
+  // no horizontal additions; tiles of one or two rows (decode) prefetch the panel ahead, since they
+  // stream it from memory once. nullptr in the sets without them (avx512, avx2, scalar), which
   // read the weights as stored. Y[m, n] = X[m, :] . W[n, :] for m in [0, M), n in [n0, n1), n0 a
   // multiple of kPanelColumns; P is W[N, K] packed; X and Y as gemm_bf16. The exact variant splits
   // X into hi + lo as gemm_bf16 does, the fast one rounds it once as gemm_bf16_fast does. Each output

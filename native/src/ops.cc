@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <new>
 
 namespace scriptorium {
@@ -90,16 +91,50 @@ void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, in
   run_bf16(pool, {X, W, Y, M, N, K, epilogue ? &epilogue : nullptr}, gemm_for(precision), 1);
 }
 
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kSlabBytes = size_t{64} << 20;
+
+// `bytes` of zeroed anonymous memory starting on a huge-page boundary (mapped with a huge page to
+// spare), advised onto huge pages.
+std::shared_ptr<bf16_t> map_huge_pages(size_t bytes) {
+  const size_t mapped = bytes + kHugePage;
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  const uintptr_t start = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) / kHugePage * kHugePage;
+  madvise(reinterpret_cast<void*>(start), bytes, MADV_HUGEPAGE);  // a hint
+  return std::shared_ptr<bf16_t>(reinterpret_cast<bf16_t*>(start), [p, mapped](bf16_t*) { munmap(p, mapped); });
+}
+
+// Room for `bytes` (a multiple of 64) of packed weight: the rest of the current slab, a new slab, or
+// for weights over a quarter slab a mapping of their own. The returned pointer shares the slab's
+// ownership.
+std::shared_ptr<const bf16_t> place_packed(size_t bytes) {
+  if (bytes > kSlabBytes / 4) return map_huge_pages(bytes);
+  static std::mutex mutex;
+  static std::weak_ptr<bf16_t> current;  // weak: a slab lives only as long as its weights
+  static size_t used = 0;
+  const std::lock_guard<std::mutex> lock(mutex);
+  std::shared_ptr<bf16_t> slab = current.lock();
+  if (!slab || used + bytes > kSlabBytes) {
+    slab = map_huge_pages(kSlabBytes);
+    current = slab;
+    used = 0;
+  }
+  bf16_t* at = slab.get() + used / sizeof(bf16_t);
+  used += bytes;
+  return std::shared_ptr<const bf16_t>(slab, at);
+}
+
+}  // namespace
+
 PackedBf16::PackedBf16(const bf16_t* W, int64_t N, int64_t K) {
   const int64_t pairs = (K + 1) / 2, panels = (N + kPanelColumns - 1) / kPanelColumns;
-  const int64_t panel = pairs * 2 * kPanelColumns;  // elements
-  const size_t bytes = static_cast<size_t>(panels * panel) * sizeof(bf16_t);
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  madvise(p, bytes, MADV_HUGEPAGE);  // a hint: fewer page faults while packing, fewer TLB misses after
-  data_ = std::unique_ptr<bf16_t, Unmap>(static_cast<bf16_t*>(p), Unmap{bytes});
+  const int64_t panel = pairs * 2 * kPanelColumns;  // elements, a multiple of 128: 256 bytes
+  data_ = place_packed(static_cast<size_t>(panels * panel) * sizeof(bf16_t));
   // Pairs of k move as one 32-bit word: W row n's pair q goes to word q * kPanelColumns + n % 64 of its panel.
-  uint32_t* P = reinterpret_cast<uint32_t*>(p);
+  uint32_t* P = reinterpret_cast<uint32_t*>(const_cast<bf16_t*>(data_.get()));
   for (int64_t n = 0; n < N; ++n) {
     uint32_t* column = P + n / kPanelColumns * (panel / 2) + n % kPanelColumns;
     const bf16_t* w = W + n * K;
@@ -112,7 +147,11 @@ PackedBf16::PackedBf16(const bf16_t* W, int64_t N, int64_t K) {
   }
 }
 
-void PackedBf16::Unmap::operator()(bf16_t* p) const { munmap(p, bytes); }
+void pack_weight(const Checkpoint& checkpoint, Bf16Weight& W, int64_t N, int64_t K) {
+  if (!active_kernels().gemm_bf16_packed) return;
+  W.packed = PackedBf16(W.rows, N, K);
+  checkpoint.release_mapped(W.rows, static_cast<size_t>(N * K) * sizeof(bf16_t));
+}
 
 void matmul_bf16_packed(ThreadPool& pool, const float* X, const PackedBf16& W, float* Y, int64_t M, int64_t N,
                         int64_t K, Precision precision, const RowEpilogue& epilogue) {
@@ -121,20 +160,44 @@ void matmul_bf16_packed(ThreadPool& pool, const float* X, const PackedBf16& W, f
   run_bf16(pool, {X, W.data(), Y, M, N, K, epilogue ? &epilogue : nullptr}, gemm, kPanelColumns);
 }
 
+void matmul_bf16(ThreadPool& pool, const float* X, const Bf16Weight& W, float* Y, int64_t M, int64_t N, int64_t K,
+                 Precision precision, const RowEpilogue& epilogue) {
+  if (W.packed.empty()) {
+    matmul_bf16(pool, X, W.rows, Y, M, N, K, precision, epilogue);
+  } else {
+    matmul_bf16_packed(pool, X, W.packed, Y, M, N, K, precision, epilogue);
+  }
+}
+
 void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group, Precision precision) {
+  if (group.empty()) return;
+  const KernelSet& kernels = active_kernels();
+  // Packed products take column ranges that start on a panel: each product's span of the
+  // concatenated columns is rounded up to whole panels, and the chunks are whole panels.
+  struct Dispatch {
+    const std::vector<MatmulBf16>& group;
+    bool packed;
+    GemmBf16 gemm;
+    int64_t grain;
+    int64_t span(const MatmulBf16& p) const { return (p.N + grain - 1) / grain * grain; }
+  };
+  const bool packed = !group.front().W->packed.empty();
+  const Dispatch d{group, packed,
+                   !packed                          ? gemm_for(precision)
+                   : precision == Precision::Fast ? kernels.gemm_bf16_packed_fast
+                                                  : kernels.gemm_bf16_packed,
+                   packed ? kPanelColumns : kColumnGrain};
   int64_t columns = 0;
-  for (const MatmulBf16& p : group) columns += p.N;
-  const GemmBf16 gemm = gemm_for(precision);
-  const std::vector<MatmulBf16>* g = &group;
+  for (const MatmulBf16& p : group) columns += d.span(p);
   // Chunk [c0, c1) of the concatenated columns: each product it overlaps gets its share. The
   // products' row counts differ (experts get different numbers of tokens), so equal column counts
   // are not equal work: the finest grain lets the pool's shared cursor balance the threads.
-  pool.parallel_for(columns, kColumnGrain, [g, gemm](int64_t c0, int64_t c1) {
+  pool.parallel_for(columns, d.grain, [&d](int64_t c0, int64_t c1) {
     int64_t first = 0;
-    for (const MatmulBf16& p : *g) {
+    for (const MatmulBf16& p : d.group) {
       const int64_t n0 = std::max<int64_t>(c0 - first, 0), n1 = std::min(c1 - first, p.N);
-      if (n0 < n1) gemm(p.X, p.K, p.W, p.Y, p.N, p.M, n0, n1, p.K);
-      first += p.N;
+      if (n0 < n1) d.gemm(p.X, p.K, d.packed ? p.W->packed.data() : p.W->rows, p.Y, p.N, p.M, n0, n1, p.K);
+      first += d.span(p);
       if (first >= c1) return;
     }
   });

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "safetensors.h"
 #include "thread_pool.h"
 
 namespace scriptorium {
@@ -29,22 +30,21 @@ void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, in
                  int64_t K, Precision precision, const RowEpilogue& epilogue = {});
 
 // Weights W[N, K] packed once for KernelSet::gemm_bf16_packed (the layout beside kPanelColumns in
-// kernels.h), for products with many rows: the vision encoders', on kernel sets that have packed
-// products (the others read W as stored). Default-constructed: empty.
+// kernels.h), on kernel sets that have packed products (the others read W as stored).
+// Packed weights are placed one after another in shared anonymous slabs advised onto 2 MiB huge
+// pages, so that a model's many small matrices (experts of 2.3 MB, say) sit on huge pages too:
+// fewer page faults while packing, far fewer TLB misses while streaming them. A slab is unmapped
+// with the last weight in it. Default-constructed: empty.
 class PackedBf16 {
  public:
   PackedBf16() = default;
+  // Safe to call from several threads at once.
   PackedBf16(const bf16_t* W, int64_t N, int64_t K);
   bool empty() const { return !data_; }
   const bf16_t* data() const { return data_.get(); }
 
  private:
-  // Anonymous pages (zero, which is the padding), on huge pages where the system allows.
-  struct Unmap {
-    size_t bytes;
-    void operator()(bf16_t* p) const;
-  };
-  std::unique_ptr<bf16_t, Unmap> data_;
+  std::shared_ptr<const bf16_t> data_;
 };
 
 // matmul_bf16 against packed weights: the same splits, each Y element bitwise independent of them
@@ -52,17 +52,34 @@ class PackedBf16 {
 void matmul_bf16_packed(ThreadPool& pool, const float* X, const PackedBf16& W, float* Y, int64_t M, int64_t N,
                         int64_t K, Precision precision, const RowEpilogue& epilogue = {});
 
-// One product of a group: Y[M, N] = X[M, K] @ W[N, K]^T, row strides K (X, W) and N (Y).
+// A model's BF16 weight W[N, K]: the checkpoint's rows, or those rows packed once at load where the
+// kernel set multiplies packed weights (pack_weight; the rows' pages are then released and only
+// `packed` is read).
+struct Bf16Weight {
+  const bf16_t* rows = nullptr;
+  PackedBf16 packed;
+};
+
+// Packs W[N, K], mapped from `checkpoint`, where the active kernel set multiplies packed weights,
+// and releases its mapped rows (they are not read again); leaves it as it is on other sets.
+// Safe to call for different weights from several threads at once.
+void pack_weight(const Checkpoint& checkpoint, Bf16Weight& W, int64_t N, int64_t K);
+
+// matmul_bf16 or matmul_bf16_packed, whichever form W is held in.
+void matmul_bf16(ThreadPool& pool, const float* X, const Bf16Weight& W, float* Y, int64_t M, int64_t N, int64_t K,
+                 Precision precision, const RowEpilogue& epilogue = {});
+
+// One product of a group: Y[M, N] = X[M, K] @ W[N, K]^T, row strides K (X) and N (Y).
 struct MatmulBf16 {
   const float* X;
-  const bf16_t* W;
+  const Bf16Weight* W;
   float* Y;
   int64_t M, N, K;
 };
 
 // Runs every product of the group in one dispatch over their concatenated columns, so a layer's
-// small products (q/k/v, the selected experts) share one wake-up of the pool. Each Y element is
-// bitwise what matmul_bf16 gives at the same precision.
+// small products (q/k/v, the selected experts) share one wake-up of the pool. The weights are all
+// packed or all rows. Each Y element is bitwise what matmul_bf16 gives at the same precision.
 void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group, Precision precision);
 
 // Same with F32 weights W[N, K].

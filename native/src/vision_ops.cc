@@ -80,10 +80,9 @@ void finish_rows(const Epilogue& e, const float* bias, float* Y, int64_t N, int6
   }
 }
 
-/* Y[M,N] = X[M,K] @ W[N,K]^T (packed when `packed` is not empty), then + bias ([N] or empty) and the
-   steps of `e` on each row */
-void product(ThreadPool& pool, const bf16_t* W, const PackedBf16& packed, const std::vector<float>& bias,
-             const float* X, float* Y, int64_t M, int64_t N, int64_t K, Precision precision, const Epilogue& e) {
+/* Y[M,N] = X[M,K] @ W[N,K]^T, then + bias ([N] or empty) and the steps of `e` on each row */
+void product(ThreadPool& pool, const Bf16Weight& W, const std::vector<float>& bias, const float* X, float* Y,
+             int64_t M, int64_t N, int64_t K, Precision precision, const Epilogue& e) {
   if (e.activation == Activation::SwiGlu && !e.up) throw std::invalid_argument("linear: SwiGLU needs the up projection");
   if (e.norm && static_cast<int64_t>(e.norm->weight.size()) != N)
     throw std::invalid_argument("linear: the norm after the product must have the product's width");
@@ -91,20 +90,7 @@ void product(ThreadPool& pool, const bf16_t* W, const PackedBf16& packed, const 
   RowEpilogue finish;
   if (b || e.activation != Activation::None || e.residual || e.norm)
     finish = [&e, b, Y, N](int64_t m0, int64_t m1) { finish_rows(e, b, Y, N, m0, m1); };
-  if (packed.empty()) {
-    matmul_bf16(pool, X, W, Y, M, N, K, precision, finish);
-  } else {
-    matmul_bf16_packed(pool, X, packed, Y, M, N, K, precision, finish);
-  }
-}
-
-/* W packed when the kernel set multiplies packed weights (its mapped pages released: they are not
-   read again), else empty */
-PackedBf16 pack_weight(const Checkpoint& checkpoint, const bf16_t* W, int64_t N, int64_t K) {
-  if (!active_kernels().gemm_bf16_packed) return {};
-  PackedBf16 packed(W, N, K);
-  checkpoint.release_mapped(W, static_cast<size_t>(N * K) * sizeof(bf16_t));
-  return packed;
+  matmul_bf16(pool, X, W, Y, M, N, K, precision, finish);
 }
 
 // Keys' cubic convolution kernel with a = -0.5, the one PyTorch's antialiased bicubic uses.
@@ -181,8 +167,8 @@ std::vector<float> load_f32(const Checkpoint& checkpoint, const std::string& nam
 
 Linear load_linear(const Checkpoint& checkpoint, const std::string& prefix, int64_t out, int64_t in, bool with_bias) {
   Linear layer;
-  layer.weight = reinterpret_cast<const bf16_t*>(checkpoint.get(prefix + ".weight", {out, in}).data);
-  layer.packed = pack_weight(checkpoint, layer.weight, out, in);
+  layer.weight.rows = reinterpret_cast<const bf16_t*>(checkpoint.get(prefix + ".weight", {out, in}).data);
+  pack_weight(checkpoint, layer.weight, out, in);
   if (with_bias) layer.bias = load_f32(checkpoint, prefix + ".bias", {out});
   layer.out = out;
   layer.in = in;
@@ -192,7 +178,7 @@ Linear load_linear(const Checkpoint& checkpoint, const std::string& prefix, int6
 /* Y[M,out] = epilogue(X[M,in] @ W[out,in]^T + b[out]) */
 void linear(ThreadPool& pool, const Linear& layer, const float* X, float* Y, int64_t M, Precision precision,
             const Epilogue& epilogue) {
-  product(pool, layer.weight, layer.packed, layer.bias, X, Y, M, layer.out, layer.in, precision, epilogue);
+  product(pool, layer.weight, layer.bias, X, Y, M, layer.out, layer.in, precision, epilogue);
 }
 
 LayerNorm load_layer_norm(const Checkpoint& checkpoint, const std::string& prefix, int64_t n, float eps) {
@@ -210,8 +196,8 @@ void layer_norm(ThreadPool& pool, const LayerNorm& norm, const float* X, float* 
 Conv2d load_conv2d(const Checkpoint& checkpoint, const std::string& prefix, int64_t out, int64_t in, int64_t kernel,
                    int64_t stride, int64_t pad, bool with_bias) {
   Conv2d conv;
-  conv.weight = reinterpret_cast<const bf16_t*>(checkpoint.get(prefix + ".weight", {out, in, kernel, kernel}).data);
-  conv.packed = pack_weight(checkpoint, conv.weight, out, in * kernel * kernel);
+  conv.weight.rows = reinterpret_cast<const bf16_t*>(checkpoint.get(prefix + ".weight", {out, in, kernel, kernel}).data);
+  pack_weight(checkpoint, conv.weight, out, in * kernel * kernel);
   if (with_bias) conv.bias = load_f32(checkpoint, prefix + ".bias", {out});
   conv.out = out;
   conv.in = in;
@@ -232,7 +218,7 @@ void conv2d(ThreadPool& pool, const Conv2d& conv, const float* X, const ImageStr
   after.norm = norm;
   if (k == 1 && conv.stride == 1 && conv.pad == 0 && s.batch == channels_last.batch && s.channel == 1 &&
       s.row == channels_last.row && s.col == channels_last.col) {
-    product(pool, conv.weight, conv.packed, conv.bias, X, Y, rows, conv.out, cols, precision, after);  // a 1x1 conv on NHWC is a matmul
+    product(pool, conv.weight, conv.bias, X, Y, rows, conv.out, cols, precision, after);  // a 1x1 conv on NHWC is a matmul
   } else {
     const int64_t chunk = std::max<int64_t>(1, kIm2colFloats / cols);
     std::vector<float> patches(std::min(rows, chunk) * cols);
@@ -253,7 +239,7 @@ void conv2d(ThreadPool& pool, const Conv2d& conv, const float* X, const ImageStr
             }
         }
       });
-      product(pool, conv.weight, conv.packed, conv.bias, patches.data(), Y + r0 * conv.out, n, conv.out, cols, precision, after);
+      product(pool, conv.weight, conv.bias, patches.data(), Y + r0 * conv.out, n, conv.out, cols, precision, after);
     }
   }
 }

@@ -22,8 +22,7 @@ std::vector<float> load_f32(const Checkpoint& checkpoint, const std::string& nam
 
 // nn.Linear: y = x W^T (+ b).
 struct Linear {
-  const bf16_t* weight = nullptr;  // [out, in]
-  PackedBf16 packed;               // the weight packed, where the kernel set multiplies packed weights
+  Bf16Weight weight;        // [out, in]
   std::vector<float> bias;         // [out], empty without bias
   int64_t out = 0, in = 0;
 };
@@ -68,8 +67,7 @@ void layer_norm(ThreadPool& pool, const LayerNorm& norm, const float* X, float* 
 
 // nn.Conv2d with square kernels: weight [out, in, k, k] bf16, read as the [out, in*k*k] matrix it is.
 struct Conv2d {
-  const bf16_t* weight = nullptr;
-  PackedBf16 packed;  // as Linear's
+  Bf16Weight weight;
   std::vector<float> bias;  // [out], empty without bias
   int64_t out = 0, in = 0, kernel = 1, stride = 1, pad = 0;
 

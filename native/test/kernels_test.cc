@@ -759,6 +759,46 @@ void test_matmul() {
   });
 }
 
+// PackedBf16 holds the layout kernels.h states, 64-byte aligned, for small weights sharing slabs
+// and for one over a quarter slab (a mapping of its own); weights keep their values while others
+// in their slab are freed and new ones are placed after them.
+void test_packed_placement() {
+  run("packed_bf16/layout_and_slabs", [](std::string& note) -> std::string {
+    struct Shape {
+      int64_t N, K;
+    };
+    const Shape shapes[] = {{70, 33}, {896, 1280}, {64, 2}, {4160, 2050}, {3, 5}};
+    std::vector<std::vector<bf16_t>> weights;
+    for (const Shape& s : shapes) {
+      std::vector<bf16_t> w(s.N * s.K);
+      for (bf16_t& x : w) x = f32_to_bf16(uniform(-1.f, 1.f));
+      weights.push_back(std::move(w));
+    }
+    auto check = [&](const PackedBf16& P, size_t i) -> std::string {
+      const int64_t N = shapes[i].N, K = shapes[i].K, pairs = (K + 1) / 2;
+      if (reinterpret_cast<uintptr_t>(P.data()) % 64 != 0) return fmt("N=%g K=%g: not 64-byte aligned", N, K);
+      const int64_t panels = (N + kPanelColumns - 1) / kPanelColumns;
+      for (int64_t j = 0; j < panels; ++j)
+        for (int64_t c = 0; c < kPanelColumns; ++c)
+          for (int64_t k = 0; k < 2 * pairs; ++k) {
+            const int64_t n = j * kPanelColumns + c;
+            const bf16_t want = n < N && k < K ? weights[i][n * K + k] : 0;
+            if (P.data()[j * pairs * 2 * kPanelColumns + k / 2 * 2 * kPanelColumns + 2 * c + k % 2] != want)
+              return fmt("N=%g K=%g: W[%g, %g] misplaced", N, K, n, k);
+          }
+      return "";
+    };
+    std::vector<PackedBf16> packed;
+    for (size_t i = 0; i < weights.size(); ++i) packed.emplace_back(weights[i].data(), shapes[i].N, shapes[i].K);
+    packed[0] = PackedBf16();  // frees nothing yet: its slab holds the others
+    packed[2] = PackedBf16(weights[2].data(), shapes[2].N, shapes[2].K);
+    for (size_t i = 1; i < weights.size(); ++i)
+      if (std::string e = check(packed[i], i); !e.empty()) return e;
+    note = "5 shapes (odd N and K, one of 17 MB)";
+    return "";
+  });
+}
+
 // Runs in a child process (the choice is read once per process) before any thread exists.
 void test_dispatch() {
   run("dispatch/env_override", [](std::string& note) -> std::string {
@@ -814,6 +854,7 @@ int main() {
     test_argmax(*ks);
   }
   test_rope();
+  test_packed_placement();
   test_thread_pool();
   test_matmul();
   std::printf("%d passed, %d failed\n", g_passed, g_failed);

@@ -54,7 +54,7 @@ struct ConvCase {
 std::string check_conv(const ConvCase& cc) {
   Conv2d conv;
   std::vector<bf16_t> weight = bf16_randoms(cc.out * cc.in * cc.k * cc.k, 0.5f);
-  conv.weight = weight.data();
+  conv.weight.rows = weight.data();
   if (cc.bias) conv.bias = randoms(cc.out);
   conv.out = cc.out;
   conv.in = cc.in;
@@ -153,7 +153,7 @@ struct LinearCase {
 LinearCase random_linear(int64_t out, int64_t in) {
   LinearCase lc;
   lc.weight = bf16_randoms(out * in, 1.0f / std::sqrt(static_cast<float>(in)));
-  lc.layer.weight = lc.weight.data();
+  lc.layer.weight.rows = lc.weight.data();
   lc.layer.bias = randoms(out);
   lc.layer.out = out;
   lc.layer.in = in;
@@ -166,7 +166,7 @@ std::vector<double> linear_reference(const Linear& layer, const std::vector<floa
   for (int64_t m = 0; m < M; ++m)
     for (int64_t o = 0; o < layer.out; ++o) {
       double acc = layer.bias[o];
-      for (int64_t k = 0; k < layer.in; ++k) acc += static_cast<double>(bf16_to_f32(layer.weight[o * layer.in + k])) * X[m * layer.in + k];
+      for (int64_t k = 0; k < layer.in; ++k) acc += static_cast<double>(bf16_to_f32(layer.weight.rows[o * layer.in + k])) * X[m * layer.in + k];
       ref[m * layer.out + o] = acc;
     }
   return ref;
