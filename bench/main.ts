@@ -14,9 +14,9 @@ import { parseBenchArgs, USAGE, type BenchOptions } from './bench-options.js';
 import { benchCheckpoint } from './checkpoints.js';
 import { kvCacheText, summariseKvCache, type KvCacheSummary } from './kv-cache-report.js';
 import { runMeasureProcess } from './measure-client.js';
-import type { AccuracyAnswer, PeerMode } from './measure-jobs.js';
+import type { AccuracyAnswer, PeerAnswer, PeerMode } from './measure-jobs.js';
 import { gpuModelCeilings, measureCeilings, measureGpuCeilings, type GpuCeilings, type MachineCeilings } from './native-probes.js';
-import { peerText, summarisePeer, type PeerComparison } from './peer-report.js';
+import { mergePeerAnswers, peerText, summarisePeer, type PeerComparison } from './peer-report.js';
 import { checkPeerBinary } from './peer-run.js';
 import { accuracyText, batchText, ceilingsText, decoderText, encodersText, gpuCeilingsText, latencyText } from './report-table.js';
 import {
@@ -216,15 +216,16 @@ async function main(args: string[]): Promise<number> {
     for (const pageCase of options.peerCases) {
       progress(`side by side with the peer on ${pageCase.id}, ${options.runs} interleaved runs`);
       const { precision, ...jobSettings } = settings(await checkpoint(pageCase.variant));
-      const answer = await runMeasureProcess({
-        part: 'peer',
-        ...jobSettings,
-        pageCase,
-        peerBin: options.peerBin!,
-        tokens: options.peerTokens,
-        modes: peerModes(precision),
-      });
-      results.peer.push(summarisePeer(answer));
+      // One measuring process per mode; the peer runs in the first one of each peer setting.
+      const answers: PeerAnswer[] = [];
+      for (const mode of peerModes(precision)) {
+        const int8 = mode.quantize === 'int8';
+        const withPeer = !answers.some((a) => a.peer.some((p) => p.int8 === int8));
+        answers.push(
+          await runMeasureProcess({ part: 'peer', ...jobSettings, pageCase, peerBin: options.peerBin!, tokens: options.peerTokens, mode, withPeer }),
+        );
+      }
+      results.peer.push(summarisePeer(mergePeerAnswers(answers)));
       await save();
     }
     print(peerText(results.peer));

@@ -1,8 +1,7 @@
-// The peer (ds-ocr) and our engine side by side in this process: our engine is loaded once per mode
-// and warmed up (one untimed read of the page brings the vision weights into memory, then the
-// decoder's warm-up), the page is written as a PNG for the peer, and every run starts the peer on it
-// and then reads it with each of our modes compared with that peer setting, so both see the same
-// load. Both generate exactly `tokens` tokens greedily; ours without logits processors and without
+// The peer (ds-ocr) and one of our modes side by side in this process: our engine is loaded and
+// warmed up (one untimed read of the page brings the vision weights into memory, then the decoder's
+// warm-up), the page is written as a PNG for the peer, and every run starts the peer on it (in the
+// job that runs the peer) and then reads it with our engine, so both see the same load. Both generate exactly `tokens` tokens greedily; ours without logits processors and without
 // stopping at EOS, the peer holding EOS back until then.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -48,28 +47,23 @@ const stagesLine = (ms: PageStageMs) =>
 
 export async function measurePeer(job: PeerJob, progress: (line: string) => void): Promise<PeerAnswer> {
   const spec = job.pageCase;
+  const mode = job.mode;
   const image = syntheticPage(spec.pageSize, 0);
-  const engines: { mode: PeerMode; engine: OcrEngine }[] = [];
-  let promptTokens = 0;
-  for (const mode of job.modes) {
-    progress(`loading our engine with ${modeName(mode)}, one untimed read of the page, the decoder's warm-up`);
-    const engine = await OcrEngine.load(job.modelDir, { threads: job.threads, device: job.device, ...mode });
-    if (engine.variant !== spec.variant) throw new Error(`${job.modelDir} holds a ${engine.variant} checkpoint, case ${spec.id} needs ${spec.variant}`);
-    const prepared = await engine.prepare([image], spec.task, spec.mode);
-    const [columns, rows] = prepared.pages[0].preprocessed.grid;
-    if (columns * rows !== Math.max(1, spec.tiles)) throw new Error(`case ${spec.id}: the page became ${columns}×${rows} tiles, expected ${spec.tiles}`);
-    promptTokens = prepared.promptIds.length;
-    await warmUpDecoder(engine.model);
-    engines.push({ mode, engine });
-  }
+  progress(`loading our engine with ${modeName(mode)}, one untimed read of the page, the decoder's warm-up`);
+  const engine = await OcrEngine.load(job.modelDir, { threads: job.threads, device: job.device, ...mode });
+  if (engine.variant !== spec.variant) throw new Error(`${job.modelDir} holds a ${engine.variant} checkpoint, case ${spec.id} needs ${spec.variant}`);
+  const prepared = await engine.prepare([image], spec.task, spec.mode);
+  const [columns, rows] = prepared.pages[0].preprocessed.grid;
+  if (columns * rows !== Math.max(1, spec.tiles)) throw new Error(`case ${spec.id}: the page became ${columns}×${rows} tiles, expected ${spec.tiles}`);
+  await warmUpDecoder(engine.model);
 
-  const peerSettings = [false, true].filter((int8) => job.modes.some((m) => (m.quantize === 'int8') === int8));
+  const int8 = mode.quantize === 'int8';
   const answer: PeerAnswer = {
     caseId: spec.id,
     tokens: job.tokens,
-    promptTokens,
-    peer: peerSettings.map((int8) => ({ int8, runs: [] })),
-    ours: job.modes.map((mode) => ({ ...mode, runs: [] })),
+    promptTokens: prepared.promptIds.length,
+    peer: job.withPeer ? [{ int8, runs: [] }] : [],
+    ours: [{ ...mode, runs: [] }],
   };
   const dir = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-bench-peer-'));
   try {
@@ -77,18 +71,15 @@ export async function measurePeer(job: PeerJob, progress: (line: string) => void
     await writePng(image, imageFile);
     for (let run = 1; run <= job.runs; run++) {
       for (const peer of answer.peer) {
-        progress(`run ${run}/${job.runs}: the peer${peer.int8 ? ' with --int4' : ''}, ${spec.pageSize.join('×')} page, ${job.tokens} tokens`);
-        const profile = await runPeer({ bin: job.peerBin, modelDir: job.modelDir, image: imageFile, threads: job.threads, tokens: job.tokens, int8: peer.int8 });
+        progress(`run ${run}/${job.runs}: the peer${int8 ? ' with --int4' : ''}, ${spec.pageSize.join('×')} page, ${job.tokens} tokens`);
+        const profile = await runPeer({ bin: job.peerBin, modelDir: job.modelDir, image: imageFile, threads: job.threads, tokens: job.tokens, int8 });
         progress(`  the peer: ${stagesLine(profile)}`);
         peer.runs.push(profile);
-        for (const [i, { mode, engine }] of engines.entries()) {
-          if ((mode.quantize === 'int8') !== peer.int8) continue;
-          progress(`run ${run}/${job.runs}: ours with ${modeName(mode)}`);
-          const sample = await readPage(engine, image, spec, job.tokens);
-          progress(`  ours: ${stagesLine(sample)}`);
-          answer.ours[i].runs.push(sample);
-        }
       }
+      progress(`run ${run}/${job.runs}: ours with ${modeName(mode)}`);
+      const sample = await readPage(engine, image, spec, job.tokens);
+      progress(`  ours: ${stagesLine(sample)}`);
+      answer.ours[0].runs.push(sample);
     }
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -44,6 +44,12 @@ function medians(samples: readonly StageFigures[]): StageFigures {
   return Object.fromEntries(STAGES.map((stage) => [stage, median(samples.map((s) => s[stage]))])) as unknown as StageFigures;
 }
 
+/** The answers of one page's measuring processes (one per mode) as one answer. */
+export function mergePeerAnswers(answers: PeerAnswer[]): PeerAnswer {
+  if (answers.length === 0) throw new Error('no answers to merge');
+  return { ...answers[0], peer: answers.flatMap((a) => a.peer), ours: answers.flatMap((a) => a.ours) };
+}
+
 export function summarisePeer(answer: PeerAnswer): PeerComparison {
   const rows = answer.ours.map((mode): PeerComparisonRow => {
     const peerInt8 = mode.quantize === 'int8';

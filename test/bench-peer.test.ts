@@ -9,9 +9,9 @@ import { after, before, describe, test } from 'node:test';
 
 import { parseBenchArgs } from '../bench/bench-options.js';
 import { runMeasureProcess } from '../bench/measure-client.js';
-import type { PeerAnswer } from '../bench/measure-jobs.js';
+import type { PeerAnswer, PeerJob } from '../bench/measure-jobs.js';
 import { parsePeerProfile } from '../bench/peer-profile.js';
-import { peerText, summarisePeer } from '../bench/peer-report.js';
+import { mergePeerAnswers, peerText, summarisePeer } from '../bench/peer-report.js';
 import { checkPeerBinary, peerArgs, runPeer } from '../bench/peer-run.js';
 import { UsageError } from '../src/cli/usage.js';
 import { DS_OCR_V1_STDERR, DS_OCR_V2_STDERR, FAKE_PEER_SCRIPT } from './support/ds-ocr-output.js';
@@ -165,9 +165,9 @@ describe('running the peer', () => {
     await assert.rejects(runPeer({ ...run, bin: path.join(dir, 'short') }), /the peer generated 3 tokens, not 5/);
   });
 
-  test('the part on a tiny checkpoint: the peer and our modes interleaved on one page', async () => {
+  test('the part on a tiny checkpoint: one process per mode, the peer interleaved where a job runs it', async () => {
     await rm(log, { force: true });
-    const answer = await runMeasureProcess({
+    const job: Omit<PeerJob, 'mode' | 'withPeer'> = {
       part: 'peer',
       modelDir,
       threads: 2,
@@ -176,27 +176,30 @@ describe('running the peer', () => {
       pageCase: { id: 'tiny-page', variant: 'v1', mode: 'tiny', task: 'markdown', pages: 1, pageSize: [300, 400], tiles: 0 },
       peerBin: fake,
       tokens: 3,
-      modes: [
-        { precision: 'exact', quantize: 'none' },
-        { precision: 'fast', quantize: 'int8' },
-      ],
-    });
+    };
+    const answers = [
+      await runMeasureProcess({ ...job, mode: { precision: 'exact', quantize: 'none' }, withPeer: true }),
+      await runMeasureProcess({ ...job, mode: { precision: 'fast', quantize: 'none' }, withPeer: false }),
+      await runMeasureProcess({ ...job, mode: { precision: 'fast', quantize: 'int8' }, withPeer: true }),
+    ];
     const peerCalls = await calls();
     assert.deepEqual(
       peerCalls.map((c) => c.args.includes('--int4')),
-      [false, true, false, true],
+      [false, false, true, true],
     );
     for (const call of peerCalls) {
       assert.deepEqual(call.size, [300, 400]);
       assert.deepEqual(call.args.slice(0, 2), ['-d', modelDir]);
       assert.deepEqual(call.args.slice(4, 10), ['-t', '2', '-n', '3', '--min-tokens', '3']);
     }
+    assert.deepEqual(answers[1].peer, []);
+    const answer = mergePeerAnswers(answers);
     assert.deepEqual(answer.peer.map((p) => [p.int8, p.runs.map((r) => r.encodeMs)]), [[false, [2000, 2000]], [true, [1500, 1500]]]);
-    assert.deepEqual(answer.ours.map((o) => [o.precision, o.quantize, o.runs.length]), [['exact', 'none', 2], ['fast', 'int8', 2]]);
+    assert.deepEqual(answer.ours.map((o) => [o.precision, o.quantize, o.runs.length]), [['exact', 'none', 2], ['fast', 'none', 2], ['fast', 'int8', 2]]);
     for (const run of answer.ours.flatMap((o) => o.runs)) {
       assert.ok(run.encodeMs > 0 && run.prefillMs > 0 && run.decodeMs > 0, JSON.stringify(run));
       assert.ok(run.totalMs >= run.encodeMs + run.prefillMs + run.decodeMs, JSON.stringify(run));
     }
-    assert.equal(summarisePeer(answer).rows.length, 2);
+    assert.deepEqual(summarisePeer(answer).rows.map((r) => r.peerInt8), [false, false, true]);
   });
 });
