@@ -255,11 +255,10 @@ void Decoder::head(std::vector<ForwardEntry>& entries, float* logits, int32_t* b
       if (int8_head_.rows > 0) {
         active_quant_kernels().gemm_int8(last_rows_.data(), H, int8_head_.view().rows_from(n0), y.data(), kChunk, B, 0, width);
       } else {
-        // kChunk is a multiple of kPanelColumns: a chunk of the packed head starts on a panel.
-        const bf16_t* panels = lm_head_.packed.data() + n0 * ((H + 1) / 2 * 2);
         if (lm_head_.packed.empty()) {
           kernels_.gemm_bf16(last_rows_.data(), H, lm_head_.rows + n0 * H, y.data(), kChunk, B, 0, width, H);
-        } else {
+        } else {  // the chunk's first panel: kPanelColumns rows of H values rounded up to pairs each
+          const bf16_t* panels = lm_head_.packed.data() + n0 * ((H + 1) / 2 * 2);
           kernels_.gemm_bf16_packed(last_rows_.data(), H, panels, y.data(), kChunk, B, 0, width, H);
         }
       }

@@ -104,7 +104,7 @@ class Decoder {
 
  private:
   using Expert = MlpWeights<Bf16Weight>;
-  // BF16 weights as mapped, or packed (pack_layer_weights); the router [n_routed, hidden] in F32
+  // BF16 weights as mapped, or packed (pack_weights); the router [n_routed, hidden] in F32
   // (router math runs in F32).
   using Layer = LayerWeights<Bf16Weight, std::vector<float>>;
 

@@ -63,6 +63,11 @@ GemmBf16 gemm_for(Precision precision) {
   return precision == Precision::Fast ? kernels.gemm_bf16_fast : kernels.gemm_bf16;
 }
 
+GemmBf16 packed_gemm_for(Precision precision) {
+  const KernelSet& kernels = active_kernels();
+  return precision == Precision::Fast ? kernels.gemm_bf16_packed_fast : kernels.gemm_bf16_packed;
+}
+
 /* Y[M,N] = X[M,K] @ W[N,K]^T through `gemm`, whose column ranges must start at multiples of `grain` */
 void run_bf16(ThreadPool& pool, const Args<bf16_t>& a, GemmBf16 gemm, int64_t grain) {
   if (const int64_t rows = row_chunk(pool, a.M); rows > 0) {
@@ -155,9 +160,7 @@ void pack_weight(const Checkpoint& checkpoint, Bf16Weight& W, int64_t N, int64_t
 
 void matmul_bf16_packed(ThreadPool& pool, const float* X, const PackedBf16& W, float* Y, int64_t M, int64_t N,
                         int64_t K, Precision precision, const RowEpilogue& epilogue) {
-  const KernelSet& kernels = active_kernels();
-  const GemmBf16 gemm = precision == Precision::Fast ? kernels.gemm_bf16_packed_fast : kernels.gemm_bf16_packed;
-  run_bf16(pool, {X, W.data(), Y, M, N, K, epilogue ? &epilogue : nullptr}, gemm, kPanelColumns);
+  run_bf16(pool, {X, W.data(), Y, M, N, K, epilogue ? &epilogue : nullptr}, packed_gemm_for(precision), kPanelColumns);
 }
 
 void matmul_bf16(ThreadPool& pool, const float* X, const Bf16Weight& W, float* Y, int64_t M, int64_t N, int64_t K,
@@ -171,7 +174,6 @@ void matmul_bf16(ThreadPool& pool, const float* X, const Bf16Weight& W, float* Y
 
 void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group, Precision precision) {
   if (group.empty()) return;
-  const KernelSet& kernels = active_kernels();
   // Packed products take column ranges that start on a panel: each product's span of the
   // concatenated columns is rounded up to whole panels, and the chunks are whole panels.
   struct Dispatch {
@@ -182,10 +184,7 @@ void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group, P
     int64_t span(const MatmulBf16& p) const { return (p.N + grain - 1) / grain * grain; }
   };
   const bool packed = !group.front().W->packed.empty();
-  const Dispatch d{group, packed,
-                   !packed                          ? gemm_for(precision)
-                   : precision == Precision::Fast ? kernels.gemm_bf16_packed_fast
-                                                  : kernels.gemm_bf16_packed,
+  const Dispatch d{group, packed, packed ? packed_gemm_for(precision) : gemm_for(precision),
                    packed ? kPanelColumns : kColumnGrain};
   int64_t columns = 0;
   for (const MatmulBf16& p : group) columns += d.span(p);
