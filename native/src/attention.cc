@@ -40,9 +40,9 @@ void fold_key_range(const DecoderDims& dims, const float* q, const T* K, const T
 // BF16 dot products): K^T and V rounded to BF16 in pairs of k (KernelSet::gemm_nn_bf16), an odd
 // count's unpaired value zero.
 struct AttentionOperands {
-  std::vector<float> kt;           // [batch*KVH, D, keys]
-  std::vector<bf16_t> k_pairs;     // [batch*KVH, ceil(D/2), keys, 2]
-  std::vector<bf16_t> v_pairs;     // [batch*KVH, ceil(keys/2), D, 2]
+  LargeBuffer<float> kt;           // [batch*KVH, D, keys]
+  LargeBuffer<bf16_t> k_pairs;     // [batch*KVH, ceil(D/2), keys, 2]
+  LargeBuffer<bf16_t> v_pairs;     // [batch*KVH, ceil(keys/2), D, 2]
   int64_t k_pairs_size = 0, v_pairs_size = 0;  // elements per i
 };
 

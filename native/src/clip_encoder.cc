@@ -52,7 +52,7 @@ void ClipEncoder::encode(const float* patches, int64_t n, int64_t tokens, float*
   else
     resize_bicubic_aa(pool_, positions_.data() + W, P, P, W, positions.data() + W, grid, grid);
 
-  std::vector<float> x(rows * W);
+  LargeBuffer<float> x(rows * W);
   for (int64_t v = 0; v < n; ++v) {
     float* seq = x.data() + v * L * W;
     std::copy(class_embedding_.begin(), class_embedding_.end(), seq);
@@ -63,7 +63,7 @@ void ClipEncoder::encode(const float* patches, int64_t n, int64_t tokens, float*
 
   // Each LayerNorm but the first is applied by the product before it, to each row it writes.
   const int64_t heads = dims_.heads, D = W / heads;
-  std::vector<float> normed(rows * W), qkv(rows * 3 * W), attn(rows * W), hidden(rows * dims_.mlp);
+  LargeBuffer<float> normed(rows * W), qkv(rows * 3 * W), attn(rows * W), hidden(rows * dims_.mlp);
   layer_norm(pool_, layers_.front().norm1, x.data(), normed.data(), rows);
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& layer = layers_[i];

@@ -96,38 +96,36 @@ void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, in
   run_bf16(pool, {X, W, Y, M, N, K, epilogue ? &epilogue : nullptr}, gemm_for(precision), 1);
 }
 
-namespace {
-
-constexpr size_t kHugePage = size_t{2} << 20;
-constexpr size_t kSlabBytes = size_t{64} << 20;
-
-// `bytes` of zeroed anonymous memory starting on a huge-page boundary (mapped with a huge page to
-// spare), advised onto huge pages.
-std::shared_ptr<bf16_t> map_huge_pages(size_t bytes) {
-  const size_t mapped = bytes + kHugePage;
+std::shared_ptr<void> map_huge_pages(size_t bytes) {
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t mapped = bytes + kHugePage;  // a huge page to spare for the alignment
   void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   const uintptr_t start = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) / kHugePage * kHugePage;
   madvise(reinterpret_cast<void*>(start), bytes, MADV_HUGEPAGE);  // a hint
-  return std::shared_ptr<bf16_t>(reinterpret_cast<bf16_t*>(start), [p, mapped](bf16_t*) { munmap(p, mapped); });
+  return std::shared_ptr<void>(reinterpret_cast<void*>(start), [p, mapped](void*) { munmap(p, mapped); });
 }
+
+namespace {
+
+constexpr size_t kSlabBytes = size_t{64} << 20;
 
 // Room for `bytes` (a multiple of 64) of packed weight: the rest of the current slab, a new slab, or
 // for weights over a quarter slab a mapping of their own. The returned pointer shares the slab's
 // ownership.
 std::shared_ptr<const bf16_t> place_packed(size_t bytes) {
-  if (bytes > kSlabBytes / 4) return map_huge_pages(bytes);
+  if (bytes > kSlabBytes / 4) return std::static_pointer_cast<const bf16_t>(map_huge_pages(bytes));
   static std::mutex mutex;
-  static std::weak_ptr<bf16_t> current;  // weak: a slab lives only as long as its weights
+  static std::weak_ptr<void> current;  // weak: a slab lives only as long as its weights
   static size_t used = 0;
   const std::lock_guard<std::mutex> lock(mutex);
-  std::shared_ptr<bf16_t> slab = current.lock();
+  std::shared_ptr<void> slab = current.lock();
   if (!slab || used + bytes > kSlabBytes) {
     slab = map_huge_pages(kSlabBytes);
     current = slab;
     used = 0;
   }
-  bf16_t* at = slab.get() + used / sizeof(bf16_t);
+  const bf16_t* at = static_cast<const bf16_t*>(slab.get()) + used / sizeof(bf16_t);
   used += bytes;
   return std::shared_ptr<const bf16_t>(slab, at);
 }

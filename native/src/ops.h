@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "kernels.h"
@@ -28,6 +29,38 @@ using RowEpilogue = std::function<void(int64_t m0, int64_t m1)>;
 // product, over all rows.
 void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, int64_t M, int64_t N,
                  int64_t K, Precision precision, const RowEpilogue& epilogue = {});
+
+// `bytes` of anonymous memory that starts on a 2 MiB boundary, advised onto huge pages; fresh pages
+// read as zero. Unmapped with the last owner.
+std::shared_ptr<void> map_huge_pages(size_t bytes);
+
+// A call's large activations (a batch of views through an encoder, attention's operands): memory
+// from map_huge_pages, so hundreds of megabytes fault in 2 MiB at a time instead of 4 KiB, and
+// nothing is written by the buffer itself: the kernels' own parallel writes are the first touch,
+// where a std::vector would zero-fill it on one thread first. Growing maps new memory and drops
+// the old contents; shrinking keeps them.
+template <typename T>
+class LargeBuffer {
+  static_assert(std::is_trivial_v<T>, "LargeBuffer holds plain values");
+
+ public:
+  LargeBuffer() = default;
+  explicit LargeBuffer(int64_t n) { resize(n); }
+  void resize(int64_t n) {
+    if (n > capacity_) {
+      memory_ = map_huge_pages(static_cast<size_t>(n) * sizeof(T));
+      capacity_ = n;
+    }
+    size_ = n;
+  }
+  int64_t size() const { return size_; }
+  T* data() { return static_cast<T*>(memory_.get()); }
+  const T* data() const { return static_cast<const T*>(memory_.get()); }
+
+ private:
+  std::shared_ptr<void> memory_;
+  int64_t size_ = 0, capacity_ = 0;
+};
 
 // Weights W[N, K] packed once for KernelSet::gemm_bf16_packed (the layout beside kPanelColumns in
 // kernels.h), on kernel sets that have packed products (the others read W as stored).

@@ -65,13 +65,13 @@ void Qwen2Encoder::encode(const float* visual, int64_t n, int64_t tokens, float*
   const int64_t D = dims_.dim, H = dims_.heads, KVH = dims_.kv_heads, hd = D / H, KW = KVH * hd, F = dims_.mlp;
   const int64_t L = 2 * tokens, rows = n * L;
 
-  std::vector<float> x(rows * D);
+  LargeBuffer<float> x(rows * D);
   for (int64_t v = 0; v < n; ++v) {
-    std::copy(visual + v * tokens * D, visual + (v + 1) * tokens * D, x.begin() + v * L * D);
-    std::copy(set->rows.begin(), set->rows.end(), x.begin() + (v * L + tokens) * D);
+    std::copy(visual + v * tokens * D, visual + (v + 1) * tokens * D, x.data() + v * L * D);
+    std::copy(set->rows.begin(), set->rows.end(), x.data() + (v * L + tokens) * D);
   }
 
-  std::vector<float> h(rows * D), q(rows * D), k(rows * KW), val(rows * KW), attn(rows * D), gate(rows * F), up(rows * F);
+  LargeBuffer<float> h(rows * D), q(rows * D), k(rows * KW), val(rows * KW), attn(rows * D), gate(rows * F), up(rows * F);
   AttentionHooks mask;
   mask.visible_keys = [tokens](int64_t t) { return t < tokens ? tokens : t + 1; };
   for (const Layer& layer : layers_) {

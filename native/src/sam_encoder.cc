@@ -62,7 +62,7 @@ void SamEncoder::encode(const float* pixels, int64_t n, int64_t side, std::vecto
     throw std::invalid_argument("SAM: the view side " + std::to_string(side) + " is not a positive multiple of the " +
                                 std::to_string(dims_.patch) + "-pixel patch");
   const int64_t g = side / dims_.patch, C = dims_.width, P = dims_.pos_grid, T = n * g * g;
-  std::vector<float> x(T * C);
+  LargeBuffer<float> x(T * C);
   conv2d(pool_, patch_embed_, pixels, ImageStrides::nchw(3, side, side), n, side, side, x.data(), precision_);
   std::vector<float> resized;
   const float* pos = pos_embed_.data();
@@ -80,7 +80,7 @@ void SamEncoder::encode(const float* pixels, int64_t n, int64_t side, std::vecto
     run_block(blocks_[i], i + 1 < blocks_.size() ? &blocks_[i + 1].norm1 : nullptr, x, n, g, scratch);
 
   const int64_t N = dims_.neck;
-  std::vector<float> a(T * N), b(T * N);
+  LargeBuffer<float> a(T * N), b(T * N);
   conv2d(pool_, neck0_, x.data(), ImageStrides::nhwc(C, g, g), n, g, g, a.data(), precision_, &neck1_);
   conv2d(pool_, neck2_, a.data(), ImageStrides::nhwc(N, g, g), n, g, g, b.data(), precision_, &neck3_);
   const int64_t g2 = net2_.output_size(g), g3 = net3_.output_size(g2);
@@ -91,13 +91,13 @@ void SamEncoder::encode(const float* pixels, int64_t n, int64_t side, std::vecto
 }
 
 /* x[n, g, g, width] = x + Attn(LN1(x)); x = x + MLP(LN2(x)) */
-void SamEncoder::run_block(const Block& block, const LayerNorm* next_norm, std::vector<float>& x, int64_t n, int64_t g,
+void SamEncoder::run_block(const Block& block, const LayerNorm* next_norm, LargeBuffer<float>& x, int64_t n, int64_t g,
                            Scratch& scratch) const {
   const int64_t C = dims_.width, T = n * g * g;
   const int64_t grain = std::max<int64_t>(1, 4096 / C);
-  std::vector<float>& normed = scratch.normed;
-  std::vector<float>& qkv = scratch.qkv;
-  std::vector<float>& attn = scratch.attn;
+  LargeBuffer<float>& normed = scratch.normed;
+  LargeBuffer<float>& qkv = scratch.qkv;
+  LargeBuffer<float>& attn = scratch.attn;
   qkv.resize(T * 3 * C);
   attn.resize(T * C);
   linear(pool_, block.qkv, normed.data(), qkv.data(), T, precision_);
@@ -109,8 +109,8 @@ void SamEncoder::run_block(const Block& block, const LayerNorm* next_norm, std::
     // qkv bias alone. So qkv runs on the real tokens only, whose rows are scattered into the
     // windows beside bias rows, and only the real tokens' outputs are gathered back for proj.
     const int64_t S = dims_.window, per = (g + S - 1) / S, seqs = n * per * per, tokens = S * S;
-    std::vector<float>& windows = scratch.windows;  // [seqs * tokens, 3C] q, k, v per window row
-    std::vector<float>& windowed_attn = scratch.windowed_attn;
+    LargeBuffer<float>& windows = scratch.windows;  // [seqs * tokens, 3C] q, k, v per window row
+    LargeBuffer<float>& windowed_attn = scratch.windowed_attn;
     windows.resize(seqs * tokens * 3 * C);
     windowed_attn.resize(seqs * tokens * C);
     auto window_row = [&](int64_t v, int64_t y, int64_t xx) {
@@ -142,7 +142,7 @@ void SamEncoder::run_block(const Block& block, const LayerNorm* next_norm, std::
   residual_then_norm2.norm = &block.norm2;
   linear(pool_, block.proj, attn.data(), normed.data(), T, precision_, residual_then_norm2);
 
-  std::vector<float>& hidden = scratch.hidden;
+  LargeBuffer<float>& hidden = scratch.hidden;
   hidden.resize(T * dims_.mlp);
   Epilogue gelu;
   gelu.activation = Activation::GeluErf;

@@ -47,13 +47,13 @@ class SamEncoder {
 
   // Activations of one encode() call, allocated once and reused by every block.
   struct Scratch {
-    std::vector<float> normed, qkv, attn, hidden;
-    std::vector<float> windows, windowed_attn;  // windowed blocks: qkv and attention per window row
+    LargeBuffer<float> normed, qkv, attn, hidden;
+    LargeBuffer<float> windows, windowed_attn;  // windowed blocks: qkv and attention per window row
   };
 
   /* x[n, g, g, width] = x + Attn(LN1(x)); x = x + MLP(LN2(x)). scratch.normed holds LN1(x) on entry
      and next_norm(x) on return (when not null): each norm is applied by the product before it. */
-  void run_block(const Block& block, const LayerNorm* next_norm, std::vector<float>& x, int64_t n, int64_t g,
+  void run_block(const Block& block, const LayerNorm* next_norm, LargeBuffer<float>& x, int64_t n, int64_t g,
                  Scratch& scratch) const;
   /* out[seqs*S*S, width] = softmax(q.k^T + rel-pos bias) v of qkv[seqs*S*S, 3*width], per S x S square and head */
   void attend(const Block& block, const float* qkv, int64_t seqs, int64_t S, float* out) const;

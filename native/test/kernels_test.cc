@@ -799,6 +799,28 @@ void test_packed_placement() {
   });
 }
 
+// A large buffer starts on a 2 MiB boundary, keeps its values when it shrinks or is resized within
+// what it holds, and moves to new memory only when it grows past that.
+void test_large_buffer() {
+  run("large_buffer/grow_and_shrink", [](std::string& note) -> std::string {
+    LargeBuffer<float> buffer(1000);
+    const float* first = buffer.data();
+    if (reinterpret_cast<uintptr_t>(first) % (size_t{2} << 20) != 0) return "not on a 2 MiB boundary";
+    for (int64_t i = 0; i < 1000; ++i) buffer.data()[i] = static_cast<float>(i);
+    buffer.resize(10);
+    buffer.resize(1000);
+    if (buffer.data() != first || buffer.size() != 1000) return "resizing within the capacity moved the buffer";
+    for (int64_t i = 0; i < 1000; ++i)
+      if (buffer.data()[i] != static_cast<float>(i)) return fmt("value %g lost by a shrink", i);
+    buffer.resize(3 << 20);  // 12 MiB: past the capacity
+    if (buffer.size() != (3 << 20) || reinterpret_cast<uintptr_t>(buffer.data()) % (size_t{2} << 20) != 0)
+      return "the grown buffer is not 12 MiB on a 2 MiB boundary";
+    for (int64_t i = 0; i < buffer.size(); i += 4096) buffer.data()[i] = 1.f;  // every page is writable
+    note = "1,000 floats, shrunk to 10 and back, then 12 MiB";
+    return "";
+  });
+}
+
 // Runs in a child process (the choice is read once per process) before any thread exists.
 void test_dispatch() {
   run("dispatch/env_override", [](std::string& note) -> std::string {
@@ -855,6 +877,7 @@ int main() {
   }
   test_rope();
   test_packed_placement();
+  test_large_buffer();
   test_thread_pool();
   test_matmul();
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
