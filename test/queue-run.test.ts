@@ -2,7 +2,7 @@
 // redis-server, a tiny V1 checkpoint, a folder of documents in, results in the output folder.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,10 +55,20 @@ describe('scriptorium run', { skip: REDIS_SERVER_MISSING }, () => {
   after(() => rm(root, { recursive: true, force: true }));
 
   const results = (docId: string, name: string) => path.join(out, 'results', docId, name);
+  /** The folder `run` links to an input's results, named after the input below its argument. */
+  const byInput = (name: string) => path.join(out, 'by-input', 'in', name);
 
-  test('prints where each document’s markdown is', () => {
-    assert.match(first.stdout, new RegExp(`^done +${escape(path.join(inputDir, 'report.pdf'))}  →  ${escape(results(pdfId, 'document.md'))}$`, 'm'));
-    assert.match(first.stdout, new RegExp(`^done +${escape(path.join(inputDir, 'scan.png'))}  →  ${escape(results(pngId, 'document.md'))}$`, 'm'));
+  test('prints where each document’s markdown is, through a folder named after its input', () => {
+    assert.match(first.stdout, new RegExp(`^done +${escape(path.join(inputDir, 'report.pdf'))}  →  ${escape(path.join(byInput('report.pdf'), 'document.md'))}$`, 'm'));
+    assert.match(first.stdout, new RegExp(`^done +${escape(path.join(inputDir, 'scan.png'))}  →  ${escape(path.join(byInput('scan.png'), 'document.md'))}$`, 'm'));
+  });
+
+  test('each input’s name under by-input/ opens its document’s results folder', async () => {
+    for (const [name, docId] of [['report.pdf', pdfId], ['scan.png', pngId]] as const) {
+      assert.ok((await lstat(byInput(name))).isSymbolicLink(), name);
+      assert.equal(await readFile(path.join(byInput(name), 'document.md'), 'utf8'), await readFile(results(docId, 'document.md'), 'utf8'));
+    }
+    await assert.rejects(lstat(byInput('damaged.pdf')), { code: 'ENOENT' });
   });
 
   test('reports the corrupt PDF with its reason and exits 3, having finished the others', () => {
@@ -96,7 +106,7 @@ describe('scriptorium run', { skip: REDIS_SERVER_MISSING }, () => {
     const before = (await stat(pageJson)).mtimeMs;
     const again = await run([inputDir], out);
     assert.match(again.stdout, /^3 input documents: 0 enqueued \(0 pages\), 2 already done, 0 already queued, 1 rejected$/m);
-    assert.match(again.stdout, new RegExp(`^already done +${escape(path.join(inputDir, 'scan.png'))}  ${pngId}  1 page  →  ${escape(results(pngId, 'document.md'))}$`, 'm'));
+    assert.match(again.stdout, new RegExp(`^already done +${escape(path.join(inputDir, 'scan.png'))}  ${pngId}  1 page  →  ${escape(path.join(byInput('scan.png'), 'document.md'))}$`, 'm'));
     assert.equal((await stat(pageJson)).mtimeMs, before);
   });
 

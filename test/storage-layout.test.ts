@@ -6,6 +6,7 @@ import {
   checkDocId,
   documentKeys,
   documentResultKeys,
+  inputLinkKey,
   isPipelineKey,
   pageResultKey,
   rejectedInputKey,
@@ -45,6 +46,11 @@ test('a rejected input is recorded under rejected/ by 32 hex digits of its uri',
   assert.notEqual(rejectedInputKey('s3://inbox/a.txt'), rejectedInputKey('s3://inbox/b.txt'));
 });
 
+test('a link to an input’s results is by-input/<name>, a name that cannot leave the folder', () => {
+  assert.equal(inputLinkKey('samples/sample.pdf'), 'by-input/samples/sample.pdf');
+  assert.throws(() => inputLinkKey('../etc'), /'\.\.' segment/);
+});
+
 test('an id that documentId cannot have made becomes no key', () => {
   const message = /docId must be 32 lowercase hex digits, as documentId returns; got "\.\.\/etc"/;
   assert.throws(() => documentKeys('../etc', 'pdf'), message);
@@ -59,6 +65,7 @@ test('every key the layout builds lies in a pipeline folder; other keys do not',
     pageResultKey(DOC_ID, 2, 'json'),
     documentResultKeys(DOC_ID).done,
     rejectedInputKey('/in/notes.txt'),
+    inputLinkKey('in/notes.pdf'),
   ];
   for (const key of built) assert.equal(isPipelineKey(key), true, key);
   for (const key of ['inbox/a.pdf', 'results', 'resultsx/a.pdf', 'stagingarea/a.pdf', 'a/results/b.pdf']) {

@@ -3,10 +3,11 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { documentResultKeys } from '../jobs/storage-layout.js';
 import type { EnqueueSummary, QueuedDocument, RejectedInput } from '../producer/enqueue.js';
 import type { DocumentSettlement } from '../queue/document-watcher.js';
 import type { Storage } from '../storage/storage.js';
+
+type AssembledDocument = Extract<DocumentSettlement, { status: 'completed' }>;
 
 /** Every input was read into a document with all its pages done (or was already done). */
 export const EXIT_ALL_DONE = 0;
@@ -23,13 +24,13 @@ const STATE_LABELS: Record<QueuedDocument['state'] | 'rejected', string> = {
   rejected: 'rejected',
 };
 
-/** One line as soon as the producer has settled an input; a document done earlier says where its results are. */
-export function queuedLine(document: QueuedDocument | RejectedInput, storage: Storage): string {
+/** One line as soon as the producer has settled an input; a document done earlier says where its markdown is (`markdownAt`). */
+export function queuedLine(document: QueuedDocument | RejectedInput, markdownAt?: string): string {
   const label = STATE_LABELS[document.state].padEnd(14);
   if (document.state === 'rejected') return `${label} ${document.uri}: ${document.reason}`;
   const pages = `${document.pages} page${document.pages === 1 ? '' : 's'}${document.damage === undefined ? '' : ` (${document.damage})`}`;
   const line = `${label} ${document.uri}  ${document.docId}  ${pages}`;
-  return document.state === 'already-done' ? `${line}  →  ${objectLocation(storage, documentResultKeys(document.docId).markdown)}` : line;
+  return markdownAt === undefined ? line : `${line}  →  ${markdownAt}`;
 }
 
 export function enqueueSummaryLine(summary: EnqueueSummary): string {
@@ -46,14 +47,18 @@ export function objectLocation(storage: Storage, key: string): string {
   return `${storage.url.replace(/\/$/, '')}/${key}`;
 }
 
-/** One line when a document has been assembled or has failed. */
-export function settledLine(document: QueuedDocument, settlement: DocumentSettlement, storage: Storage): string {
-  if (settlement.status === 'failed') return `failed         ${document.uri}: the document could not be assembled: ${settlement.reason}`;
-  const { markdown, failedPages, damage } = settlement.returnvalue;
+/** One line when a document could not be assembled. */
+export function failedLine(document: QueuedDocument, reason: string): string {
+  return `failed         ${document.uri}: the document could not be assembled: ${reason}`;
+}
+
+/** One line when a document has been assembled, its markdown at `markdownAt`. */
+export function assembledLine(document: QueuedDocument, { returnvalue }: AssembledDocument, markdownAt: string): string {
+  const { failedPages, damage } = returnvalue;
   const failed = failedPages.map(({ page, reason }) => `\n               page ${page} failed: ${reason}`).join('');
   const label = failedPages.length === 0 ? 'done' : `done, ${failedPages.length} of ${document.pages} pages failed`;
   const damaged = damage === undefined ? '' : `\n               partial: ${damage}`;
-  return `${label.padEnd(14)} ${document.uri}  →  ${objectLocation(storage, markdown)}${damaged}${failed}`;
+  return `${label.padEnd(14)} ${document.uri}  →  ${markdownAt}${damaged}${failed}`;
 }
 
 export function exitStatusOf(summary: EnqueueSummary, settlements: readonly DocumentSettlement[]): number {

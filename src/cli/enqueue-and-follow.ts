@@ -1,13 +1,19 @@
 // Enqueue inputs, print a line per input as it is queued, and optionally follow the documents to
 // their end, printing where each one's results are: `scriptorium enqueue [--wait]` and `scriptorium run`.
-// On a terminal, a progress line (enqueue-progress.ts) goes with the lines.
-import { enqueueDocuments, type EnqueueOptions, type EnqueueSummary } from '../producer/enqueue.js';
+// On a terminal, a progress line (enqueue-progress.ts) goes with the lines. With file storage, a
+// finished document's results are linked under by-input/, named after its input (output/input-links.ts).
+import path from 'node:path';
+
+import { documentResultKeys } from '../jobs/storage-layout.js';
+import { inputLinkName, linkResultsByInput } from '../output/input-links.js';
+import { enqueueDocuments, type EnqueueOptions, type EnqueueSummary, type QueuedDocument } from '../producer/enqueue.js';
 import { DocumentWatcher, type DocumentSettlement } from '../queue/document-watcher.js';
 import { followPageJobs } from '../queue/page-job-events.js';
 import { pageQueue } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 import { writeRunManifest } from '../output/run-manifest.js';
-import { enqueueSummaryLine, exitStatusOf, objectLocation, queuedLine, settledLine, EXIT_ALL_DONE, EXIT_INTERRUPTED, EXIT_SOME_FAILED } from './document-report.js';
+import { describeCause } from '../storage/storage-error.js';
+import { assembledLine, enqueueSummaryLine, exitStatusOf, failedLine, objectLocation, queuedLine, EXIT_ALL_DONE, EXIT_INTERRUPTED, EXIT_SOME_FAILED } from './document-report.js';
 import { EnqueueProgress, type ProgressTerminal } from './enqueue-progress.js';
 
 export interface EnqueueAndFollowOptions {
@@ -36,6 +42,20 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
   const progress = options.progress === undefined ? undefined : new EnqueueProgress(options.progress, write);
   let watcher: DocumentWatcher | undefined;
   let pageEvents: { close(): Promise<void> } | undefined;
+  // Lines of finished documents, each printed once its results are linked.
+  const finishedLines: Promise<void>[] = [];
+  /** Where a finished document's markdown is: through its by-input link when the storage has one. */
+  const markdownAt = async (document: QueuedDocument): Promise<string> => {
+    const name = inputLinkName(document.uri, options.inputs);
+    const { markdown } = documentResultKeys(document.docId);
+    try {
+      const link = await linkResultsByInput(storage, name, document.docId);
+      if (link !== undefined) return path.join(link, path.posix.basename(markdown));
+    } catch (error) {
+      write(`cannot link by-input/${name} to the results of ${document.uri}: ${describeCause(error)}`);
+    }
+    return objectLocation(storage, markdown);
+  };
   try {
     if (options.wait) {
       // Started first: it hears of documents that finish while later inputs are still being enqueued.
@@ -53,9 +73,11 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
       signal: options.signal,
       onDocument: (document) => {
         progress?.inputSettled(document);
-        print(queuedLine(document, storage));
+        if (document.state === 'already-done') finishedLines.push(markdownAt(document).then((at) => print(queuedLine(document, at))));
+        else print(queuedLine(document));
       },
     });
+    await Promise.all(finishedLines.splice(0));
     progress?.clear();
     write(enqueueSummaryLine(summary));
     write(`${'manifest'.padEnd(14)} ${objectLocation(storage, await writeRunManifest(summary, storage))}`);
@@ -67,11 +89,14 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
     const settlements = await untilAborted(
       watcher.waitFor([...following.keys()], (settlement) => {
         progress?.documentFinished(settlement.docId);
-        print(settledLine(following.get(settlement.docId)!, settlement, storage));
+        const document = following.get(settlement.docId)!;
         following.delete(settlement.docId);
+        if (settlement.status === 'failed') print(failedLine(document, settlement.reason));
+        else finishedLines.push(markdownAt(document).then((at) => print(assembledLine(document, settlement, at))));
       }),
       options.signal,
     );
+    await Promise.all(finishedLines);
     progress?.clear();
     if (settlements === undefined) {
       write(`interrupted with ${following.size} document${following.size === 1 ? '' : 's'} unfinished: the same command again resumes them`);

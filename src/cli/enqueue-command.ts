@@ -21,6 +21,7 @@ finished documents (results/<docId>/_DONE) and documents still queued are not ad
 
 ${ENQUEUE_ARGS_USAGE}
   --wait            follow the documents until each is assembled, printing where its results are
+                    (with file:// storage, through links named after the inputs under by-input/)
 
 Inputs that are no usable document are reported with their reason and nothing is queued for them.
 When stderr is a terminal, a progress line shows the documents found and queued (with --wait, the

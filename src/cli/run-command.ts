@@ -31,8 +31,9 @@ const USAGE = `Usage: scriptorium run INPUT... --out DIR [--model DIR] [--varian
 
 Reads every document of the inputs through the queue pipeline on this machine and waits for all
 of them: INPUT is a PDF or image file, a directory (recursively), a zip or tar(.gz) archive, or
-s3://bucket/prefix. Results go to DIR/results/<docId>/ (document.md, document.json, pages/, _DONE);
-sources are staged in DIR/staging/. Documents finished by an earlier run into DIR are not read again,
+s3://bucket/prefix. Results go to DIR/results/<docId>/ (document.md, document.json, pages/, _DONE),
+and DIR/by-input/ links each one by its input's name: \`run scans --out DIR\` puts the results of
+scans/a.pdf at DIR/by-input/scans/a.pdf/. Sources are staged in DIR/staging/. Documents finished by an earlier run into DIR are not read again,
 so after an interruption the same command resumes.
 
 Redis: a private redis-server child process (the redis-server package must be installed; its URL

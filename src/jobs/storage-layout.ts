@@ -10,6 +10,7 @@
 //   staging/uploads/<uuid>                 a document arriving over HTTP, until it is staged under its docId
 //   rejected/<sha256(uri), 32 hex>.json    an input that is no usable document, with its reason
 //   manifests/<UTC time>-<8 hex>.json      one enqueue or run: each input's uri, docId and result keys
+//   by-input/<input name>                  file storage only: a symbolic link to the input's results/<docId>/
 //
 // A new kind of object gets its builder here, and its top-level folder in PIPELINE_FOLDERS.
 import { createHash } from 'node:crypto';
@@ -28,13 +29,14 @@ const STAGING = 'staging';
 const RESULTS = 'results';
 const REJECTED = 'rejected';
 const MANIFESTS = 'manifests';
+const BY_INPUT = 'by-input';
 const DONE_MARKER = '_DONE';
 const FAILED_PAGES_MARKER = '_FAILED_PAGES';
 const CANCELLED_MARKER = '_CANCELLED';
 const UPLOADS = `${STAGING}/uploads`;
 
 /** The top-level folders the pipeline writes, each ending in '/'. */
-const PIPELINE_FOLDERS: readonly string[] = [STAGING, RESULTS, REJECTED, MANIFESTS].map((folder) => `${folder}/`);
+const PIPELINE_FOLDERS: readonly string[] = [STAGING, RESULTS, REJECTED, MANIFESTS, BY_INPUT].map((folder) => `${folder}/`);
 
 /** Storage keys of one document, as job data carries them. */
 export interface DocumentKeys {
@@ -143,6 +145,11 @@ export function runManifestKey(writtenAt: Date, suffix: string): string {
 
 /** manifests/, listed by `results` to find an input's docId. */
 export const MANIFESTS_FOLDER = `${MANIFESTS}/`;
+
+/** by-input/<name>: `name` is a '/'-separated path made from an input's uri (output/input-links.ts). */
+export function inputLinkKey(name: string): string {
+  return joinKey(BY_INPUT, name);
+}
 
 /** Whether `key` (relative to the storage root) lies in a folder the pipeline writes. */
 export function isPipelineKey(key: string): boolean {
