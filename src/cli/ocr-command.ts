@@ -12,7 +12,7 @@ import type { Stage } from '../jobs/job-types.js';
 import type { PageResultJson } from '../jobs/result-json.js';
 import { PAGE_SPLIT } from '../worker/document-assembler.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
-import { resolveModelDir } from './default-model.js';
+import { resolveModelDir } from '../model/model-resolve.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE, engineChoices } from './engine-options.js';
 import { EXIT_ALL_DONE, EXIT_SOME_FAILED } from './document-report.js';

@@ -10,7 +10,7 @@ import { redisOptions } from '../queue/redis.js';
 import { openStorage } from '../storage/open-storage.js';
 import { commandLogger } from './cli-logger.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
-import { resolveModelDir } from './default-model.js';
+import { resolveModelDir } from '../model/model-resolve.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE, engineChoices } from './engine-options.js';
 import { EXIT_INTERRUPTED } from './document-report.js';

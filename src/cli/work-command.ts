@@ -13,7 +13,7 @@ import {
 import { serveMetrics, type MetricsServer } from '../worker/worker-metrics.js';
 import { commandLogger } from './cli-logger.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
-import { resolveModelDir } from './default-model.js';
+import { resolveModelDir } from '../model/model-resolve.js';
 import { EXIT_ENGINE_HUNG, startOcrWorkers } from '../worker/ocr-workers.js';
 import { openQueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
