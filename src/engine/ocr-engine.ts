@@ -10,7 +10,7 @@ import type { PreprocessedPage } from './image-preprocess.js';
 import type { Variant } from './model-config.js';
 import { NativeModel, type EncodedViews, type KvCacheDtype, type WeightQuantization } from './native-model.js';
 import type { OcrPage } from './ocr-postprocess.js';
-import { sharedPageCpuThreads, type PageCpuThreads } from './page-cpu-threads.js';
+import { sharedPageCpuThreads, type PageCpuThreads } from './page-cpu-pool.js';
 import { buildPromptIds, generationDefaults, promptText, type OcrTask } from './prompts.js';
 import { Tokenizer } from './tokenizer.js';
 import { assembleDeepEncoder, assembleDeepEncoderV2, type ViewFeatures } from './vision-assembly.js';
