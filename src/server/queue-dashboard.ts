@@ -1,6 +1,6 @@
 // bull-board over the documents queue and every variant's page queue (read-write: failed jobs can be
-// retried from the page), as an Express router: served alone by `scriptorium dashboard` and under
-// /dashboard, behind the API keys, by `scriptorium serve`.
+// retried from the page), as an Express router: served alone by `scriptorium dashboard`
+// (dashboard-server.ts) and under /dashboard, behind the API keys, by `scriptorium serve`.
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
