@@ -58,7 +58,8 @@ export interface DocumentStatus {
   reason?: string;
   /**
    * Seconds until the pages queue as it stands now is drained at its rate of the last ten minutes: an
-   * upper bound for this document's pages at the default priority. null when settled or without a recent rate.
+   * upper bound for this document's pages at the default priority. null when settled, while no worker
+   * serves the queue, or without a recent rate.
    */
   etaSeconds: number | null;
   links: DocumentLinks;

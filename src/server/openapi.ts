@@ -89,7 +89,7 @@ export const OPENAPI_DOCUMENT = {
             items: { type: 'object', required: ['page', 'reason'], properties: { page: { type: 'integer' }, reason: { type: 'string' } } },
           },
           reason: { type: 'string' },
-          etaSeconds: { type: ['integer', 'null'], description: 'when the pages queue as it stands is drained at its recent rate: an upper bound' },
+          etaSeconds: { type: ['integer', 'null'], description: 'when the pages queue as it stands is drained at its recent rate: an upper bound; null while no worker serves it or without a recent rate' },
           links,
         },
       },
