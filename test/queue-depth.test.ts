@@ -8,7 +8,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { Queue, Worker } from 'bullmq';
 import { pino } from 'pino';
 
-import type { Variant } from '../src/engine/model-config.js';
+import type { Variant } from '../src/vocabulary/ocr-vocabulary.js';
 import type { PageQueueDepth } from '../src/queue/queue-depth.js';
 import { pageQueue } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';

@@ -6,7 +6,8 @@ import path from 'node:path';
 
 import { pino } from 'pino';
 
-import { loadModelConfig, VARIANTS } from '../engine/model-config.js';
+import { VARIANTS } from '../vocabulary/ocr-vocabulary.js';
+import { loadModelConfig } from '../engine/model-config.js';
 import { DEFAULT_MAX_SEQUENCES, OcrEngine } from '../engine/ocr-engine.js';
 import type { Stage } from '../jobs/job-types.js';
 import type { PageResultJson } from '../jobs/result-json.js';

@@ -1,7 +1,8 @@
 // `scriptorium run`: the whole pipeline in one command, for one machine: a private redis-server
 // (unless REDIS_URL names one), file storage in the output folder, a worker in this process,
 // enqueue, wait for every document, report where the results are, shut everything down.
-import { loadModelConfig, VARIANTS } from '../engine/model-config.js';
+import { VARIANTS } from '../vocabulary/ocr-vocabulary.js';
+import { loadModelConfig } from '../engine/model-config.js';
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import { unfinishedDocumentCount } from '../queue/queue-status.js';
 import { openStorage } from '../storage/open-storage.js';

@@ -1,6 +1,6 @@
 // `scriptorium work`: a worker process: loads one model, takes page jobs from Redis, decodes them together and
 // assembles finished documents, until SIGTERM or SIGINT (then it finishes the jobs it holds).
-import { VARIANTS } from '../engine/model-config.js';
+import { VARIANTS } from '../vocabulary/ocr-vocabulary.js';
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import {
   DEFAULT_HANG_GRACE_MS,

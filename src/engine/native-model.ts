@@ -9,7 +9,8 @@ import { deviceLabel, resolveDevice, type DeviceSpec, type GpuBackendReport, typ
 import { cpuLimit } from './cpu-limit.js';
 import type { DeviceMemory } from './device-memory.js';
 import { ENGINE_DEFAULT_PRECISION, type Precision } from './precision.js';
-import { loadModelConfig, type ModelConfig, type Variant } from './model-config.js';
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
+import { loadModelConfig, type ModelConfig } from './model-config.js';
 import { parseVisionDims, type VisionDims } from './vision-config.js';
 
 /** A KV cache owned by the native engine. The first forward call on it is the prefill. */

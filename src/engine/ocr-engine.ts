@@ -5,13 +5,12 @@ import type { RgbImage } from '../documents/rgb-image.js';
 import type { DeviceSpec } from './compute-device.js';
 import type { Precision } from './precision.js';
 import { ContinuousBatch, type GenerationRequest, type GenerationResult } from './generate.js';
-import type { VisionMode } from './image-tokens.js';
+import type { OcrTask, Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
 import type { PreprocessedPage } from './image-preprocess.js';
-import type { Variant } from './model-config.js';
 import { NativeModel, type EncodedViews, type KvCacheDtype, type WeightQuantization } from './native-model.js';
 import type { OcrPage } from './ocr-postprocess.js';
 import { sharedPageCpuThreads, type PageCpuThreads } from './page-cpu-pool.js';
-import { buildPromptIds, generationDefaults, promptText, type OcrTask } from './prompts.js';
+import { buildPromptIds, generationDefaults, promptText } from './prompts.js';
 import { Tokenizer } from './tokenizer.js';
 import { assembleDeepEncoder, assembleDeepEncoderV2, type ViewFeatures } from './vision-assembly.js';
 

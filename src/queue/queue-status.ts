@@ -4,7 +4,7 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 
-import type { Variant } from '../engine/model-config.js';
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { parsePageJobData } from '../jobs/job-types.js';
 import { pagesOfJobId } from './job-ids.js';
 import { listLiveWorkers, type LiveWorker } from './live-workers.js';

@@ -1,8 +1,6 @@
 // The shapes of the HTTP API (`scriptorium serve`), declared once: the server answers with them,
 // the client in src/client returns them, and openapi.ts describes them for everyone else.
-import type { VisionMode } from '../engine/image-tokens.js';
-import type { Variant } from '../engine/model-config.js';
-import type { OcrTask } from '../engine/prompts.js';
+import type { OcrTask, Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
 
 /** Submission options, as multipart form fields or JSON members; all optional (the server's defaults apply). */
 export interface SubmitOptions {

@@ -4,7 +4,7 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 
-import type { Variant } from '../engine/model-config.js';
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { DocumentJobData, OcrJobOptions } from '../jobs/job-types.js';
 import type { DocumentResultJson } from '../jobs/result-json.js';
 import { documentResultKeys, isDocId } from '../jobs/storage-layout.js';

@@ -7,7 +7,7 @@ import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import type { Router } from 'express';
 
-import { VARIANTS, type Variant } from '../engine/model-config.js';
+import { VARIANTS, type Variant } from '../vocabulary/ocr-vocabulary.js';
 import { DOCUMENTS, fullQueueName, PAGE_QUEUES, type QueueName } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 
