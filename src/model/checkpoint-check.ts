@@ -4,7 +4,7 @@
 // config.json implies (the tensor manifest).
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { parseModelConfig } from '../engine/model-config.js';
-import { nativeBinding, type SafetensorsHeaderEntry } from '../engine/native-model.js';
+import { nativeBinding, type SafetensorsHeaderEntry } from '../engine/native-binding.js';
 import type { ConfigJson } from './synth/model-configs.js';
 import { SYNTHETIC_MARKER_FILE } from './synth/synthetic-marker.js';
 import { elementCount, tensorManifest, type TensorSpec } from './synth/tensor-manifest.js';
