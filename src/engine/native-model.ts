@@ -32,7 +32,7 @@ export interface LoadOptions {
   device?: DeviceSpec;
   /** The decoder's KV cache storage, on the CPU or the GPU (default DEFAULT_KV_CACHE). */
   kvCache?: KvCacheDtype;
-  /** Activation precision of the CPU engine's products (default exact); see precision.ts. */
+  /** Activation precision of the engine's products, on the CPU or the GPU (default exact); see precision.ts. */
   precision?: Precision;
   /** int8: the routed and shared experts and lm_head converted at load to int8 (CPU decoder only; default none). */
   quantize?: WeightQuantization;
