@@ -7,7 +7,8 @@ import { access, mkdir, readdir, readFile, rename, rm, symlink, writeFile } from
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 
-import { parseModelConfig, type Variant } from '../src/engine/model-config.js';
+import type { Variant } from '../src/vocabulary/ocr-vocabulary.js';
+import { parseModelConfig } from '../src/engine/model-config.js';
 import { modelConfig, type ModelSize } from '../src/model/synth/model-configs.js';
 import { synthCheckpoint } from '../src/model/synth/synth-checkpoint.js';
 import { tensorManifest } from '../src/model/synth/tensor-manifest.js';

@@ -7,8 +7,8 @@ import path from 'node:path';
 
 import { UsageError } from '../src/cli/usage.js';
 import { resolveDevice } from '../src/engine/compute-device.js';
-import type { Variant } from '../src/engine/model-config.js';
-import { QUANTIZE_CHOICES } from '../src/engine/native-model.js';
+import type { Variant } from '../src/vocabulary/ocr-vocabulary.js';
+import { QUANTIZE_CHOICES } from '../src/engine/native-binding.js';
 import type { Precision } from '../src/engine/precision.js';
 import { parseBenchArgs, USAGE, type BenchOptions } from './bench-options.js';
 import { benchCheckpoint } from './checkpoints.js';

@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 
-import { resolveModelDir } from '../dist/src/cli/default-model.js';
+import { resolveModelDir } from '../dist/src/model/model-resolve.js';
 import { loadModelConfig } from '../dist/src/engine/model-config.js';
 import { enqueueDocuments } from '../dist/src/producer/enqueue.js';
 import { startEmbeddedRedis } from '../dist/src/queue/embedded-redis.js';

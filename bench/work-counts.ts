@@ -6,7 +6,7 @@
 // gemm_bf16; activation-by-activation products (attention scores and values, SAM's relative
 // position terms, the MoE router) run on gemm_f32. Norms, activations and softmax are not counted.
 import type { DecoderDims } from '../src/engine/model-config.js';
-import type { KvCacheDtype, WeightQuantization } from '../src/engine/native-model.js';
+import type { KvCacheDtype, WeightQuantization } from '../src/engine/native-binding.js';
 import type { ClipDims, Qwen2Dims, SamDims, VisionDims } from '../src/engine/vision-config.js';
 
 export interface Flops {

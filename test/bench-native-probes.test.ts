@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { measureCeilings } from '../bench/native-probes.js';
-import { NativeModel, nativeBinding } from '../src/engine/native-model.js';
+import { nativeBinding } from '../src/engine/native-binding.js';
+import { NativeModel } from '../src/engine/native-model.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
 describe('measureCeilings', () => {

@@ -7,7 +7,8 @@ import { test } from 'node:test';
 
 import { debugDump, type Dump } from '../src/model/debug-dump.js';
 import { loadModelConfig } from '../src/engine/model-config.js';
-import { NativeModel, nativeBinding } from '../src/engine/native-model.js';
+import { nativeBinding } from '../src/engine/native-binding.js';
+import { NativeModel } from '../src/engine/native-model.js';
 import { parseVisionDims } from '../src/engine/vision-config.js';
 import { maxAbs, maxAbsDiff, RELATIVE_TOLERANCE } from './support/compare-with-reference.js';
 import { syntheticPage } from './support/synthetic-images.js';

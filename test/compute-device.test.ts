@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { deviceLabel, parseDeviceSpec, resolveDevice, type GpuBackendReport, type GpuDeviceInfo } from '../src/engine/compute-device.js';
+import { deviceLabel, parseDeviceSpec, resolveDevice } from '../src/engine/compute-device.js';
+import type { GpuBackendReport, GpuDeviceInfo } from '../src/engine/native-binding.js';
 
 function device(index: number, name: string, type: GpuDeviceInfo['type']): GpuDeviceInfo {
   return {

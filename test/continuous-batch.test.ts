@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 
 import { ContinuousBatch, generate, type GenerationRequest } from '../src/engine/generate.js';
-import { NativeModel, type ForwardInput, type ForwardOutput } from '../src/engine/native-model.js';
+import type { ForwardInput, ForwardOutput } from '../src/engine/native-binding.js';
+import { NativeModel } from '../src/engine/native-model.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
 const FIRST: GenerationRequest = { promptIds: [0, 3000, 3001, 3002], maxNewTokens: 60, stopAtEos: false };

@@ -9,11 +9,12 @@ import { after, before, describe, test } from 'node:test';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
 
-import { dashboardCommand, startDashboard, type Dashboard } from '../src/cli/dashboard-command.js';
+import { dashboardCommand } from '../src/cli/dashboard-command.js';
 import { UsageError } from '../src/cli/usage.js';
 import { DOCUMENTS, pageQueue } from '../src/queue/queue-names.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
 import { redisOptions } from '../src/queue/redis.js';
+import { startDashboard, type Dashboard } from '../src/server/dashboard-server.js';
 import { REDIS_SERVER_MISSING } from './support/redis-server.js';
 
 

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { NativeModel, type NativeSequence } from '../src/engine/native-model.js';
+import type { NativeSequence } from '../src/engine/native-binding.js';
+import { NativeModel } from '../src/engine/native-model.js';
 import { ReferenceDecoder } from './reference/reference-decoder.js';
 import { greedyReference } from './reference/reference-generate.js';
 import { compareDecoding, describeComparison } from './support/compare-with-reference.js';

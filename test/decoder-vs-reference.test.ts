@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import type { Variant } from '../src/engine/model-config.js';
+import type { Variant } from '../src/vocabulary/ocr-vocabulary.js';
 import { NativeModel } from '../src/engine/native-model.js';
 import { ReferenceDecoder } from './reference/reference-decoder.js';
 import { greedyReference } from './reference/reference-generate.js';

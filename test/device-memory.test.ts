@@ -12,7 +12,8 @@ import { gpuBackendReport } from '../src/engine/compute-device.js';
 import { admission, GPU_MEMORY_CAP_VARIABLE, kvCacheBoundBytes, kvSlotBytes } from '../src/engine/device-memory.js';
 import { ContinuousBatch, type GenerationRequest } from '../src/engine/generate.js';
 import type { DecoderDims } from '../src/engine/model-config.js';
-import { NativeModel, type ForwardInput } from '../src/engine/native-model.js';
+import type { ForwardInput } from '../src/engine/native-binding.js';
+import { NativeModel } from '../src/engine/native-model.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 
 const MB = 1e6;

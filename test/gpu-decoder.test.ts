@@ -10,9 +10,10 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 
 import { gpuBackendReport } from '../src/engine/compute-device.js';
-import type { Variant } from '../src/engine/model-config.js';
+import type { Variant } from '../src/vocabulary/ocr-vocabulary.js';
 import { kvSlotBytes } from '../src/engine/device-memory.js';
-import { NativeModel, type NativeSequence } from '../src/engine/native-model.js';
+import type { NativeSequence } from '../src/engine/native-binding.js';
+import { NativeModel } from '../src/engine/native-model.js';
 import { maxAbs, maxAbsDiff } from './support/compare-with-reference.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';
 

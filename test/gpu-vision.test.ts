@@ -9,11 +9,9 @@ import { describe, test } from 'node:test';
 
 import type { RgbImage } from '../src/documents/rgb-image.js';
 import { gpuBackendReport } from '../src/engine/compute-device.js';
-import type { VisionMode } from '../src/engine/image-tokens.js';
-import type { Variant } from '../src/engine/model-config.js';
+import type { OcrTask, Variant, VisionMode } from '../src/vocabulary/ocr-vocabulary.js';
 import type { NativeModel } from '../src/engine/native-model.js';
 import { OcrEngine, type PreparedPrompt } from '../src/engine/ocr-engine.js';
-import type { OcrTask } from '../src/engine/prompts.js';
 import { maxAbs, maxAbsDiff, RELATIVE_TOLERANCE } from './support/compare-with-reference.js';
 import { syntheticPage } from './support/synthetic-images.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';

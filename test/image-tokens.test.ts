@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { preprocessPage } from '../src/engine/image-preprocess.js';
-import { imageTokenCount, modeGeometry, type VisionMode } from '../src/engine/image-tokens.js';
-import type { Variant } from '../src/engine/model-config.js';
+import type { Variant, VisionMode } from '../src/vocabulary/ocr-vocabulary.js';
+import { imageTokenCount, modeGeometry } from '../src/engine/image-tokens.js';
 import type { RgbImage } from '../src/documents/rgb-image.js';
 
 /** A uniform page: token counts depend only on the size. */

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 
-import { resolveModelDir } from '../src/cli/default-model.js';
+import { resolveModelDir } from '../src/model/model-resolve.js';
 import { SYNTHETIC_MARKER_FILE } from '../src/model/synth/synthetic-marker.js';
 import { makePng } from './support/make-documents.js';
 import { tinyCheckpoint } from './support/tiny-checkpoints.js';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 
-import type { Variant } from '../src/engine/model-config.js';
+import type { Variant } from '../src/vocabulary/ocr-vocabulary.js';
 import type { Stage } from '../src/jobs/job-types.js';
 import type { PageResultJson } from '../src/jobs/result-json.js';
 import { LETTER, makePdf, makePng } from './support/make-documents.js';

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 
 import { documentResultKeys, pageResultsFolder } from '../src/jobs/storage-layout.js';
 import type { EnqueueSummary, QueuedDocument } from '../src/producer/enqueue.js';
-import { docIdOfInput, writeRunManifest } from '../src/output/run-manifest.js';
+import { docIdOfInput, writeRunManifest } from '../src/producer/run-manifest.js';
 import { FileStorage } from '../src/storage/file-storage.js';
 import { MAIN } from './support/worker-processes.js';
 

@@ -8,11 +8,11 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { Queue, Worker } from 'bullmq';
 import { pino } from 'pino';
 
-import { startDashboard, type Dashboard } from '../src/cli/dashboard-command.js';
-import type { Variant } from '../src/engine/model-config.js';
+import type { Variant } from '../src/vocabulary/ocr-vocabulary.js';
 import type { PageQueueDepth } from '../src/queue/queue-depth.js';
 import { pageQueue } from '../src/queue/queue-names.js';
 import { redisOptions } from '../src/queue/redis.js';
+import { startDashboard, type Dashboard } from '../src/server/dashboard-server.js';
 import { REDIS_SERVER_MISSING, useTestRedis } from './support/redis-server.js';
 
 const logger = pino({ level: 'silent' });

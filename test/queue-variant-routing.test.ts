@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { Queue, type Worker } from 'bullmq';
 import { pino } from 'pino';
 
-import type { Variant } from '../src/engine/model-config.js';
+import type { Variant } from '../src/vocabulary/ocr-vocabulary.js';
 import { OcrEngine } from '../src/engine/ocr-engine.js';
 import type { OcrJobOptions, PageJobData, PageOutcome } from '../src/jobs/job-types.js';
 import type { PageResultJson } from '../src/jobs/result-json.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import type { Variant } from '../src/engine/model-config.js';
+import type { Variant } from '../src/vocabulary/ocr-vocabulary.js';
 import { modelConfig } from '../src/model/synth/model-configs.js';
 import { bf16ToF32, f32ToBf16, f32ToF16, NormalBf16Stream } from '../src/model/synth/random-weights.js';
 import { INDEX_FILE } from '../src/model/synth/safetensors-writer.js';

@@ -7,7 +7,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { before, describe, test } from 'node:test';
 
 import { NativeModel } from '../src/engine/native-model.js';
-import { parseModelConfig, type Variant } from '../src/engine/model-config.js';
+import type { Variant } from '../src/vocabulary/ocr-vocabulary.js';
+import { parseModelConfig } from '../src/engine/model-config.js';
 import { modelConfig } from '../src/model/synth/model-configs.js';
 import { parseVisionDims } from '../src/engine/vision-config.js';
 import { SafetensorsCheckpoint } from './reference/safetensors-reader.js';

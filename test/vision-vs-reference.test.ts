@@ -7,11 +7,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { VisionMode } from '../src/engine/image-tokens.js';
-import type { Variant } from '../src/engine/model-config.js';
+import type { OcrTask, Variant, VisionMode } from '../src/vocabulary/ocr-vocabulary.js';
 import { OcrEngine } from '../src/engine/ocr-engine.js';
 import type { RgbImage } from '../src/documents/rgb-image.js';
-import type { OcrTask } from '../src/engine/prompts.js';
 import { ReferenceDecoder } from './reference/reference-decoder.js';
 import { greedyReference, type GreedyResult } from './reference/reference-generate.js';
 import { ReferenceVision } from './reference/vision-reference.js';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { after, before, beforeEach, describe, test } from 'node:test';
 
-import { CheckpointRefusedError, resolveModelDir } from '../src/cli/default-model.js';
+import { CheckpointRefusedError, resolveModelDir } from '../src/model/model-resolve.js';
 import type { S3Storage } from '../src/storage/s3-storage.js';
 import { openStorage } from '../src/storage/open-storage.js';
 import type { Storage, StoredObject } from '../src/storage/storage.js';

@@ -3,9 +3,7 @@ import { readFile } from 'node:fs/promises';
 
 import { openDocument, renderPage, type RgbImage } from '../documents/document.js';
 import { debugDump, writeDump } from '../model/debug-dump.js';
-import type { VisionMode } from '../engine/image-tokens.js';
-import { VARIANTS } from '../engine/model-config.js';
-import type { OcrTask } from '../engine/prompts.js';
+import { OCR_TASKS, VARIANTS, VISION_MODES } from '../vocabulary/ocr-vocabulary.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { DEVICE_OPTION } from './device-option.js';
 import { PRECISION_CHOICES } from '../engine/precision.js';
@@ -22,8 +20,6 @@ Writes input_ids, prefill_logits, generated_ids, step_topk_ids and step_topk_log
 vision_embeds, and with --intermediates the pixel tensors and each encoder's output per view
 (README, "Debugging"). Several --image flags need --task parse-multi (V3). --precision defaults to exact.`;
 
-const TASKS: readonly OcrTask[] = ['ocr', 'markdown', 'parse', 'parse-multi'];
-const MODES: readonly VisionMode[] = ['tiny', 'small', 'base', 'large', 'gundam'];
 
 async function readForceIds(file: string): Promise<number[]> {
   const parsed: unknown = JSON.parse(await readFile(file, 'utf8'));
@@ -48,8 +44,8 @@ const OPTIONS = {
   model: text().required(),
   prompt: text(),
   image: texts(),
-  task: choice(TASKS),
-  mode: choice(MODES),
+  task: choice(OCR_TASKS),
+  mode: choice(VISION_MODES),
   steps: integer({ min: 1 }).default(32),
   'force-ids': text(),
   intermediates: flag(),

@@ -1,6 +1,6 @@
 // `scriptorium devices`: the compute devices this machine offers the engine.
-import { gpuBackendReport, type GpuDeviceInfo } from '../engine/compute-device.js';
-import { nativeBinding } from '../engine/native-model.js';
+import { gpuBackendReport } from '../engine/compute-device.js';
+import { nativeBinding, type GpuDeviceInfo } from '../engine/native-binding.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { flag } from './options.js';
 

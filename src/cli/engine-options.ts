@@ -3,7 +3,7 @@
 // head are held in 8 bits. `debug dump` takes the same device option but keeps exact precision as
 // its default and never quantizes.
 import type { DeviceSpec } from '../engine/compute-device.js';
-import { QUANTIZE_CHOICES, type WeightQuantization } from '../engine/native-model.js';
+import { QUANTIZE_CHOICES, type WeightQuantization } from '../engine/native-binding.js';
 import { COMMAND_DEFAULT_PRECISION, PRECISION_CHOICES, type Precision } from '../engine/precision.js';
 import { DEVICE_OPTION, DEVICE_USAGE } from './device-option.js';
 import { choice } from './options.js';

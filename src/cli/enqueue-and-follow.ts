@@ -11,7 +11,7 @@ import { DocumentWatcher, type DocumentSettlement } from '../queue/document-watc
 import { followPageJobs } from '../queue/page-job-events.js';
 import { pageQueue } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
-import { writeRunManifest } from '../output/run-manifest.js';
+import { writeRunManifest } from '../producer/run-manifest.js';
 import { describeCause } from '../storage/storage-error.js';
 import { assembledLine, enqueueSummaryLine, exitStatusOf, failedLine, objectLocation, queuedLine, EXIT_ALL_DONE, EXIT_INTERRUPTED, EXIT_SOME_FAILED } from './document-report.js';
 import { EnqueueProgress, type ProgressTerminal } from './enqueue-progress.js';

@@ -1,10 +1,11 @@
 // The options that say how and where documents are queued, shared by `enqueue` and `watch`: the
 // storage, the variant (named, or taken from a checkpoint), the OCR options, the PDF password,
 // priority and attempts.
-import { loadModelConfig, VARIANTS, type Variant } from '../engine/model-config.js';
+import { VARIANTS, type Variant } from '../vocabulary/ocr-vocabulary.js';
+import { loadModelConfig } from '../engine/model-config.js';
 import type { EnqueueOptions } from '../producer/enqueue.js';
 import type { OptionValues } from './command-line.js';
-import { resolveModelDir } from './default-model.js';
+import { resolveModelDir } from '../model/model-resolve.js';
 import { OCR_JOB_ARGS_USAGE, OCR_JOB_OPTIONS, ocrJobOptionsOf, pdfPasswordOf, PRIORITY_OPTION, PRIORITY_USAGE } from './ocr-job-args.js';
 import { choice, integer, notBoth, text } from './options.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';

@@ -1,6 +1,6 @@
 // `scriptorium enqueue`: stage input documents in storage and add their jobs to the queue, for
 // workers (`scriptorium work`) anywhere that share the Redis and the storage.
-import type { Variant } from '../engine/model-config.js';
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { fullQueueName, pageQueue } from '../queue/queue-names.js';
 import { connectedPageWorkers } from '../queue/queue-status.js';
 import { defineCommand, type CommandLine } from './command-line.js';

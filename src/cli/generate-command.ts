@@ -3,7 +3,7 @@ import { generate } from '../engine/generate.js';
 import { textPromptIds } from '../model/debug-dump.js';
 import { NativeModel } from '../engine/native-model.js';
 import { Tokenizer } from '../engine/tokenizer.js';
-import { resolveModelDir } from './default-model.js';
+import { resolveModelDir } from '../model/model-resolve.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { COMMAND_DEFAULT_PRECISION } from '../engine/precision.js';
 import { ENGINE_OPTIONS, engineChoices } from './engine-options.js';

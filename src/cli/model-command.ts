@@ -4,7 +4,7 @@
 import { DEFAULT_HUB_ENDPOINT, downloadModel, HUB_REPOSITORIES, type ModelDownloadEvent } from '../model/model-download.js';
 import { synthCheckpoint, type WeightDType } from '../model/synth/synth-checkpoint.js';
 import { SYNTHETIC_MARKER_FILE } from '../model/synth/synthetic-marker.js';
-import { VARIANTS } from '../engine/model-config.js';
+import { VARIANTS } from '../vocabulary/ocr-vocabulary.js';
 import { checkCheckpoint } from '../model/checkpoint-check.js';
 import { formatCheckpointReport } from '../model/checkpoint-report-text.js';
 import { defineCommand, type CommandLine } from './command-line.js';

@@ -1,23 +1,24 @@
 // `scriptorium ocr`: one document read on this machine by the same page pipeline the workers run,
-// minus the queue (ocr-document.ts); the same options and defaults as enqueue and run. Prints the
+// minus the queue (src/worker/ocr-document.ts); the same options and defaults as enqueue and run. Prints the
 // markdown, or the page-result JSONs, and with --profile the stage times.
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 
 import { pino } from 'pino';
 
-import { loadModelConfig, VARIANTS } from '../engine/model-config.js';
+import { VARIANTS } from '../vocabulary/ocr-vocabulary.js';
+import { loadModelConfig } from '../engine/model-config.js';
 import { DEFAULT_MAX_SEQUENCES, OcrEngine } from '../engine/ocr-engine.js';
 import type { Stage } from '../jobs/job-types.js';
 import type { PageResultJson } from '../jobs/result-json.js';
 import { PAGE_SPLIT } from '../worker/document-assembler.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
-import { resolveModelDir } from './default-model.js';
+import { resolveModelDir } from '../model/model-resolve.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE, engineChoices } from './engine-options.js';
 import { EXIT_ALL_DONE, EXIT_SOME_FAILED } from './document-report.js';
 import { OCR_JOB_ARGS_USAGE, OCR_JOB_OPTIONS, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
-import { ocrDocument, type OcrDocument } from './ocr-document.js';
+import { ocrDocument, type OcrDocument } from '../worker/ocr-document.js';
 import { choice, flag, integer, text } from './options.js';
 import { PAGES_OPTION, selectedPages } from './page-ranges.js';
 import { UsageError } from './usage.js';

@@ -1,8 +1,6 @@
 // The command-line options that choose how documents are read, shared by `enqueue` and `run`:
 // checked against the model variant and turned into the OcrJobOptions every job carries.
-import { VISION_MODES, type VisionMode } from '../engine/image-tokens.js';
-import type { Variant } from '../engine/model-config.js';
-import { tasksOf, type OcrTask } from '../engine/prompts.js';
+import { modesOf, tasksOf, type OcrTask, type Variant, type VisionMode } from '../vocabulary/ocr-vocabulary.js';
 import type { OcrJobOptions } from '../jobs/job-types.js';
 import { ocrJobOptions } from '../producer/ocr-job-options.js';
 import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../queue/job-options.js';
@@ -44,7 +42,7 @@ export function ocrJobOptionsOf(values: OcrJobOptionValues, variant: Variant): O
   notBoth(values, 'dpi', 'longest-side');
   return ocrJobOptions(variant, {
     task: values.task === undefined ? undefined : checkedChoice<OcrTask>(values.task, '--task', tasksOf(variant)),
-    mode: values.mode === undefined ? undefined : checkedChoice<VisionMode>(values.mode, '--mode', VISION_MODES[variant]),
+    mode: values.mode === undefined ? undefined : checkedChoice<VisionMode>(values.mode, '--mode', modesOf(variant)),
     dpi: values.dpi,
     longestSide: values['longest-side'],
     maxNewTokens: values['max-tokens'],

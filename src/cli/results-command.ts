@@ -4,7 +4,7 @@ import path from 'node:path';
 
 import { documentResultKeys, isDocId } from '../jobs/storage-layout.js';
 import { documentHtml } from '../output/document-html.js';
-import { docIdOfInput } from '../output/run-manifest.js';
+import { docIdOfInput } from '../producer/run-manifest.js';
 import { searchablePdf } from '../output/searchable-pdf.js';
 import type { Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';

@@ -1,16 +1,14 @@
 // `scriptorium run`: the whole pipeline in one command, for one machine: a private redis-server
 // (unless REDIS_URL names one), file storage in the output folder, a worker in this process,
 // enqueue, wait for every document, report where the results are, shut everything down.
-import { Queue } from 'bullmq';
-
-import { loadModelConfig, VARIANTS } from '../engine/model-config.js';
+import { VARIANTS } from '../vocabulary/ocr-vocabulary.js';
+import { loadModelConfig } from '../engine/model-config.js';
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
-import { DOCUMENTS } from '../queue/queue-names.js';
-import { redisOptions } from '../queue/redis.js';
+import { unfinishedDocumentCount } from '../queue/queue-status.js';
 import { openStorage } from '../storage/open-storage.js';
 import { commandLogger } from './cli-logger.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
-import { resolveModelDir } from './default-model.js';
+import { resolveModelDir } from '../model/model-resolve.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE, engineChoices } from './engine-options.js';
 import { EXIT_INTERRUPTED } from './document-report.js';
@@ -21,8 +19,6 @@ import { startOcrWorkers, type OcrWorkers } from '../worker/ocr-workers.js';
 import { openQueueRedis, type QueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 import { choice, integer, text } from './options.js';
-
-const UNFINISHED_DOCUMENT_STATES = ['waiting-children', 'waiting', 'prioritized', 'delayed', 'active'] as const;
 
 const USAGE = `Usage: scriptorium run INPUT... --out DIR [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
                       [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
@@ -114,21 +110,10 @@ async function runPipeline({ options: values, positionals }: CommandLine<typeof 
 
 /** After a second signal: what is left undone, and how the next run picks it up. */
 async function leftLine(signal: NodeJS.Signals, redis: QueueRedis | undefined): Promise<string> {
-  const unfinished = redis === undefined ? 0 : await unfinishedDocuments(redis.url);
+  const unfinished = redis === undefined ? 0 : await unfinishedDocumentCount(redis.url);
   const documents = `${unfinished} document${unfinished === 1 ? '' : 's'}`;
   if (redis === undefined || !redis.private) {
     return `${signal} again: stopped at once; ${documents} unfinished in the queue: the pages this process held are read again by any worker once their locks expire, or by the same command run again`;
   }
   return `${signal} again: stopped at once with ${documents} unfinished: the same command again reads them (finished documents are skipped)`;
-}
-
-/** Documents queued and not yet assembled. */
-async function unfinishedDocuments(redisUrl: string): Promise<number> {
-  const queue = new Queue(DOCUMENTS.name, { connection: redisOptions(redisUrl, 'client'), prefix: DOCUMENTS.prefix });
-  try {
-    const counts = await queue.getJobCounts(...UNFINISHED_DOCUMENT_STATES);
-    return UNFINISHED_DOCUMENT_STATES.reduce((sum, state) => sum + (counts[state] ?? 0), 0);
-  } finally {
-    void queue.close();
-  }
 }

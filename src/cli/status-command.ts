@@ -5,6 +5,7 @@ import type { LiveWorker } from '../queue/live-workers.js';
 import { DOCUMENTS, fullQueueName, PAGE_QUEUES } from '../queue/queue-names.js';
 import { JOB_STATES, readQueueStatus, type QueueStatus, type WorkRate } from '../queue/queue-status.js';
 import { MAX_WINDOW_MINUTES } from '../queue/throughput.js';
+import { timeLeft } from '../queue/work-left.js';
 import { openQueueRedis } from './queue-redis.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { duration, integer } from './options.js';
@@ -63,12 +64,12 @@ export function statusLines(status: QueueStatus, redisDescription: string, windo
     `${rate.completed} ${unit}`,
     rate.perMinute.toFixed(1),
     `${rate.left} ${unit}`,
-    timeLeft([rate], alive),
+    etaText([rate], alive),
   ];
   const rows = [rateRow(fullQueueName(DOCUMENTS), 'documents', status.documents)];
   if (status.pages.length > 0) {
     const total = status.pages.reduce((sum, rate) => ({ ...sum, completed: sum.completed + rate.completed, perMinute: sum.perMinute + rate.perMinute, left: sum.left + rate.left }));
-    rows.push([...rateRow(PAGES_ROW, 'pages', total).slice(0, 4), timeLeft(status.pages, alive)]);
+    rows.push([...rateRow(PAGES_ROW, 'pages', total).slice(0, 4), etaText(status.pages, alive)]);
     if (status.pages.length > 1 || status.pages[0].kind === 'unknown') rows.push(...status.pages.map((rate) => rateRow(`  ${rate.kind}`, 'pages', rate)));
   } else {
     rows.push(rateRow(PAGES_ROW, 'pages', { kind: 'pages', completed: 0, perMinute: 0, left: 0 }));
@@ -93,18 +94,13 @@ export function statusLines(status: QueueStatus, redisDescription: string, windo
   return lines;
 }
 
-
-/**
- * When the work of every given kind should be through: kinds are worked side by side, each at its own
- * rate, so the slowest kind decides. No ETA without a live worker: the rate of the window is then a
- * rate of the past.
- */
-function timeLeft(rates: readonly WorkRate[], alive: boolean): string {
-  const pending = rates.filter((rate) => rate.left > 0);
-  if (pending.length === 0) return 'nothing left';
-  if (!alive) return 'no live workers';
-  if (pending.some((rate) => rate.perMinute === 0)) return 'unknown (nothing of this kind completed in the window)';
-  const minutes = Math.ceil(Math.max(...pending.map((rate) => rate.left / rate.perMinute)));
+/** The ETA column: the time left by the rule of work-left.ts, or why there is none. */
+function etaText(rates: readonly WorkRate[], alive: boolean): string {
+  const eta = timeLeft(rates, alive);
+  if (eta.state === 'nothing-left') return 'nothing left';
+  if (eta.state === 'no-live-workers') return 'no live workers';
+  if (eta.state === 'no-rate') return 'unknown (nothing of this kind completed in the window)';
+  const minutes = Math.ceil(eta.minutes);
   if (minutes < 60) return `${minutes} min`;
   const hours = Math.floor(minutes / 60);
   if (hours < 48) return `${hours} h ${minutes % 60} min`;

@@ -1,6 +1,6 @@
 // `scriptorium work`: a worker process: loads one model, takes page jobs from Redis, decodes them together and
 // assembles finished documents, until SIGTERM or SIGINT (then it finishes the jobs it holds).
-import { VARIANTS } from '../engine/model-config.js';
+import { VARIANTS } from '../vocabulary/ocr-vocabulary.js';
 import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import {
   DEFAULT_HANG_GRACE_MS,
@@ -13,7 +13,7 @@ import {
 import { serveMetrics, type MetricsServer } from '../worker/worker-metrics.js';
 import { commandLogger } from './cli-logger.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
-import { resolveModelDir } from './default-model.js';
+import { resolveModelDir } from '../model/model-resolve.js';
 import { EXIT_ENGINE_HUNG, startOcrWorkers } from '../worker/ocr-workers.js';
 import { openQueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';

@@ -1,36 +1,7 @@
 // Which device runs the engine: `--device cpu|gpu|gpu:N|auto`, resolved against the Vulkan devices
 // the addon reports. The addon always answers: builds without the Vulkan backend, machines without a
 // Vulkan driver and machines without a GPU each say why the GPU backend is absent.
-import { nativeBinding } from './native-model.js';
-
-/** One Vulkan device as `scriptorium devices` lists it. */
-export interface GpuDeviceInfo {
-  /** Position in the driver's order: `--device gpu:INDEX`. */
-  index: number;
-  name: string;
-  type: 'discrete' | 'integrated' | 'virtual' | 'cpu' | 'other';
-  apiVersion: string;
-  /** The largest device-local memory heap, in bytes. */
-  memoryBytes: number;
-  /** What a model may allocate on it: 90% of memoryBytes, or less under SCRIPTORIUM_GPU_MEMORY_MB (device-memory.ts). */
-  memoryBudgetBytes: number;
-  subgroupSize: number;
-  sharedMemoryBytes: number;
-  computeQueue: boolean;
-  /** Matrix-product shader paths this build runs on the device ('portable' wherever there is a compute queue, 'cooperative-matrix' where the device offers VK_NV_cooperative_matrix with what its shader needs). */
-  shaderPaths: string[];
-  /** The path the engine's larger matrix products take there in fast precision ('portable' in exact; '' without a compute queue). */
-  matmulPath: string;
-  /** VK_KHR_cooperative_matrix / VK_NV_cooperative_matrix when the device offers them. */
-  cooperativeMatrixExtensions: string[];
-}
-
-/** What the addon's GPU backend reports: the devices, or why there are none it can use. */
-export interface GpuBackendReport {
-  available: boolean;
-  reason?: string;
-  devices: GpuDeviceInfo[];
-}
+import { nativeBinding, type GpuBackendReport } from './native-binding.js';
 
 export const DEVICE_CHOICES = 'cpu, gpu, gpu:N or auto';
 

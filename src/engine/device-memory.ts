@@ -3,13 +3,7 @@
 // plan keeps the continuous batch below the budget, so that a page waits for room rather than fail,
 // and a page that can never fit fails at once with the numbers.
 import type { DecoderDims } from './model-config.js';
-import type { KvCacheDtype } from './native-model.js';
-
-/** A GPU model's device memory: its budget, and what its buffers (weights, activations, KV caches) hold now. */
-export interface DeviceMemory {
-  budgetBytes: number;
-  usedBytes: number;
-}
+import type { DeviceMemory, KvCacheDtype } from './native-binding.js';
 
 /** The environment variable that caps the budget, in MiB (native/vulkan/device.h). */
 export const GPU_MEMORY_CAP_VARIABLE = 'SCRIPTORIUM_GPU_MEMORY_MB';

@@ -3,6 +3,7 @@
 // a new request joins between steps (its prefill rides in the same forward call) and a finished
 // one leaves at once.
 import { admission, doesNotFitError, kvCacheBoundBytes } from './device-memory.js';
+import type { ForwardInput, ForwardOutput, NativeSequence } from './native-binding.js';
 import {
   applyRepetitionPenalty,
   argmax,
@@ -12,7 +13,7 @@ import {
   type NoRepeatNgramOptions,
   type TopK,
 } from './logits-processors.js';
-import type { ForwardInput, ForwardOutput, NativeModel, NativeSequence } from './native-model.js';
+import type { NativeModel } from './native-model.js';
 
 /** Turns token ids into text as they arrive; holds back bytes of an incomplete UTF-8 character. */
 export interface TextStream {

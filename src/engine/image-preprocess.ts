@@ -2,8 +2,8 @@
 // (docs/model.md §4): EXIF orientation and RGB, a gray-padded square global view, optional tiles cut from a
 // stretched copy of the page, then x = p/255 normalised to [-1, 1] and cast to bfloat16. Every resize is
 // Pillow's bicubic, reproduced exactly by pillow-resize.ts.
-import { imageTokenCount, modeGeometry, type VisionMode } from './image-tokens.js';
-import type { Variant } from './model-config.js';
+import type { Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
+import { imageTokenCount, modeGeometry } from './image-tokens.js';
 import type { RgbImage } from '../documents/rgb-image.js';
 import { pillowResizeBicubic } from './pillow-resize.js';
 import { chooseTileGrid, type MaxTiles, type TileGrid } from './tile-grid.js';

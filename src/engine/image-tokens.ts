@@ -1,19 +1,7 @@
 // Resolution modes and the number K of `<image>` ids (128815) one image expands to in the prompt
 // (docs/model.md §4.3, §6.3). K counts every vector that replaces those ids: view tokens, the `image_newline`
 // after each row (V1/V3) and the one `view_seperator`.
-import type { Variant } from './model-config.js';
-
-/**
- * V1/V3: tiny, small, base, large (one padded view, no tiles) and gundam (1024 global view + 640 tiles).
- * V2 has a single mode, global 1024 + 0–6 tiles of 768, named gundam here as well.
- */
-export type VisionMode = 'tiny' | 'small' | 'base' | 'large' | 'gundam';
-
-export const VISION_MODES: Record<Variant, readonly VisionMode[]> = {
-  v1: ['tiny', 'small', 'base', 'large', 'gundam'],
-  v2: ['gundam'],
-  v3: ['tiny', 'small', 'base', 'large', 'gundam'],
-};
+import { modesOf, type Variant, type VisionMode } from '../vocabulary/ocr-vocabulary.js';
 
 export interface ModeGeometry {
   /** Side of the global view in crop mode (`base_size`). */
@@ -32,8 +20,8 @@ const SINGLE_VIEW_MODES: Record<Exclude<VisionMode, 'gundam'>, ModeGeometry> = {
 };
 
 export function modeGeometry(variant: Variant, mode: VisionMode): ModeGeometry {
-  if (!VISION_MODES[variant].includes(mode)) {
-    throw new RangeError(`${variant} has no vision mode ${JSON.stringify(mode)}; use one of ${VISION_MODES[variant].join(', ')}`);
+  if (!modesOf(variant).includes(mode)) {
+    throw new RangeError(`${variant} has no vision mode ${JSON.stringify(mode)}; use one of ${modesOf(variant).join(', ')}`);
   }
   if (mode === 'gundam') return { baseSize: 1024, imageSize: variant === 'v2' ? 768 : 640, crop: true };
   return SINGLE_VIEW_MODES[mode];

@@ -4,8 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 
-export type Variant = 'v1' | 'v2' | 'v3';
-export const VARIANTS: readonly Variant[] = ['v1', 'v2', 'v3'];
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 
 /** Decoder dimensions, as the native engine reads them (see native/src/decoder.h DecoderDims). */
 export interface DecoderDims {

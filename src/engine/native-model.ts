@@ -1,148 +1,28 @@
-// The TypeScript face of the native engine: loads the addon, maps a checkpoint directory, and runs
-// batched decoder forward passes and vision encodes on native threads. Calls on one model are
-// queued here so that libuv's worker threads never wait on the engine's lock.
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-import { deviceLabel, resolveDevice, type DeviceSpec, type GpuBackendReport, type ResolvedDevice } from './compute-device.js';
+// The TypeScript face of the native engine: maps a checkpoint directory into a model of the addon
+// (native-binding.ts), and runs batched decoder forward passes and vision encodes on native threads.
+// Calls on one model are queued here so that libuv's worker threads never wait on the engine's lock.
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
+import { deviceLabel, resolveDevice, type DeviceSpec, type ResolvedDevice } from './compute-device.js';
 import { cpuLimit } from './cpu-limit.js';
-import type { DeviceMemory } from './device-memory.js';
+import { loadModelConfig, type ModelConfig } from './model-config.js';
+import {
+  nativeBinding,
+  type DeviceMemory,
+  type EncodedViewBatch,
+  type ForwardInput,
+  type ForwardOutput,
+  type KvCacheDtype,
+  type NativeGpuModelHandle,
+  type NativeModelHandle,
+  type NativeSequence,
+  type SpecialVectorName,
+  type WeightQuantization,
+} from './native-binding.js';
 import { ENGINE_DEFAULT_PRECISION, type Precision } from './precision.js';
-import { loadModelConfig, type ModelConfig, type Variant } from './model-config.js';
 import { parseVisionDims, type VisionDims } from './vision-config.js';
-
-/** A KV cache owned by the native engine. The first forward call on it is the prefill. */
-export interface NativeSequence {
-  /** Tokens consumed so far (= the next absolute position). */
-  readonly length: number;
-  /** Tokens of the first forward call (the R-SWA prefix for V3); -1 before it. */
-  readonly prefixLength: number;
-  readonly cacheBytes: number;
-  /** Frees the cache now; the sequence cannot be used afterwards. */
-  release(): void;
-}
-
-/** One sequence's new tokens. embeds[embedRows.length, hidden] replace the embeddings at embedRows. */
-export interface ForwardInput {
-  sequence: NativeSequence;
-  ids: Int32Array;
-  embeds?: Float32Array;
-  embedRows?: Int32Array;
-  /** Return the full logits[vocab] of the last new token (default true); the argmax comes either way. */
-  logits?: boolean;
-  /** Ids the returned argmax skips (the no-repeat-n-gram bans, say). */
-  banned?: Int32Array;
-}
-
-/** One input's result: the argmax over its ids not banned, and its logits[vocab] when asked. */
-export interface ForwardOutput {
-  best: number;
-  logits?: Float32Array;
-}
-
-/** Encoded views of one side. Shapes in PyTorch order; every array is row-major F32. */
-export interface EncodedViews {
-  /** [n, tokensPerView, embed]: the projector outputs that replace the image tokens. */
-  projected: Float32Array;
-  tokensPerView: number;
-  /** [n, C, h, w] (official NCHW layout), h · w = tokensPerView; only with keepIntermediates. */
-  sam?: Float32Array;
-  samShape?: number[];
-  /** CLIP output [n, tokensPerView, width] (CLS dropped) or Qwen2 query outputs [n, tokensPerView, dim]; only with keepIntermediates. */
-  encoder?: Float32Array;
-}
-
-/** Wall time of each vision stage of one encodeImages call, in milliseconds. */
-export interface VisionStageTimes {
-  sam: number;
-  /** CLIP (V1/V3) or the Qwen2 encoder (V2). */
-  encoder: number;
-  /** Projector input assembly and the projector. */
-  projector: number;
-}
-
-/** What one encodeImages call returns: its views and the time each stage took. */
-export interface EncodedViewBatch extends EncodedViews {
-  stageMs: VisionStageTimes;
-}
-
-/** Learned vectors used to assemble visual embeddings (docs/model.md §5.6); V2 has no image_newline. */
-export type SpecialVectorName = 'image_newline' | 'view_seperator';
-
-/**
- * How the decoder (CPU or GPU) stores a sequence's keys and values: IEEE half (half the cache bytes
- * read per decode step and held) or F32.
- */
-export type KvCacheDtype = 'f16' | 'f32';
 
 /** The decoders' default: half, within the reference tolerances (docs/model.md §7.5). */
 export const DEFAULT_KV_CACHE: KvCacheDtype = 'f16';
-
-interface NativeModelHandle {
-  createSequence(kvCache: KvCacheDtype): NativeSequence;
-  forward(batch: ForwardInput[]): Promise<{ best: Int32Array; logits: Float32Array }>;
-  encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViewBatch>;
-  specialVector(name: SpecialVectorName): Float32Array;
-  readonly kernels: string;
-  readonly threads: number;
-  readonly weightBytes: number;
-  readonly convertedBytes: number;
-  readonly quantizedBytes: number;
-  readonly routedExpertPasses: number;
-  readonly unreadTensors: string[];
-}
-
-/** One tensor entry of a safetensors header; begin and end are byte offsets in the data section. */
-export interface SafetensorsHeaderEntry {
-  name: string;
-  dtype: string;
-  shape: number[];
-  begin: number;
-  end: number;
-}
-
-/** The Vulkan model (native/vulkan/gpu_model.h): present only in builds with the GPU backend. */
-interface NativeGpuModelHandle {
-  createSequence(kvCache: KvCacheDtype): NativeSequence;
-  forward(batch: ForwardInput[]): Promise<{ best: Int32Array; logits: Float32Array }>;
-  encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViewBatch>;
-  /** True when the vision encoder (SAM, CLIP or Qwen2, the projector) runs on the device too. */
-  readonly visionOnDevice: boolean;
-  readonly deviceName: string;
-  readonly weightBytes: number;
-  readonly memory: DeviceMemory;
-  readonly queueWaits: number;
-}
-
-interface NativeBinding {
-  /** Maps the checkpoint and builds the model on a native thread (F16 / F32 weights are converted there). */
-  loadModel(dir: string, dims: object, threads: number, visionDims: VisionDims | undefined, options: { precision: Precision; quantize?: WeightQuantization }): Promise<NativeModelHandle>;
-  loadGpuModel?: (dir: string, dims: object, deviceIndex: number, visionDims: VisionDims | undefined, options: { precision: Precision }) => Promise<NativeGpuModelHandle>;
-  supportedKernelSets(): string[];
-  /** Validates a header exactly as loading does (a file's data section holds dataBytes); throws naming `file`. */
-  readSafetensorsHeader(json: Uint8Array, dataBytes: number, file: string): { tensors: SafetensorsHeaderEntry[]; metadata: Record<string, string> };
-  gpuDevices(): Promise<GpuBackendReport>;
-}
-
-const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-let binding: NativeBinding | undefined;
-
-export function nativeBinding(): NativeBinding {
-  if (!binding) {
-    const file = path.join(packageRoot, 'build/Release/scriptorium_native.node');
-    try {
-      binding = createRequire(import.meta.url)(file) as NativeBinding;
-    } catch (error) {
-      throw new Error(`the native engine is not built (${file}): run \`npm ci\` or \`npm run build:native\` (${(error as Error).message})`);
-    }
-  }
-  return binding;
-}
-
-/** How the experts and the vocabulary head are held: the checkpoint's BF16 (none) or int8 converted at load. */
-export type WeightQuantization = 'none' | 'int8';
-export const QUANTIZE_CHOICES: readonly WeightQuantization[] = ['none', 'int8'];
 
 export interface LoadOptions {
   variant?: Variant;
@@ -152,7 +32,7 @@ export interface LoadOptions {
   device?: DeviceSpec;
   /** The decoder's KV cache storage, on the CPU or the GPU (default DEFAULT_KV_CACHE). */
   kvCache?: KvCacheDtype;
-  /** Activation precision of the CPU engine's products (default exact); see precision.ts. */
+  /** Activation precision of the engine's products, on the CPU or the GPU (default exact); see precision.ts. */
   precision?: Precision;
   /** int8: the routed and shared experts and lm_head converted at load to int8 (CPU decoder only; default none). */
   quantize?: WeightQuantization;

@@ -5,13 +5,13 @@ import type { RgbImage } from '../documents/rgb-image.js';
 import type { DeviceSpec } from './compute-device.js';
 import type { Precision } from './precision.js';
 import { ContinuousBatch, type GenerationRequest, type GenerationResult } from './generate.js';
-import type { VisionMode } from './image-tokens.js';
+import type { OcrTask, Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
 import type { PreprocessedPage } from './image-preprocess.js';
-import type { Variant } from './model-config.js';
-import { NativeModel, type EncodedViews, type KvCacheDtype, type WeightQuantization } from './native-model.js';
+import type { EncodedViews, KvCacheDtype, WeightQuantization } from './native-binding.js';
+import { NativeModel } from './native-model.js';
 import type { OcrPage } from './ocr-postprocess.js';
-import { sharedPageCpuThreads, type PageCpuThreads } from './page-cpu-threads.js';
-import { buildPromptIds, generationDefaults, promptText, type OcrTask } from './prompts.js';
+import { sharedPageCpuThreads, type PageCpuThreads } from './page-cpu-pool.js';
+import { buildPromptIds, generationDefaults, promptText } from './prompts.js';
 import { Tokenizer } from './tokenizer.js';
 import { assembleDeepEncoder, assembleDeepEncoderV2, type ViewFeatures } from './vision-assembly.js';
 
@@ -63,13 +63,13 @@ export const DEFAULT_MAX_SEQUENCES = 8;
 export interface OcrEngineOptions {
   /** Overrides the variant detected from config.json. */
   variant?: Variant;
-  /** Engine threads. Default: one per CPU. */
+  /** Engine threads. Default: cpuLimit(), the CPUs this process may use. */
   threads?: number;
-  /** Where the model runs (default cpu; V2's vision encoder stays on the CPU). */
+  /** Where the model runs (default cpu); on a GPU the decoder and every vision encoder, V2's Qwen2 included, run there. */
   device?: DeviceSpec;
   /** The decoder's KV cache storage, on the CPU or the GPU (default f16; see native-model.ts). */
   kvCache?: KvCacheDtype;
-  /** Activation precision of the CPU engine (default exact). */
+  /** Activation precision of the engine's products, on the CPU or the GPU (default exact); see precision.ts. */
   precision?: Precision;
   /** int8: experts and vocabulary head in int8 (default none). */
   quantize?: WeightQuantization;

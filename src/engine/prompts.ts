@@ -1,34 +1,25 @@
-// The official OCR prompts per variant, their token ids with the `<image>` placeholder expanded, and the
+// The official OCR prompts, their token ids with the `<image>` placeholder expanded, and the
 // decoding settings the official scripts use with them (docs/model.md §6, §10).
+import { tasksOf, type OcrTask, type Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { NoRepeatNgramOptions } from './logits-processors.js';
-import type { Variant } from './model-config.js';
 import type { Tokenizer } from './tokenizer.js';
 
 /** The `<image>` placeholder: one per image in the text, K copies of IMAGE_TOKEN_ID in the ids. */
 export const IMAGE_PLACEHOLDER = '<image>';
 export const IMAGE_TOKEN_ID = 128815;
 
-/**
- * ocr: plain text (V1/V2). markdown: layout-grounded markdown (V1/V2). parse: one page (V3).
- * parse-multi: several pages behind a single `<image>` (V3). V3 documents only its two prompts (§6.2).
- */
-export type OcrTask = 'ocr' | 'markdown' | 'parse' | 'parse-multi';
-
-const PROMPTS: Record<Variant, Partial<Record<OcrTask, string>>> = {
-  v1: { ocr: '<image>\nFree OCR.', markdown: '<image>\n<|grounding|>Convert the document to markdown.' },
-  v2: { ocr: '<image>\nFree OCR.', markdown: '<image>\n<|grounding|>Convert the document to markdown.' },
-  v3: { parse: '<image>document parsing.', 'parse-multi': '<image>Multi page parsing.' },
+/** The official prompts; each variant has those of its tasks (ocr-vocabulary.ts tasksOf). */
+const PROMPTS: Record<OcrTask, string> = {
+  ocr: '<image>\nFree OCR.',
+  markdown: '<image>\n<|grounding|>Convert the document to markdown.',
+  parse: '<image>document parsing.',
+  'parse-multi': '<image>Multi page parsing.',
 };
-
-export function tasksOf(variant: Variant): OcrTask[] {
-  return Object.keys(PROMPTS[variant]) as OcrTask[];
-}
 
 /** The official prompt text for `task`; throws for a task the variant was not released with. */
 export function promptText(variant: Variant, task: OcrTask): string {
-  const text = PROMPTS[variant][task];
-  if (text === undefined) throw new RangeError(`${variant} has no ${task} prompt; use one of ${tasksOf(variant).join(', ')}`);
-  return text;
+  if (!tasksOf(variant).includes(task)) throw new RangeError(`${variant} has no ${task} prompt; use one of ${tasksOf(variant).join(', ')}`);
+  return PROMPTS[task];
 }
 
 /** Python's str.isspace() set, which str.strip() removes (JavaScript's trim() differs: U+001C–U+001F, U+0085, U+FEFF). */

@@ -4,18 +4,16 @@
 import { z } from 'zod';
 
 import type { DocumentType } from '../documents/document-type.js';
-import type { VisionMode } from '../engine/image-tokens.js';
-import type { Variant } from '../engine/model-config.js';
-import type { OcrTask } from '../engine/prompts.js';
+import { OCR_TASKS, VARIANTS, VISION_MODES } from '../vocabulary/ocr-vocabulary.js';
 import { parseBoundaryData } from './boundary-data.js';
 
 export const DOCUMENTS_QUEUE = 'scriptorium:documents';
 
 const positiveInteger = z.number().int().positive();
 
-export const variantSchema = z.enum(['v1', 'v2', 'v3']) satisfies z.ZodType<Variant>;
-export const taskSchema = z.enum(['ocr', 'markdown', 'parse', 'parse-multi']) satisfies z.ZodType<OcrTask>;
-export const modeSchema = z.enum(['tiny', 'small', 'base', 'large', 'gundam']) satisfies z.ZodType<VisionMode>;
+export const variantSchema = z.enum(VARIANTS);
+export const taskSchema = z.enum(OCR_TASKS);
+export const modeSchema = z.enum(VISION_MODES);
 export const documentTypeSchema = z.enum(['pdf', 'png', 'jpeg', 'webp', 'gif', 'bmp', 'tiff']) satisfies z.ZodType<DocumentType>;
 
 /** Options that change the output; part of the docId. */

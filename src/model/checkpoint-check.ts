@@ -2,8 +2,9 @@
 // config.json, index, shard headers and tokenizer files without fetching the weights. Shard headers
 // go through the engine's own validation (readSafetensorsHeader); the tensors are compared with what
 // config.json implies (the tensor manifest).
-import { parseModelConfig, type Variant } from '../engine/model-config.js';
-import { nativeBinding, type SafetensorsHeaderEntry } from '../engine/native-model.js';
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
+import { parseModelConfig } from '../engine/model-config.js';
+import { nativeBinding, type SafetensorsHeaderEntry } from '../engine/native-binding.js';
 import type { ConfigJson } from './synth/model-configs.js';
 import { SYNTHETIC_MARKER_FILE } from './synth/synthetic-marker.js';
 import { elementCount, tensorManifest, type TensorSpec } from './synth/tensor-manifest.js';

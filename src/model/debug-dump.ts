@@ -7,11 +7,9 @@ import type { RgbImage } from '../documents/rgb-image.js';
 import type { DeviceSpec } from '../engine/compute-device.js';
 import type { Precision } from '../engine/precision.js';
 import { generate } from '../engine/generate.js';
-import type { VisionMode } from '../engine/image-tokens.js';
-import type { Variant } from '../engine/model-config.js';
+import type { OcrTask, Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
 import { NativeModel } from '../engine/native-model.js';
 import { OcrEngine, type PreparedPrompt } from '../engine/ocr-engine.js';
-import type { OcrTask } from '../engine/prompts.js';
 import { encodeSafetensors, type DumpTensor } from './safetensors-encode.js';
 import { Tokenizer } from '../engine/tokenizer.js';
 

@@ -13,7 +13,7 @@ import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Variant } from '../engine/model-config.js';
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 
 /** The hub repository of each variant. */
 export const HUB_REPOSITORIES: Record<Variant, string> = {

@@ -1,6 +1,6 @@
 // The options a queued document is read with, from what its submitter chose: the CLI (enqueue, run,
 // ocr, watch) and the HTTP API check the choices their own way and share these defaults.
-import type { Variant } from '../engine/model-config.js';
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { OcrJobOptions } from '../jobs/job-types.js';
 
 export const DEFAULT_DPI = 144;

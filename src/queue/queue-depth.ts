@@ -4,7 +4,7 @@
 // their backoff) in another, and only plain waiting jobs in a list.
 import type { Queue } from 'bullmq';
 
-import { VARIANTS, type Variant } from '../engine/model-config.js';
+import { VARIANTS, type Variant } from '../vocabulary/ocr-vocabulary.js';
 import { fullQueueName, pageQueue } from './queue-names.js';
 
 /** States of a page job that no worker has claimed yet. */

@@ -3,7 +3,7 @@
 // can serve one deployment. BullMQ refuses ':' in a queue name, so 'scriptorium:documents' becomes the
 // queue 'documents' under the key prefix 'scriptorium': its Redis keys are then exactly
 // 'scriptorium:documents:…', and a V3 page job's are 'scriptorium:pages-v3:…'.
-import { VARIANTS, type Variant } from '../engine/model-config.js';
+import { VARIANTS, type Variant } from '../vocabulary/ocr-vocabulary.js';
 import { DOCUMENTS_QUEUE } from '../jobs/job-types.js';
 
 export interface QueueName {

@@ -4,20 +4,17 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 
-import type { Variant } from '../engine/model-config.js';
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { parsePageJobData } from '../jobs/job-types.js';
 import { pagesOfJobId } from './job-ids.js';
 import { listLiveWorkers, type LiveWorker } from './live-workers.js';
 import { DOCUMENTS, jobKey, PAGE_QUEUES, pageQueue, type QueueName } from './queue-names.js';
 import { redisOptions } from './redis.js';
 import { countedKinds, pageKind, recentThroughput } from './throughput.js';
+import { UNFINISHED_DOCUMENT_STATES, UNFINISHED_PAGE_STATES, type WorkLeft } from './work-left.js';
 
 export const JOB_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'waiting-children', 'completed', 'failed', 'paused'] as const;
 export type JobState = (typeof JOB_STATES)[number];
-
-/** Work not yet finished: what the time left is for. */
-const UNFINISHED_PAGE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'paused'] as const;
-const UNFINISHED_DOCUMENT_STATES = [...UNFINISHED_PAGE_STATES, 'waiting-children'] as const;
 
 /** Job ids (and job data) read per round trip. */
 const CHUNK = 10_000;
@@ -30,12 +27,10 @@ export interface QueueCounts {
 }
 
 /** One line of work: completed in the window, the rate, and what is left. */
-export interface WorkRate {
+export interface WorkRate extends WorkLeft {
   /** 'documents', or a kind of page ('v1-markdown-gundam'). */
   kind: string;
   completed: number;
-  perMinute: number;
-  left: number;
 }
 
 export interface FailedJob {
@@ -115,6 +110,16 @@ export async function readQueueStatus(redisUrl: string, options: QueueStatusOpti
   } finally {
     await Promise.all(opened.map(({ bull }) => bull.close()));
     client.disconnect();
+  }
+}
+
+/** Documents queued and not yet assembled. */
+export async function unfinishedDocumentCount(redisUrl: string): Promise<number> {
+  const documents = new Queue(DOCUMENTS.name, { connection: redisOptions(redisUrl, 'client'), prefix: DOCUMENTS.prefix });
+  try {
+    return sumOf(await documents.getJobCounts(...UNFINISHED_DOCUMENT_STATES));
+  } finally {
+    await documents.close();
   }
 }
 

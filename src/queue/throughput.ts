@@ -1,4 +1,5 @@
-// How much each queue completed in the last minutes, for the rate and ETA of `scriptorium status`.
+// How much each queue completed in the last minutes, for the rates and ETAs of `scriptorium status`
+// and of the API's document status (work-left.ts).
 //
 // Workers add what they complete to one counter per queue, kind of page and minute:
 // scriptorium:throughput:documents:<minute since the epoch> and

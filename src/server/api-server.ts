@@ -6,7 +6,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
-import type { Variant } from '../engine/model-config.js';
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { DOCUMENTS, type QueueName } from '../queue/queue-names.js';
 import { redactedRedisUrl, redisOptions } from '../queue/redis.js';
 import type { Storage } from '../storage/storage.js';

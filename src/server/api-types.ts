@@ -1,8 +1,6 @@
 // The shapes of the HTTP API (`scriptorium serve`), declared once: the server answers with them,
 // the client in src/client returns them, and openapi.ts describes them for everyone else.
-import type { VisionMode } from '../engine/image-tokens.js';
-import type { Variant } from '../engine/model-config.js';
-import type { OcrTask } from '../engine/prompts.js';
+import type { OcrTask, Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
 
 /** Submission options, as multipart form fields or JSON members; all optional (the server's defaults apply). */
 export interface SubmitOptions {
@@ -58,7 +56,8 @@ export interface DocumentStatus {
   reason?: string;
   /**
    * Seconds until the pages queue as it stands now is drained at its rate of the last ten minutes: an
-   * upper bound for this document's pages at the default priority. null when settled or without a recent rate.
+   * upper bound for this document's pages at the default priority. null when settled, while no worker
+   * serves the queue, or without a recent rate.
    */
   etaSeconds: number | null;
   links: DocumentLinks;

@@ -4,13 +4,14 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 
-import type { Variant } from '../engine/model-config.js';
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { DocumentJobData, OcrJobOptions } from '../jobs/job-types.js';
 import type { DocumentResultJson } from '../jobs/result-json.js';
 import { documentResultKeys, isDocId } from '../jobs/storage-layout.js';
 import { documentJobId } from '../queue/job-ids.js';
 import { pageQueue } from '../queue/queue-names.js';
 import { pageKind, recentThroughput } from '../queue/throughput.js';
+import { timeLeft, UNFINISHED_PAGE_STATES } from '../queue/work-left.js';
 import type { Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
 import { pageStatusesOf } from '../worker/document-worker.js';
@@ -19,7 +20,6 @@ import { HttpError } from './http-error.js';
 
 /** The rate behind the ETA: pages completed over this many minutes. */
 const ETA_WINDOW_MINUTES = 10;
-const UNFINISHED_PAGE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'paused'] as const;
 
 export interface DocumentStatusSources {
   documents: Queue;
@@ -86,13 +86,21 @@ function settledStatus(document: DocumentResultJson, links: DocumentLinks): Docu
   return { docId: document.docId, state: failedPages.length === 0 ? 'completed' : 'partial', pages, failedPages, etaSeconds: null, links };
 }
 
-/** The document's page queue drained at the recent rate of its kind of page. */
+/**
+ * The document's page queue drained at the recent rate of its kind of page, by the rule of
+ * work-left.ts: none while no worker is connected to the queue or without a recent rate; 0 once the
+ * queue holds nothing unfinished. The queue counts as one kind: reading the kind of every queued job
+ * on each status request would read every job.
+ */
 async function queueEtaSeconds(options: OcrJobOptions, { pages, redis }: DocumentStatusSources): Promise<number | null> {
-  const [counts, { perMinute }] = await Promise.all([
-    pages(options.variant).getJobCounts(...UNFINISHED_PAGE_STATES),
+  const queue = pages(options.variant);
+  const [counts, { perMinute }, workers] = await Promise.all([
+    queue.getJobCounts(...UNFINISHED_PAGE_STATES),
     recentThroughput(redis, { queue: pageQueue(options.variant), kind: pageKind(options) }, ETA_WINDOW_MINUTES),
+    queue.getWorkersCount(),
   ]);
-  if (perMinute === 0) return null;
   const left = Object.values(counts).reduce((sum, count) => sum + count, 0);
-  return Math.ceil((left / perMinute) * 60);
+  const eta = timeLeft([{ left, perMinute }], workers > 0);
+  if (eta.state === 'nothing-left') return 0;
+  return eta.state === 'minutes' ? Math.ceil(eta.minutes * 60) : null;
 }

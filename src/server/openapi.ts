@@ -1,7 +1,6 @@
 // The OpenAPI 3.1 description of the HTTP API, served at /openapi.json. The API tests check that
 // every route the server has is described here and that real answers fit the schemas.
-import { VISION_MODES } from '../engine/image-tokens.js';
-import { VARIANTS } from '../engine/model-config.js';
+import { OCR_TASKS, VARIANTS, VISION_MODES } from '../vocabulary/ocr-vocabulary.js';
 import { MAX_PRIORITY, MIN_PRIORITY } from '../queue/job-options.js';
 import { PAGE_FORMATS, RESULT_FORMATS } from './api-types.js';
 import { UPLOAD_FIELD } from './submit-document.js';
@@ -17,12 +16,11 @@ const refused = {
   '429': error("over the key's rate limit; Retry-After says when to try again"),
 };
 const links = { type: 'object', required: ['self', 'result', 'events'], properties: { self: { type: 'string' }, result: { type: 'string' }, events: { type: 'string' } } };
-const allModes = [...new Set(Object.values(VISION_MODES).flat())];
 
 const submitOptions = {
   variant: { type: 'string', enum: [...VARIANTS], description: "default: the server's" },
-  task: { type: 'string', enum: ['ocr', 'markdown', 'parse', 'parse-multi'], description: 'ocr|markdown (V1/V2, default markdown), parse|parse-multi (V3, default parse)' },
-  mode: { type: 'string', enum: allModes, default: 'gundam' },
+  task: { type: 'string', enum: [...OCR_TASKS], description: 'ocr|markdown (V1/V2, default markdown), parse|parse-multi (V3, default parse)' },
+  mode: { type: 'string', enum: [...VISION_MODES], default: 'gundam' },
   dpi: { type: 'integer', minimum: 1, default: 144 },
   longestSide: { type: 'integer', minimum: 1, description: 'pixels on the longer side of rendered PDF pages, instead of dpi' },
   maxTokens: { type: 'integer', minimum: 1 },
@@ -89,7 +87,7 @@ export const OPENAPI_DOCUMENT = {
             items: { type: 'object', required: ['page', 'reason'], properties: { page: { type: 'integer' }, reason: { type: 'string' } } },
           },
           reason: { type: 'string' },
-          etaSeconds: { type: ['integer', 'null'], description: 'when the pages queue as it stands is drained at its recent rate: an upper bound' },
+          etaSeconds: { type: ['integer', 'null'], description: 'when the pages queue as it stands is drained at its recent rate: an upper bound; null while no worker serves it or without a recent rate' },
           links,
         },
       },

@@ -1,13 +1,13 @@
 // bull-board over the documents queue and every variant's page queue (read-write: failed jobs can be
-// retried from the page), as an Express router: served alone by `scriptorium dashboard` and under
-// /dashboard, behind the API keys, by `scriptorium serve`.
+// retried from the page), as an Express router: served alone by `scriptorium dashboard`
+// (dashboard-server.ts) and under /dashboard, behind the API keys, by `scriptorium serve`.
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import type { Router } from 'express';
 
-import { VARIANTS, type Variant } from '../engine/model-config.js';
+import { VARIANTS, type Variant } from '../vocabulary/ocr-vocabulary.js';
 import { DOCUMENTS, fullQueueName, PAGE_QUEUES, type QueueName } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 

@@ -8,7 +8,7 @@ import busboy from 'busboy';
 import type { Request } from 'express';
 import type { RedisOptions } from 'ioredis';
 
-import type { Variant } from '../engine/model-config.js';
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { enqueueDocuments } from '../producer/enqueue.js';
 import type { ProducerInput } from '../producer/input-sources.js';
 import type { Storage } from '../storage/storage.js';

@@ -1,9 +1,7 @@
 // A submission's options (multipart form fields or JSON members) checked and turned into what the
 // producer's enqueue takes: the OcrJobOptions every job carries, the priority and the PDF password.
 // The defaults are the producer's (ocr-job-options.ts); the variant defaults to the server's.
-import { VISION_MODES } from '../engine/image-tokens.js';
-import { VARIANTS, type Variant } from '../engine/model-config.js';
-import { tasksOf } from '../engine/prompts.js';
+import { modesOf, tasksOf, VARIANTS, type Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { OcrJobOptions } from '../jobs/job-types.js';
 import { ocrJobOptions } from '../producer/ocr-job-options.js';
 import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../queue/job-options.js';
@@ -31,7 +29,7 @@ export function checkSubmitOptions(fields: Record<string, unknown>, defaultVaria
   if (dpi !== undefined && longestSide !== undefined) throw new HttpError(400, 'give dpi or longestSide, not both');
   const ocr = ocrJobOptions(variant, {
     task: choice(fields.task, 'task', tasksOf(variant)),
-    mode: choice(fields.mode, 'mode', VISION_MODES[variant]),
+    mode: choice(fields.mode, 'mode', modesOf(variant)),
     dpi,
     longestSide,
     maxNewTokens: integer(fields.maxTokens, 'maxTokens', 1),

@@ -10,8 +10,8 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
 import { DEFAULT_MAX_SEQUENCES, OcrEngine } from '../engine/ocr-engine.js';
-import type { Variant } from '../engine/model-config.js';
-import type { WeightQuantization } from '../engine/native-model.js';
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
+import type { WeightQuantization } from '../engine/native-binding.js';
 import { LiveWorkerHeartbeat } from '../queue/live-workers.js';
 import { redisOptions } from '../queue/redis.js';
 import { flushTraces, queueTelemetry } from '../queue/tracing.js';

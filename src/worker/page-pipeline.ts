@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 
 import { openSealedPdfPassword, renderPage, type PdfPagePoints, type PdfRenderer, type RgbImage } from '../documents/document.js';
-import type { Variant } from '../engine/model-config.js';
+import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { OcrEngine, PageResult } from '../engine/ocr-engine.js';
 import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
 import type { DonePageOutcome, PageJobData, PageOutcome, StageTimings, StoredPage } from '../jobs/job-types.js';

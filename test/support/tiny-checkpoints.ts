@@ -5,7 +5,7 @@ import { rename, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
-import type { Variant } from '../../src/engine/model-config.js';
+import type { Variant } from '../../src/vocabulary/ocr-vocabulary.js';
 import { synthCheckpoint, type SynthCheckpointOptions } from '../../src/model/synth/synth-checkpoint.js';
 
 const FORMAT = 2; // bump when the synthetic layout changes so stale caches are not reused

@@ -8,7 +8,7 @@
 //   vision_config.width.clip-l-14-224: mlp_dim
 //   vision_config.width.qwen2-0-5b:    layers, heads, kv_heads, mlp_dim
 
-import type { Variant } from '../../engine/model-config.js';
+import type { Variant } from '../../vocabulary/ocr-vocabulary.js';
 
 export type ModelSize = 'tiny' | 'full';
 

@@ -5,7 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeTokenizerFiles } from '../../engine/tokenizer-files.js';
-import type { Variant } from '../../engine/model-config.js';
+import type { Variant } from '../../vocabulary/ocr-vocabulary.js';
 import { modelConfig, type ConfigJson, type ModelSize } from './model-configs.js';
 import { bf16ToF32, f32ToF16, NormalBf16Stream } from './random-weights.js';
 import { DTYPE_BYTES, writeSafetensorsCheckpoint, type TensorToWrite } from './safetensors-writer.js';

@@ -4,7 +4,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-import type { Variant } from '../../engine/model-config.js';
+import type { Variant } from '../../vocabulary/ocr-vocabulary.js';
 
 export const SYNTHETIC_MARKER_FILE = 'scriptorium-synthetic.json';
 

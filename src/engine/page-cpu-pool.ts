@@ -7,11 +7,10 @@ import { Worker } from 'node:worker_threads';
 
 import type { RgbImage } from '../documents/rgb-image.js';
 import type { PreprocessedPage } from './image-preprocess.js';
-import type { VisionMode } from './image-tokens.js';
-import type { Variant } from './model-config.js';
+import type { Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
 import type { OcrPage, PageSize } from './ocr-postprocess.js';
 
-const THREAD_URL = new URL('./page-cpu-thread.js', import.meta.url);
+const THREAD_URL = new URL('./page-cpu-thread-main.js', import.meta.url);
 
 export type PageCpuRequest =
   | { id: number; kind: 'preprocess'; image: RgbImage; variant: Variant; mode: VisionMode }

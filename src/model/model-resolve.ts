@@ -9,10 +9,10 @@ import path from 'node:path';
 
 import type { Logger } from 'pino';
 
-import { synthCheckpoint } from '../model/synth/synth-checkpoint.js';
-import { isSyntheticCheckpoint } from '../model/synth/synthetic-marker.js';
-import { checkCheckpoint } from '../model/checkpoint-check.js';
-import { formatCheckpointReport } from '../model/checkpoint-report-text.js';
+import { synthCheckpoint } from './synth/synth-checkpoint.js';
+import { isSyntheticCheckpoint } from './synth/synthetic-marker.js';
+import { checkCheckpoint } from './checkpoint-check.js';
+import { formatCheckpointReport } from './checkpoint-report-text.js';
 import { S3Storage } from '../storage/s3-storage.js';
 import { mirrorVerified, type MirrorEvent } from '../storage/verified-mirror.js';
 

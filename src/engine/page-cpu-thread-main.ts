@@ -4,9 +4,9 @@ import { parentPort } from 'node:worker_threads';
 
 import { preprocessPage } from './image-preprocess.js';
 import { parseMultiPageOutput, parsePageOutput } from './ocr-postprocess.js';
-import type { PageCpuReply, PageCpuRequest } from './page-cpu-threads.js';
+import type { PageCpuReply, PageCpuRequest } from './page-cpu-pool.js';
 
-if (!parentPort) throw new Error('page-cpu-thread.js runs as a worker thread of PageCpuThreads');
+if (!parentPort) throw new Error('page-cpu-thread-main.js runs as a worker thread of PageCpuThreads');
 const port = parentPort;
 
 port.on('message', (request: PageCpuRequest) => {

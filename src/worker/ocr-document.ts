@@ -14,7 +14,7 @@ import type { PageResultJson } from '../jobs/result-json.js';
 import { pageResultKey } from '../jobs/storage-layout.js';
 import { planDocument, stageSource, type PlannedDocument } from '../producer/plan-document.js';
 import { FileStorage } from '../storage/file-storage.js';
-import { PagePipeline } from '../worker/page-pipeline.js';
+import { PagePipeline } from './page-pipeline.js';
 
 export interface OcrDocumentOptions {
   uri: string;

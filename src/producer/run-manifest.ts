@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 
 import { documentResultKeys, MANIFESTS_FOLDER, pageResultsFolder, runManifestKey } from '../jobs/storage-layout.js';
-import type { EnqueueSummary } from '../producer/enqueue.js';
+import type { EnqueueSummary } from './enqueue.js';
 import type { Storage } from '../storage/storage.js';
 
 export interface RunManifestJson {
