@@ -1,4 +1,4 @@
-// The debug dump contract (README "Debugging"): tensor names, dtypes and shapes, teacher forcing
+// The debug dump contract (docs/engine.md "The debug dump"): tensor names, dtypes and shapes, teacher forcing
 // through the real R-SWA decode path, intermediates in the official layouts, metadata.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';

@@ -35,7 +35,7 @@ before(async () => {
 });
 after(() => rm(work, { recursive: true, force: true }));
 
-/** The identity as README defines it: sha256 over "<sha256>  <name>  <size>" lines of the deciding files. */
+/** The identity as docs/operations.md "Checkpoints" defines it: sha256 over "<sha256>  <name>  <size>" lines of the deciding files. */
 async function expectedIdentity(dir: string): Promise<string> {
   const names = (await readdir(dir)).filter((n) => n === 'config.json' || n === 'tokenizer.json' || n.endsWith('.safetensors')).sort();
   const lines: string[] = [];

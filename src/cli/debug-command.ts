@@ -18,7 +18,7 @@ const USAGE = `Usage: scriptorium debug dump --model DIR (--prompt TEXT | --imag
 
 Writes input_ids, prefill_logits, generated_ids, step_topk_ids and step_topk_logits; with images also
 vision_embeds, and with --intermediates the pixel tensors and each encoder's output per view
-(README, "Debugging"). Several --image flags need --task parse-multi (V3). --precision defaults to exact.`;
+(docs/engine.md, "The debug dump"). Several --image flags need --task parse-multi (V3). --precision defaults to exact.`;
 
 
 async function readForceIds(file: string): Promise<number[]> {

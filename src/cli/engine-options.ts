@@ -15,7 +15,7 @@ export const ENGINE_OPTIONS = {
 };
 
 export const ENGINE_OPTIONS_USAGE = `  ${DEVICE_USAGE}
-  --precision P     activations of the CPU engine's products: ${PRECISION_CHOICES.join(' or ')} (default ${COMMAND_DEFAULT_PRECISION}; see README "Precision")
+  --precision P     activations of the CPU engine's products: ${PRECISION_CHOICES.join(' or ')} (default ${COMMAND_DEFAULT_PRECISION}; see docs/engine.md "Precision")
   --quantize Q      ${QUANTIZE_CHOICES.join('|')}: int8 holds the experts and the vocabulary head in 8 bits, converted
                     at load (CPU decoder; default none; accuracy in docs/model.md)`;
 

@@ -14,7 +14,7 @@ const USAGE = `Usage: scriptorium generate [--model DIR] --prompt TEXT [--max-to
                            [--device cpu|gpu|gpu:N|auto] [--precision exact|fast] [--quantize none|int8]
 
 Without --model (or SCRIPTORIUM_MODEL) a tiny synthetic checkpoint with random weights is used.
---precision defaults to ${COMMAND_DEFAULT_PRECISION} (see README "Precision").`;
+--precision defaults to ${COMMAND_DEFAULT_PRECISION} (see docs/engine.md "Precision").`;
 
 const OPTIONS = {
   model: text(),

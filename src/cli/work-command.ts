@@ -49,7 +49,7 @@ While it runs, \`scriptorium status\` lists it among the live workers.
   --threads T         engine threads (default: one per CPU this process may use: its cgroup's CPU
                       limit, as a container's or pod's, when it is lower than the CPU count)
   --device D          where the decoder runs: cpu, gpu, gpu:N or auto (default cpu; see scriptorium devices)
-  --precision P       activations of the CPU engine's products: exact or fast (default ${COMMAND_DEFAULT_PRECISION}; see README "Precision")
+  --precision P       activations of the CPU engine's products: exact or fast (default ${COMMAND_DEFAULT_PRECISION}; see docs/engine.md "Precision")
   --quantize Q        none|int8: int8 holds the experts and the vocabulary head in 8 bits, converted at
                       load (CPU decoder; default none; accuracy in docs/model.md)
   --metrics-port P    serve Prometheus metrics at http://H:P/metrics (pages done and failed, stage

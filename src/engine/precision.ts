@@ -5,7 +5,7 @@
 //          dot product per product); the vocabulary head stays exact. Only avx512bf16 has a faster
 //          product for it; the other kernel sets run fast exactly as exact. On a GPU the portable
 //          shaders round to BF16 in the same products, the cooperative-matrix shader to FP16.
-// Its measured accuracy and speed are in docs/model.md ("Tolerances") and the README.
+// Its measured accuracy and speed are in docs/model.md ("Tolerances") and bench/RESULTS.md.
 
 export type Precision = 'exact' | 'fast';
 

@@ -1,6 +1,6 @@
 // `scriptorium debug dump`: runs a prompt (text, or images with a task) through the engine and
 // writes the tensors an outside implementation needs for a step-by-step comparison, as one
-// safetensors file (README "Debugging: the dump format").
+// safetensors file (docs/engine.md "The debug dump").
 import { writeFile } from 'node:fs/promises';
 
 import type { RgbImage } from '../documents/rgb-image.js';
