@@ -6,55 +6,56 @@
     "cflags_cc": ["-std=c++17", "-O3", "-fno-math-errno"],
     "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
     "cflags!": ["-fno-exceptions"],
+    "include_dirs": ["native"],
     "defines": ["NAPI_CPP_EXCEPTIONS", "NAPI_VERSION=8"]
   },
   "targets": [
     {
       "target_name": "kernels_avx2",
       "type": "static_library",
-      "sources": ["native/src/kernels_avx2.cc", "native/src/quant_avx2.cc"],
+      "sources": ["native/cpu/kernels_avx2.cc", "native/cpu/quant_avx2.cc"],
       "cflags_cc": ["-mavx2", "-mfma", "-mf16c"]
     },
     {
       "target_name": "kernels_avx512",
       "type": "static_library",
-      "sources": ["native/src/kernels_avx512.cc", "native/src/quant_avx512.cc"],
+      "sources": ["native/cpu/kernels_avx512.cc", "native/cpu/quant_avx512.cc"],
       "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma"]
     },
     {
       "target_name": "kernels_avx512vnni",
       "type": "static_library",
-      "sources": ["native/src/quant_avx512vnni.cc"],
+      "sources": ["native/cpu/quant_avx512vnni.cc"],
       "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mavx512vnni"]
     },
     {
       "target_name": "kernels_avx512bf16",
       "type": "static_library",
-      "sources": ["native/src/kernels_avx512bf16.cc"],
+      "sources": ["native/cpu/kernels_avx512bf16.cc"],
       "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mavx512bf16"]
     },
     {
       "target_name": "scriptorium_native",
       "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"],
       "sources": [
-        "native/src/addon.cc",
-        "native/src/json.cc",
-        "native/src/safetensors.cc",
-        "native/src/thread_pool.cc",
-        "native/src/kernels_scalar.cc",
-        "native/src/kernels_dispatch.cc",
-        "native/src/ops.cc",
-        "native/src/attention.cc",
-        "native/src/decoder.cc",
-        "native/src/quant_int8.cc",
-        "native/src/quant_scalar.cc",
-        "native/src/addon_forward.cc",
-        "native/src/addon_vision.cc",
-        "native/src/vision_ops.cc",
-        "native/src/sam_encoder.cc",
-        "native/src/clip_encoder.cc",
-        "native/src/qwen2_encoder.cc",
-        "native/src/vision_encoder.cc"
+        "native/cpu/cpu_model.cc",
+        "native/common/json.cc",
+        "native/common/safetensors.cc",
+        "native/common/thread_pool.cc",
+        "native/cpu/kernels_scalar.cc",
+        "native/cpu/kernels_dispatch.cc",
+        "native/cpu/ops.cc",
+        "native/cpu/attention.cc",
+        "native/cpu/cpu_decoder.cc",
+        "native/cpu/quant_int8.cc",
+        "native/cpu/quant_scalar.cc",
+        "native/common/addon_forward.cc",
+        "native/common/addon_vision.cc",
+        "native/cpu/cpu_vision_ops.cc",
+        "native/cpu/cpu_vision_sam.cc",
+        "native/cpu/cpu_vision_clip.cc",
+        "native/cpu/cpu_vision_qwen2.cc",
+        "native/cpu/cpu_vision_encoder.cc"
       ],
       "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
       "libraries": ["-lpthread"],
@@ -77,7 +78,7 @@
             "native/vulkan/gpu_model.cc",
             "native/vulkan/vulkan_backend.cc"
           ],
-          "include_dirs": ["native/vulkan", "<(SHARED_INTERMEDIATE_DIR)"],
+          "include_dirs": ["<(SHARED_INTERMEDIATE_DIR)"],
           "cflags_cc": ["-Wno-missing-field-initializers"],
           "libraries": ["-ldl"],
           "actions": [{
@@ -89,7 +90,6 @@
           }]
         }, {
           "sources": ["native/vulkan/no_vulkan_backend.cc"],
-          "include_dirs": ["native/vulkan"],
           "defines": ["SCRIPTORIUM_VULKAN_MISSING=\"<(vulkan_missing)\""]
         }]
       ]
@@ -101,12 +101,12 @@
         "native/probes/probes_addon.cc",
         "native/probes/ceilings.cc",
         "native/probes/int8_products.cc",
-        "native/src/ops.cc",
-        "native/src/thread_pool.cc",
-        "native/src/kernels_scalar.cc",
-        "native/src/kernels_dispatch.cc",
-        "native/src/quant_int8.cc",
-        "native/src/quant_scalar.cc"
+        "native/cpu/ops.cc",
+        "native/common/thread_pool.cc",
+        "native/cpu/kernels_scalar.cc",
+        "native/cpu/kernels_dispatch.cc",
+        "native/cpu/quant_int8.cc",
+        "native/cpu/quant_scalar.cc"
       ],
       "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
       "libraries": ["-lpthread"],
@@ -120,7 +120,7 @@
             "native/vulkan/pipelines.cc",
             "native/vulkan/shader_ops.cc"
           ],
-          "include_dirs": ["native/vulkan", "<(SHARED_INTERMEDIATE_DIR)/probes"],
+          "include_dirs": ["<(SHARED_INTERMEDIATE_DIR)/probes"],
           "cflags_cc": ["-Wno-missing-field-initializers"],
           "defines": ["SCRIPTORIUM_PROBES_VULKAN"],
           "libraries": ["-ldl"],

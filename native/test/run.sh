@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Builds every native/src/*.cc except addon*.cc into native/test/build/libnative.a (kernels_<isa>.cc
+# Builds every native/common/*.cc and native/cpu/*.cc but the N-API faces (addon*.cc, cpu_model.cc) into native/test/build/libnative.a (kernels_<isa>.cc
 # with their binding.gyp ISA flags; objects rebuilt only when a source or header changed), links
 # each native/test/*_test.cc against it as its own program, runs them all, fails if any fails.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-src="$here/../src"
+native="$here/.."
 build="$here/build"
 mkdir -p "$build/obj"
 
 CXX="${CXX:-g++}"
-CXXFLAGS=(-std=c++17 -O3 -fno-math-errno -Wall -Wextra -pthread)
-TEST_FLAGS=(-std=c++17 -O2 -Wall -Wextra -pthread)
+CXXFLAGS=(-std=c++17 -O3 -fno-math-errno -Wall -Wextra -pthread -I"$native")
+TEST_FLAGS=(-std=c++17 -O2 -Wall -Wextra -pthread -I"$native")
 
 isa_flags() {
   case "$1" in
@@ -24,7 +24,7 @@ isa_flags() {
 }
 
 # The newest header: any header change rebuilds every object.
-newest_header="$(ls -t "$src"/*.h | head -n 1)"
+newest_header="$(ls -t "$native"/common/*.h "$native"/cpu/*.h | head -n 1)"
 
 # kernels_<isa>.o may define nothing global but kernels_<isa>(): an inline or template copy built
 # with its ISA flags could otherwise be picked by the linker for code that runs on any CPU. -O0
@@ -32,7 +32,7 @@ newest_header="$(ls -t "$src"/*.h | head -n 1)"
 check_exports() {
   local name="$1" flags="$2" probe="$build/obj/$1.O0.o" extra
   # shellcheck disable=SC2086
-  "$CXX" -std=c++17 -O0 -w $flags -c "$src/$name.cc" -o "$probe"
+  "$CXX" -std=c++17 -O0 -w -I"$native" $flags -c "$native/cpu/$name.cc" -o "$probe"
   extra="$(nm --defined-only -C "$build/obj/$name.o" "$probe" | awk '$2 ~ /^[TWu]$/' |
     grep -v "scriptorium::$name()" || true)"
   rm -f "$probe"
@@ -45,9 +45,9 @@ check_exports() {
 
 objs=()
 changed=0
-for cc in "$src"/*.cc; do
+for cc in "$native"/common/*.cc "$native"/cpu/*.cc; do
   name="$(basename "$cc" .cc)"
-  [[ "$name" == addon* ]] && continue  # N-API code, built only into the addon
+  [[ "$name" == addon* || "$name" == cpu_model ]] && continue  # N-API code, built only into the addon
   obj="$build/obj/$name.o"
   flags="$(isa_flags "$name")"
   if [[ ! -f "$obj" || "$cc" -nt "$obj" || "$newest_header" -nt "$obj" ]]; then

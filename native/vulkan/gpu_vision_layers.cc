@@ -1,9 +1,9 @@
-#include "gpu_vision_layers.h"
+#include "vulkan/gpu_vision_layers.h"
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "../src/vision_ops.h"
+#include "cpu/cpu_vision_ops.h"
 
 namespace scriptorium::vk {
 

@@ -1,4 +1,4 @@
-#include "gpu_vision_qwen2.h"
+#include "vulkan/gpu_vision_qwen2.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,12 +1,12 @@
-#include "gpu_vision_sam.h"
+#include "vulkan/gpu_vision_sam.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "../src/thread_pool.h"
-#include "../src/vision_ops.h"
+#include "common/thread_pool.h"
+#include "cpu/cpu_vision_ops.h"
 
 namespace scriptorium::vk {
 

@@ -38,13 +38,13 @@ else
 fi
 # Each *_test.cc is its own program over the backend's sources and the CPU's scalar kernels.
 sources=("$vulkan"/instance.cc "$vulkan"/device.cc "$vulkan"/buffers.cc "$vulkan"/pipelines.cc "$vulkan"/shader_ops.cc
-  "$vulkan"/gpu_vision_ops.cc "$vulkan/../src/kernels_scalar.cc")
+  "$vulkan"/gpu_vision_ops.cc "$vulkan/../cpu/kernels_scalar.cc")
 for test in "$here"/*_test.cc; do
   name="$(basename "$test" .cc)"
   exe="$build/$name"
   if [[ ! -f "$exe" || "$header" -nt "$exe" || "$newest" -nt "$exe" ]]; then
     echo "compile $name.cc"
-    "$CXX" -std=c++17 -O2 -Wall -Wextra -Wno-missing-field-initializers -pthread -I"$build" -I"$vulkan" \
+    "$CXX" -std=c++17 -O2 -Wall -Wextra -Wno-missing-field-initializers -pthread -I"$build" -I"$vulkan/.." \
       "$test" "${sources[@]}" -ldl -o "$exe"
   fi
   echo "== $name"
