@@ -9,7 +9,10 @@
 #include <mutex>
 #include <vector>
 
-#include "cpu/cpu_decoder.h"
+#include "common/decoder_dims.h"
+#include "common/forward_entry.h"
+#include "common/kv_cache_dtype.h"
+#include "common/precision.h"
 
 namespace scriptorium {
 

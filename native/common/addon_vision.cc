@@ -157,9 +157,9 @@ Napi::Value queue_encode_images(const Napi::CallbackInfo& info, EncodeImagesFn e
   const double n = info[1].As<Napi::Number>().DoubleValue(), side = info[2].As<Napi::Number>().DoubleValue();
   if (n < 1 || n != std::floor(n) || n > 4096)
     throw Napi::RangeError::New(env, "encodeImages: n must be an integer between 1 and 4096");
-  if (side < 1 || side != std::floor(side) || side > VisionEncoder::kMaxSide)
+  if (side < 1 || side != std::floor(side) || side > kMaxViewSide)
     throw Napi::RangeError::New(env, "encodeImages: side must be an integer between 1 and " +
-                                         std::to_string(VisionEncoder::kMaxSide));
+                                         std::to_string(kMaxViewSide));
   Napi::Float32Array pixels = info[0].As<Napi::Float32Array>();
   const int64_t views = static_cast<int64_t>(n), s = static_cast<int64_t>(side);
   if (static_cast<int64_t>(pixels.ElementLength()) != views * 3 * s * s)

@@ -8,7 +8,8 @@
 #include <functional>
 #include <vector>
 
-#include "cpu/cpu_vision_encoder.h"
+#include "common/vision_dims.h"
+#include "common/vision_output.h"
 
 namespace scriptorium {
 

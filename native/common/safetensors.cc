@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "common/json.h"
-#include "cpu/kernels.h"
+#include "common/float16.h"
 
 namespace scriptorium {
 

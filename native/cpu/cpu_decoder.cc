@@ -11,37 +11,11 @@ namespace scriptorium {
 
 namespace {
 
-void require_positive(int64_t value, const char* name) {
-  if (value <= 0) throw std::invalid_argument(std::string("config.json: ") + name + " must be positive");
-}
-
 void grow(std::vector<float>& buffer, int64_t n) {
   if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(n);
 }
 
 }  // namespace
-
-void DecoderDims::validate() const {
-  require_positive(hidden, "hidden_size");
-  require_positive(layers, "num_hidden_layers");
-  require_positive(heads, "num_attention_heads");
-  require_positive(kv_heads, "num_key_value_heads");
-  require_positive(head_dim, "head_dim");
-  require_positive(vocab, "vocab_size");
-  require_positive(max_positions, "max_position_embeddings");
-  if (heads % kv_heads != 0)
-    throw std::invalid_argument("config.json: num_attention_heads must be a multiple of num_key_value_heads");
-  if (head_dim % 2 != 0) throw std::invalid_argument("config.json: head_dim must be even for rotary embeddings");
-  if (first_k_dense > 0 || n_routed == 0) require_positive(intermediate, "intermediate_size");
-  if (n_routed > 0) {
-    require_positive(moe_intermediate, "moe_intermediate_size");
-    require_positive(top_k, "num_experts_per_tok");
-    require_positive(moe_layer_freq, "moe_layer_freq");
-    if (top_k > n_routed) throw std::invalid_argument("config.json: num_experts_per_tok exceeds n_routed_experts");
-  }
-  if (n_shared < 0 || sliding_window < 0 || first_k_dense < 0)
-    throw std::invalid_argument("config.json: negative n_shared_experts, first_k_dense_replace or sliding window");
-}
 
 KvCache::KvCache(const DecoderDims& dims, KvCacheDtype dtype)
     : dims_(dims), dtype_(dtype), rules_(dims), row_width_(dims.kv_heads * dims.head_dim) {
@@ -78,22 +52,6 @@ void KvCache::store(const KernelSet& kernels, int64_t layer, int64_t slot, const
     kernels.to_f16(key, k16_[layer].data() + at, row_width_);
     kernels.to_f16(value, v16_[layer].data() + at, row_width_);
   }
-}
-
-void check_forward_entry(const DecoderDims& dims, const ForwardEntry& entry, const KvSlotRules& rules) {
-  const int64_t n = static_cast<int64_t>(entry.ids.size());
-  if (n == 0) throw std::invalid_argument("forward: a sequence was given no tokens");
-  for (int32_t id : entry.ids)
-    if (id < 0 || id >= dims.vocab)
-      throw std::invalid_argument("forward: token id " + std::to_string(id) + " outside the vocabulary [0, " +
-                                  std::to_string(dims.vocab) + ")");
-  rules.check_append(n);
-  if (entry.embeds.size() != entry.embed_rows.size() * static_cast<size_t>(dims.hidden))
-    throw std::invalid_argument("forward: embeds must hold hidden_size floats per replaced row");
-  for (int32_t row : entry.embed_rows)
-    if (row < 0 || row >= n) throw std::invalid_argument("forward: embed row outside the sequence's new tokens");
-  for (int32_t id : entry.banned)
-    if (id < 0 || id >= dims.vocab) throw std::invalid_argument("forward: banned id outside the vocabulary");
 }
 
 Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool, Precision precision,

@@ -12,6 +12,8 @@
 
 #include "common/decoder_dims.h"
 #include "common/decoder_weights.h"
+#include "common/forward_entry.h"
+#include "common/kv_cache_dtype.h"
 #include "common/kv_slot_rules.h"
 #include "common/safetensors.h"
 #include "common/thread_pool.h"
@@ -21,10 +23,6 @@
 #include "cpu/quant_int8.h"
 
 namespace scriptorium {
-
-// How a KV cache stores its rows: F32, or IEEE half (half the bytes per decode step; rounding
-// errors measured in docs/model.md §7.5).
-enum class KvCacheDtype { F32, F16 };
 
 // Keys and values of one sequence, per layer, rows of kv_heads*head_dim values with RoPE already
 // applied, in the slots KvSlotRules gives (kv_slot_rules.h), stored as `dtype`.
@@ -60,21 +58,6 @@ class KvCache {
   std::vector<std::vector<float>> k32_, v32_;
   std::vector<std::vector<f16_t>> k16_, v16_;
 };
-
-// One sequence's new tokens in a batched forward call.
-struct ForwardEntry {
-  KvCache* cache = nullptr;
-  std::vector<int32_t> ids;            // [n] token ids, n >= 1
-  std::vector<float> embeds;           // [embed_rows.size(), hidden] rows replacing token embeddings
-  std::vector<int32_t> embed_rows;     // offsets within `ids` whose embedding is replaced
-  bool want_logits = true;             // write the full logits row of the last token
-  std::vector<int32_t> banned;         // ids the returned argmax skips (any order)
-};
-
-// Throws std::invalid_argument unless `entry` can be appended to a sequence in the state `rules`:
-// ids and banned ids inside the vocabulary, at least one token, room in the context, one token per
-// call after a windowed prefill, hidden_size floats per replaced embedding row inside the tokens.
-void check_forward_entry(const DecoderDims& dims, const ForwardEntry& entry, const KvSlotRules& rules);
 
 // How the routed and shared experts and the vocabulary head are held: the checkpoint's BF16, or
 // int8 with one scale per kInt8Group columns, converted at load (docs/model.md, "Int8 weights").

@@ -5,17 +5,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/interpolate.h"
 #include "cpu/attention.h"
 
 namespace scriptorium {
-
-void ClipDims::validate() const {
-  const std::pair<int64_t, const char*> sizes[] = {
-      {width, "width"}, {layers, "layers"}, {heads, "heads"}, {mlp, "mlp_dim"}, {pos_grid, "image_size / patch_size"}};
-  for (const auto& [value, name] : sizes)
-    if (value <= 0) throw std::invalid_argument(std::string("vision dims: clip ") + name + " must be positive");
-  if (width % heads != 0) throw std::invalid_argument("vision dims: clip width must be a multiple of heads");
-}
 
 ClipEncoder::ClipEncoder(const Checkpoint& checkpoint, const ClipDims& dims, ThreadPool& pool, Precision precision)
     : dims_(dims), pool_(pool), precision_(precision) {

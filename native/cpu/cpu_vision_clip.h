@@ -7,19 +7,11 @@
 #include <vector>
 
 #include "common/safetensors.h"
+#include "common/vision_dims.h"
 #include "common/thread_pool.h"
 #include "cpu/cpu_vision_ops.h"
 
 namespace scriptorium {
-
-struct ClipDims {
-  int64_t width = 0, layers = 0, heads = 0;
-  int64_t mlp = 0;       // MLP hidden width (4096)
-  int64_t pos_grid = 0;  // side of the stored position grid (16); the table has pos_grid^2 + 1 rows
-  float eps = 1e-5f;     // every LayerNorm
-
-  void validate() const;  // throws std::invalid_argument naming the bad dimension
-};
 
 class ClipEncoder {
  public:

@@ -7,22 +7,6 @@
 
 namespace scriptorium {
 
-void VisionDims::validate() const {
-  sam.validate();
-  if (embed <= 0) throw std::invalid_argument("vision dims: projector n_embed must be positive");
-  if (kind == VisionKind::DeepEncoder) {
-    clip.validate();
-    if (sam.net3 != clip.width)
-      throw std::invalid_argument("vision dims: SAM net_3 channels must equal the CLIP width (SAM features are its patch embeddings)");
-    if (projector_input != clip.width + sam.net3)
-      throw std::invalid_argument("vision dims: projector input_dim must be CLIP width + net_3 channels");
-  } else {
-    qwen2.validate();
-    if (sam.net3 != qwen2.dim) throw std::invalid_argument("vision dims: SAM net_3 channels must equal the Qwen2 dim");
-    if (projector_input != qwen2.dim) throw std::invalid_argument("vision dims: projector input_dim must equal the Qwen2 dim");
-  }
-}
-
 namespace {
 
 /* the dims, validated (members are built from them) */
@@ -61,22 +45,6 @@ VisionEncoder::VisionEncoder(const Checkpoint& checkpoint, const VisionDims& dim
   projector_ = load_linear(checkpoint, "model.projector.layers", dims_.embed, dims_.projector_input, true);
   if (dims_.kind == VisionKind::DeepEncoder) image_newline_ = load_f32(checkpoint, "model.image_newline", {dims_.embed});
   view_separator_ = load_f32(checkpoint, "model.view_seperator", {dims_.embed});
-}
-
-void check_view_side(const VisionDims& dims, int64_t side) {
-  const int64_t patch = dims.sam.patch;
-  if (side <= 0 || side % patch != 0 || side > VisionEncoder::kMaxSide)
-    throw std::invalid_argument("vision encoder: the view side must be a positive multiple of " + std::to_string(patch) +
-                                " pixels up to " + std::to_string(VisionEncoder::kMaxSide) + ", got " + std::to_string(side));
-  if (dims.kind == VisionKind::DeepEncoderV2) {
-    const std::vector<int64_t>& sides = dims.qwen2.query_sides;
-    if (std::find(sides.begin(), sides.end(), side) == sides.end()) {
-      std::string list;
-      for (int64_t s : sides) list += (list.empty() ? "" : " or ") + std::to_string(s);
-      throw std::invalid_argument("vision encoder: DeepSeek-OCR-2 encodes only " + list +
-                                  "-pixel views (it has learned queries for those), got " + std::to_string(side));
-    }
-  }
 }
 
 int64_t VisionEncoder::tokens_per_view(int64_t side) const {

@@ -9,6 +9,8 @@
 
 #include "common/safetensors.h"
 #include "common/thread_pool.h"
+#include "common/vision_dims.h"
+#include "common/vision_output.h"
 #include "cpu/cpu_vision_clip.h"
 #include "cpu/cpu_vision_ops.h"
 #include "cpu/cpu_vision_qwen2.h"
@@ -16,41 +18,8 @@
 
 namespace scriptorium {
 
-enum class VisionKind { DeepEncoder, DeepEncoderV2 };
-
-struct VisionDims {
-  VisionKind kind = VisionKind::DeepEncoder;
-  SamDims sam;
-  ClipDims clip;    // DeepEncoder only
-  Qwen2Dims qwen2;  // DeepEncoderV2 only
-  int64_t projector_input = 0;  // CLIP width + net_3 channels (DeepEncoder) or the Qwen2 dim
-  int64_t embed = 0;            // projector output = decoder hidden size
-
-  void validate() const;  // throws std::invalid_argument when the components do not fit together
-};
-
-// Wall time of each stage of one encode() call, in milliseconds.
-struct VisionStageTimes {
-  double sam = 0;
-  double encoder = 0;    // CLIP or Qwen2
-  double projector = 0;  // projector input assembly and the projector
-};
-
-struct VisionOutput {
-  int64_t tokens_per_view = 0;
-  std::vector<float> projected;     // [n, tokens, embed]
-  VisionStageTimes stage_ms;
-  // Filled only when intermediates are asked for:
-  std::vector<float> sam;           // [n, C, h, w] (official NCHW layout), tokens = h * w
-  std::vector<int64_t> sam_shape;   // {n, C, h, w}
-  std::vector<float> encoder;       // CLIP [n, tokens, width] (CLS dropped) or Qwen2 [n, tokens, dim]
-};
-
 class VisionEncoder {
  public:
-  // Views larger than this are refused (a 256 x 256 patch grid).
-  static constexpr int64_t kMaxSide = 4096;
-
   VisionEncoder(const Checkpoint& checkpoint, const VisionDims& dims, ThreadPool& pool, Precision precision);
 
   const VisionDims& dims() const { return dims_; }
@@ -74,10 +43,5 @@ class VisionEncoder {
   Linear projector_;
   std::vector<float> image_newline_, view_separator_;
 };
-
-// Throws std::invalid_argument for a view side the encoder of `dims` cannot take (on the CPU or a
-// GPU): not a positive multiple of the patch up to VisionEncoder::kMaxSide, or for V2 a side without
-// learned queries.
-void check_view_side(const VisionDims& dims, int64_t side);
 
 }  // namespace scriptorium

@@ -1,6 +1,6 @@
 // Building blocks shared by the vision encoders (SAM, CLIP, Qwen2): weight loading, linear and
-// convolution layers, LayerNorm, the GELU variants, the interpolations the reference code applies
-// to its position tables (attention is in attention.h). Activations are F32 and
+// convolution layers, LayerNorm, the GELU variants (attention is in attention.h, the position
+// tables' interpolations in common/interpolate.h). Activations are F32 and
 // row-major; weights stay BF16 in the checkpoint mapping, or are packed once at load where the
 // kernel set multiplies packed weights (the mapped pages are then released); biases and norm
 // parameters become F32.
@@ -92,15 +92,5 @@ void conv2d(ThreadPool& pool, const Conv2d& conv, const float* X, const ImageStr
 
 /* y[n] += x[n] */
 void add_in_place(ThreadPool& pool, float* y, const float* x, int64_t n);
-
-// PyTorch F.interpolate(mode='bicubic', antialias=True, align_corners=False) with an output size,
-// on a grid of C-vectors. Separable: along the width first, then the height.
-/* Y[oh,ow,C] = resize(X[ih,iw,C]) */
-void resize_bicubic_aa(ThreadPool& pool, const float* X, int64_t ih, int64_t iw, int64_t C, float* Y, int64_t oh,
-                       int64_t ow);
-
-// PyTorch F.interpolate(mode='linear', align_corners=False) along the rows of a table.
-/* Y[ol,C] = resize(X[il,C]) along the first axis */
-void resize_linear(const float* X, int64_t il, int64_t C, float* Y, int64_t ol);
 
 }  // namespace scriptorium

@@ -9,17 +9,6 @@
 
 namespace scriptorium {
 
-void Qwen2Dims::validate() const {
-  const std::pair<int64_t, const char*> sizes[] = {
-      {dim, "dim"}, {layers, "layers"}, {heads, "heads"}, {kv_heads, "kv_heads"}, {mlp, "mlp_dim"}};
-  for (const auto& [value, name] : sizes)
-    if (value <= 0) throw std::invalid_argument(std::string("vision dims: qwen2 ") + name + " must be positive");
-  if (dim % heads != 0 || heads % kv_heads != 0)
-    throw std::invalid_argument("vision dims: qwen2 dim must be a multiple of heads, heads a multiple of kv_heads");
-  if ((dim / heads) % 2 != 0) throw std::invalid_argument("vision dims: qwen2 head dim must be even for rotary embeddings");
-  if (query_sides.empty()) throw std::invalid_argument("vision dims: qwen2 needs at least one query side");
-}
-
 Qwen2Encoder::Qwen2Encoder(const Checkpoint& checkpoint, const Qwen2Dims& dims, const std::vector<int64_t>& query_tokens,
                            ThreadPool& pool, Precision precision)
     : dims_(dims), pool_(pool), precision_(precision), kernels_(active_kernels()) {

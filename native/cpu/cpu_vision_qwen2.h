@@ -8,20 +8,12 @@
 #include <vector>
 
 #include "common/safetensors.h"
+#include "common/vision_dims.h"
 #include "common/thread_pool.h"
 #include "cpu/cpu_vision_ops.h"
 #include "cpu/kernels.h"
 
 namespace scriptorium {
-
-struct Qwen2Dims {
-  int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0;
-  int64_t mlp = 0;  // SwiGLU hidden width (4864)
-  float rms_eps = 1e-6f, rope_theta = 1e6f;
-  std::vector<int64_t> query_sides;  // view sides with a learned query set query_<side> ({768, 1024})
-
-  void validate() const;  // throws std::invalid_argument naming the bad dimension
-};
 
 class Qwen2Encoder {
  public:

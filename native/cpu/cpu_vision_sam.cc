@@ -5,21 +5,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/interpolate.h"
 #include "cpu/attention.h"
 
 namespace scriptorium {
-
-void SamDims::validate() const {
-  const std::pair<int64_t, const char*> sizes[] = {
-      {width, "width"}, {layers, "layers"}, {heads, "heads"}, {patch, "patch_size"}, {window, "window_size"},
-      {mlp, "mlp_dim"}, {pos_grid, "image_size / patch_size"}, {neck, "neck_channels"},
-      {net2, "downsample_channels[0]"}, {net3, "net_3 channels"}};
-  for (const auto& [value, name] : sizes)
-    if (value <= 0) throw std::invalid_argument(std::string("vision dims: sam ") + name + " must be positive");
-  if (width % heads != 0) throw std::invalid_argument("vision dims: sam width must be a multiple of heads");
-  for (int64_t b : global_blocks)
-    if (b < 0 || b >= layers) throw std::invalid_argument("vision dims: sam global_attn_indexes must lie within its layers");
-}
 
 SamEncoder::SamEncoder(const Checkpoint& checkpoint, const SamDims& dims, ThreadPool& pool, Precision precision)
     : dims_(dims), pool_(pool), precision_(precision) {

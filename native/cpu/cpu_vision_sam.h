@@ -7,23 +7,11 @@
 #include <vector>
 
 #include "common/safetensors.h"
+#include "common/vision_dims.h"
 #include "common/thread_pool.h"
 #include "cpu/cpu_vision_ops.h"
 
 namespace scriptorium {
-
-struct SamDims {
-  int64_t width = 0, layers = 0, heads = 0;
-  int64_t patch = 0;     // patch conv kernel and stride (16)
-  int64_t window = 0;    // window side of the windowed blocks (14)
-  int64_t mlp = 0;       // MLP hidden width (3072)
-  int64_t pos_grid = 0;  // side of the stored pos_embed grid (64)
-  std::vector<int64_t> global_blocks;  // blocks attending over the whole grid ({2, 5, 8, 11})
-  int64_t neck = 0, net2 = 0, net3 = 0;  // output channels of the neck, net_2 and net_3
-  float eps = 1e-6f;     // LayerNorm and LayerNorm2d
-
-  void validate() const;  // throws std::invalid_argument naming the bad dimension
-};
 
 class SamEncoder {
  public:

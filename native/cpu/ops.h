@@ -6,15 +6,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/precision.h"
 #include "common/safetensors.h"
 #include "common/thread_pool.h"
 #include "cpu/kernels.h"
 
 namespace scriptorium {
-
-// How a model's BF16-weight products treat their F32 activations: Exact keeps near-F32 accuracy
-// (KernelSet::gemm_bf16), Fast may round them once to BF16 (KernelSet::gemm_bf16_fast).
-enum class Precision { Exact, Fast };
 
 // Work on rows [m0, m1) of a product's Y once those rows hold their products (a bias, an
 // activation, a residual add): called from pool threads on disjoint row ranges covering [0, M).

@@ -1,6 +1,7 @@
-// Vision building blocks (native/cpu/cpu_vision_ops.h) against naive float64 references and the
-// properties PyTorch's interpolations have. Prints one line per test and "N passed, M failed";
-// exits non-zero on any failure.
+// Vision building blocks (native/cpu/cpu_vision_ops.h) and the position tables' interpolations
+// (native/common/interpolate.h) against naive float64 references and the properties PyTorch's
+// interpolations have. Prints one line per test and "N passed, M failed"; exits non-zero on any
+// failure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/interpolate.h"
 #include "common/thread_pool.h"
 #include "cpu/attention.h"
 #include "cpu/cpu_vision_ops.h"

@@ -10,8 +10,11 @@
 #include <vector>
 
 #include "common/decoder_weights.h"
+#include "common/forward_entry.h"
+#include "common/kv_cache_dtype.h"
 #include "common/kv_slot_rules.h"
-#include "cpu/cpu_decoder.h"
+#include "common/precision.h"
+#include "common/safetensors.h"
 #include "vulkan/buffers.h"
 #include "vulkan/pipelines.h"
 #include "vulkan/shader_ops.h"

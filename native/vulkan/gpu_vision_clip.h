@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "cpu/cpu_vision_clip.h"
+#include "common/vision_dims.h"
 #include "vulkan/gpu_vision_layers.h"
 
 namespace scriptorium::vk {

@@ -7,7 +7,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "cpu/cpu_vision_encoder.h"
+#include "common/vision_dims.h"
+#include "common/vision_output.h"
 #include "vulkan/gpu_vision_clip.h"
 #include "vulkan/gpu_vision_layers.h"
 #include "vulkan/gpu_vision_qwen2.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/ops.h"
+#include "common/precision.h"
 #include "vulkan/buffers.h"
 #include "vulkan/pipelines.h"
 
