@@ -38,6 +38,7 @@
       "target_name": "scriptorium_native",
       "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"],
       "sources": [
+        "native/addon.cc",
         "native/cpu/cpu_model.cc",
         "native/common/json.cc",
         "native/common/safetensors.cc",

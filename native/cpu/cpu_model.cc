@@ -1,12 +1,11 @@
-// N-API face of the engine. A NativeModel owns the mapped checkpoint, the decoder, the vision
-// encoder (when vision dims are given) and its thread pool; NativeSequence objects own KV caches.
-// loadModel(), forward() and encodeImages() run on a libuv worker thread (which then fans out to the engine's
-// own pool) and resolve a Promise, so the event loop never waits on inference. Calls on one model
-// are serialised by a mutex.
-#include <napi.h>
+// NativeModel / NativeSequence: the CPU backend's model for JavaScript. A NativeModel owns the mapped
+// checkpoint, the decoder, the vision encoder (when vision dims are given) and its thread pool;
+// NativeSequence objects own KV caches. loadModel(), forward() and encodeImages() run on a libuv
+// worker thread (which then fans out to the engine's own pool) and resolve a Promise, so the event
+// loop never waits on inference. Calls on one model are serialised by a mutex.
+#include "cpu/cpu_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -21,7 +20,6 @@
 #include "cpu/cpu_decoder.h"
 #include "cpu/cpu_vision_encoder.h"
 #include "cpu/kernels.h"
-#include "vulkan/gpu_backend.h"
 
 namespace scriptorium {
 namespace {
@@ -170,87 +168,33 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   return promise;
 }
 
-// readSafetensorsHeader(json: Uint8Array, dataBytes: number, file: string)
-//   -> {tensors: {name, dtype, shape: number[], begin, end}[], metadata: {[key]: string}}
-// The header of a safetensors file whose data section holds dataBytes bytes, validated exactly as
-// loading validates it; throws an Error naming `file` and the problem.
-Napi::Value ReadSafetensorsHeader(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (info.Length() < 3 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array ||
-      !info[1].IsNumber() || !info[2].IsString())
-    throw Napi::TypeError::New(env, "readSafetensorsHeader(json: Uint8Array, dataBytes: number, file: string)");
-  const double data_bytes = info[1].As<Napi::Number>().DoubleValue();
-  if (!(data_bytes >= 0) || data_bytes > 9007199254740991.0 || data_bytes != std::floor(data_bytes))
-    throw Napi::RangeError::New(env, "readSafetensorsHeader: dataBytes must be a non-negative integer");
-  Napi::Uint8Array json = info[0].As<Napi::Uint8Array>();
-  SafetensorsHeader header;
-  try {
-    header = parse_safetensors_header(reinterpret_cast<const char*>(json.Data()), json.ElementLength(),
-                                      static_cast<uint64_t>(data_bytes), info[2].As<Napi::String>());
-  } catch (const std::exception& e) {
-    throw Napi::Error::New(env, e.what());
-  }
-  Napi::Array tensors = Napi::Array::New(env, header.tensors.size());
-  for (uint32_t i = 0; i < header.tensors.size(); ++i) {
-    const TensorView& t = header.tensors[i];
-    Napi::Object entry = Napi::Object::New(env);
-    entry.Set("name", t.name);
-    entry.Set("dtype", dtype_name(t.dtype));
-    Napi::Array shape = Napi::Array::New(env, t.shape.size());
-    for (uint32_t d = 0; d < t.shape.size(); ++d) shape.Set(d, Napi::Number::New(env, static_cast<double>(t.shape[d])));
-    entry.Set("shape", shape);
-    entry.Set("begin", Napi::Number::New(env, static_cast<double>(t.offset)));
-    entry.Set("end", Napi::Number::New(env, static_cast<double>(t.offset + t.nbytes)));
-    tensors.Set(i, entry);
-  }
-  Napi::Object metadata = Napi::Object::New(env);
-  for (const auto& [key, value] : header.metadata) metadata.Set(key, value);
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("tensors", tensors);
-  out.Set("metadata", metadata);
-  return out;
-}
-
-class Addon : public Napi::Addon<Addon> {
- public:
-  Addon(Napi::Env env, Napi::Object exports) {
-    Napi::Function sequence = SequenceWrap::Init(env, "NativeSequence");
-    sequence_constructor = Napi::Persistent(sequence);
-    Napi::Function model = ModelWrap::Init(env);
-    model_constructor = Napi::Persistent(model);
-    DefineAddon(exports, {InstanceValue("NativeModel", model, napi_enumerable),
-                          InstanceValue("loadModel", Napi::Function::New(env, LoadModel), napi_enumerable),
-                          InstanceValue("NativeSequence", sequence, napi_enumerable),
-                          InstanceMethod<&Addon::KernelSets>("supportedKernelSets", napi_enumerable),
-                          InstanceValue("readSafetensorsHeader", Napi::Function::New(env, ReadSafetensorsHeader), napi_enumerable)});
-    register_gpu_backend(env, exports);
-  }
+// The constructors loadModel, createSequence and forward need: the environment's instance data.
+struct CpuClasses {
   Napi::FunctionReference sequence_constructor;
   Napi::FunctionReference model_constructor;
-
- private:
-  // Names of the kernel sets this CPU can run, best first.
-  Napi::Value KernelSets(const Napi::CallbackInfo& info) {
-    Napi::Array out = Napi::Array::New(info.Env());
-    uint32_t i = 0;
-    for (const char* name : {"avx512bf16", "avx512", "avx2", "scalar"})
-      if (kernels_by_name(name)) out.Set(i++, Napi::String::New(info.Env(), name));
-    return out;
-  }
 };
+
+// supportedKernelSets() -> names of the kernel sets this CPU can run, best first.
+Napi::Value SupportedKernelSets(const Napi::CallbackInfo& info) {
+  Napi::Array out = Napi::Array::New(info.Env());
+  uint32_t i = 0;
+  for (const char* name : {"avx512bf16", "avx512", "avx2", "scalar"})
+    if (kernels_by_name(name)) out.Set(i++, Napi::String::New(info.Env(), name));
+  return out;
+}
 
 void LoadWorker::OnOK() {
   Napi::Env env = Env();
   auto holder = Napi::External<std::shared_ptr<Engine>>::New(
       env, new std::shared_ptr<Engine>(std::move(engine_)), [](Napi::Env, std::shared_ptr<Engine>* engine) { delete engine; });
-  deferred_.Resolve(env.GetInstanceData<Addon>()->model_constructor.New({holder}));
+  deferred_.Resolve(env.GetInstanceData<CpuClasses>()->model_constructor.New({holder}));
 }
 
 // createSequence(kvCache: 'f16' | 'f32') -> NativeSequence whose KV cache stores keys and values as kvCache
 Napi::Value ModelWrap::CreateSequence(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const KvCacheDtype dtype = read_kv_cache_dtype(info);
-  Napi::Object object = env.GetInstanceData<Addon>()->sequence_constructor.New({});
+  Napi::Object object = env.GetInstanceData<CpuClasses>()->sequence_constructor.New({});
   SequenceWrap* sequence = SequenceWrap::Unwrap(object);
   sequence->engine = engine_;
   sequence->cache = std::make_shared<KvCache>(engine_->decoder->dims(), dtype);
@@ -264,7 +208,7 @@ Napi::Value ModelWrap::CreateSequence(const Napi::CallbackInfo& info) {
 Napi::Value ModelWrap::Forward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::vector<ForwardEntry> entries;
-  auto caches = read_forward_batch<SequenceWrap>(info, env.GetInstanceData<Addon>()->sequence_constructor.Value(),
+  auto caches = read_forward_batch<SequenceWrap>(info, env.GetInstanceData<CpuClasses>()->sequence_constructor.Value(),
                                                  engine_, entries);
   for (size_t i = 0; i < entries.size(); ++i) entries[i].cache = caches[i].get();
   std::shared_ptr<Engine> engine = engine_;
@@ -299,7 +243,20 @@ Napi::Value ModelWrap::SpecialVector(const Napi::CallbackInfo& info) {
 }
 
 }  // namespace
-}  // namespace scriptorium
 
-using ScriptoriumAddon = scriptorium::Addon;
-NODE_API_ADDON(ScriptoriumAddon)
+void register_cpu_model(Napi::Env env, Napi::Object exports) {
+  auto* classes = new CpuClasses();
+  env.SetInstanceData(classes);
+  Napi::Function sequence = SequenceWrap::Init(env, "NativeSequence");
+  classes->sequence_constructor = Napi::Persistent(sequence);
+  Napi::Function model = ModelWrap::Init(env);
+  classes->model_constructor = Napi::Persistent(model);
+  exports.DefineProperties(
+      {Napi::PropertyDescriptor::Value("NativeModel", model, napi_enumerable),
+       Napi::PropertyDescriptor::Value("loadModel", Napi::Function::New(env, LoadModel), napi_enumerable),
+       Napi::PropertyDescriptor::Value("NativeSequence", sequence, napi_enumerable),
+       Napi::PropertyDescriptor::Value("supportedKernelSets",
+                                       Napi::Function::New(env, SupportedKernelSets, "supportedKernelSets"), napi_enumerable)});
+}
+
+}  // namespace scriptorium
