@@ -7,7 +7,7 @@ import path from 'node:path';
 export type Variant = 'v1' | 'v2' | 'v3';
 export const VARIANTS: readonly Variant[] = ['v1', 'v2', 'v3'];
 
-/** Decoder dimensions, as the native engine reads them (see native/src/decoder.h DecoderDims). */
+/** Decoder dimensions, as the native engine reads them (see native/common/decoder_dims.h DecoderDims). */
 export interface DecoderDims {
   hidden: number;
   layers: number;
