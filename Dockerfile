@@ -16,8 +16,11 @@ ENV npm_config_nodedir=/usr/local
 WORKDIR /src
 # Dependencies and the addon first, so that TypeScript edits do not rebuild them.
 COPY package.json package-lock.json binding.gyp ./
-COPY native/src native/src
+COPY native/addon.cc native/sources.gypi native/
+COPY native/common native/common
+COPY native/cpu native/cpu
 COPY native/vulkan native/vulkan
+COPY native/probes native/probes
 RUN npm ci --no-audit --no-fund
 # Only src/ is copied, so tsconfig.json's test/ and bench/ globs match nothing here.
 COPY tsconfig.json ./

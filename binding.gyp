@@ -1,4 +1,5 @@
 {
+  "includes": ["native/sources.gypi"],
   "variables": {
     "vulkan_missing": "<!(bash native/vulkan/detect.sh)"
   },
@@ -6,78 +7,50 @@
     "cflags_cc": ["-std=c++17", "-O3", "-fno-math-errno"],
     "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
     "cflags!": ["-fno-exceptions"],
+    "include_dirs": ["native"],
     "defines": ["NAPI_CPP_EXCEPTIONS", "NAPI_VERSION=8"]
   },
   "targets": [
     {
       "target_name": "kernels_avx2",
       "type": "static_library",
-      "sources": ["native/src/kernels_avx2.cc", "native/src/quant_avx2.cc"],
-      "cflags_cc": ["-mavx2", "-mfma", "-mf16c"]
+      "sources": ["<@(kernels_avx2_sources)"],
+      "cflags_cc": ["<@(kernels_avx2_flags)"]
     },
     {
       "target_name": "kernels_avx512",
       "type": "static_library",
-      "sources": ["native/src/kernels_avx512.cc", "native/src/quant_avx512.cc"],
-      "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma"]
+      "sources": ["<@(kernels_avx512_sources)"],
+      "cflags_cc": ["<@(kernels_avx512_flags)"]
     },
     {
       "target_name": "kernels_avx512vnni",
       "type": "static_library",
-      "sources": ["native/src/quant_avx512vnni.cc"],
-      "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mavx512vnni"]
+      "sources": ["<@(kernels_avx512vnni_sources)"],
+      "cflags_cc": ["<@(kernels_avx512vnni_flags)"]
     },
     {
       "target_name": "kernels_avx512bf16",
       "type": "static_library",
-      "sources": ["native/src/kernels_avx512bf16.cc"],
-      "cflags_cc": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mavx512bf16"]
+      "sources": ["<@(kernels_avx512bf16_sources)"],
+      "cflags_cc": ["<@(kernels_avx512bf16_flags)"]
+    },
+    {
+      "target_name": "scriptorium_cpu",
+      "type": "static_library",
+      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"],
+      "sources": ["<@(common_sources)", "<@(cpu_sources)"]
     },
     {
       "target_name": "scriptorium_native",
-      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"],
-      "sources": [
-        "native/src/addon.cc",
-        "native/src/json.cc",
-        "native/src/safetensors.cc",
-        "native/src/thread_pool.cc",
-        "native/src/kernels_scalar.cc",
-        "native/src/kernels_dispatch.cc",
-        "native/src/ops.cc",
-        "native/src/attention.cc",
-        "native/src/decoder.cc",
-        "native/src/quant_int8.cc",
-        "native/src/quant_scalar.cc",
-        "native/src/addon_forward.cc",
-        "native/src/addon_vision.cc",
-        "native/src/vision_ops.cc",
-        "native/src/sam_encoder.cc",
-        "native/src/clip_encoder.cc",
-        "native/src/qwen2_encoder.cc",
-        "native/src/vision_encoder.cc"
-      ],
+      "dependencies": ["scriptorium_cpu"],
+      "sources": ["<@(common_napi_sources)", "<@(cpu_napi_sources)"],
       "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
       "libraries": ["-lpthread"],
       "conditions": [
         ["vulkan_missing==''", {
-          "sources": [
-            "native/vulkan/instance.cc",
-            "native/vulkan/device.cc",
-            "native/vulkan/buffers.cc",
-            "native/vulkan/pipelines.cc",
-            "native/vulkan/shader_ops.cc",
-            "native/vulkan/gpu_vision_ops.cc",
-            "native/vulkan/gpu_vision_layers.cc",
-            "native/vulkan/gpu_vision_sam.cc",
-            "native/vulkan/gpu_vision_clip.cc",
-            "native/vulkan/gpu_vision_qwen2.cc",
-            "native/vulkan/gpu_vision_encoder.cc",
-            "native/vulkan/weights.cc",
-            "native/vulkan/gpu_decoder.cc",
-            "native/vulkan/gpu_model.cc",
-            "native/vulkan/vulkan_backend.cc"
-          ],
-          "include_dirs": ["native/vulkan", "<(SHARED_INTERMEDIATE_DIR)"],
+          "sources": ["<@(vulkan_device_sources)", "<@(vulkan_model_sources)", "<@(vulkan_napi_sources)"],
+          "include_dirs": ["<(SHARED_INTERMEDIATE_DIR)"],
           "cflags_cc": ["-Wno-missing-field-initializers"],
           "libraries": ["-ldl"],
           "actions": [{
@@ -88,39 +61,21 @@
                        "<!@(ls native/vulkan/shaders/*.comp)"]
           }]
         }, {
-          "sources": ["native/vulkan/no_vulkan_backend.cc"],
-          "include_dirs": ["native/vulkan"],
+          "sources": ["<@(no_vulkan_sources)"],
           "defines": ["SCRIPTORIUM_VULKAN_MISSING=\"<(vulkan_missing)\""]
         }]
       ]
     },
     {
       "target_name": "scriptorium_probes",
-      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"],
-      "sources": [
-        "native/probes/probes_addon.cc",
-        "native/probes/ceilings.cc",
-        "native/probes/int8_products.cc",
-        "native/src/ops.cc",
-        "native/src/thread_pool.cc",
-        "native/src/kernels_scalar.cc",
-        "native/src/kernels_dispatch.cc",
-        "native/src/quant_int8.cc",
-        "native/src/quant_scalar.cc"
-      ],
+      "dependencies": ["scriptorium_cpu"],
+      "sources": ["<@(probes_sources)"],
       "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
       "libraries": ["-lpthread"],
       "conditions": [
         ["vulkan_missing==''", {
-          "sources": [
-            "native/probes/gpu_ceilings.cc",
-            "native/vulkan/instance.cc",
-            "native/vulkan/device.cc",
-            "native/vulkan/buffers.cc",
-            "native/vulkan/pipelines.cc",
-            "native/vulkan/shader_ops.cc"
-          ],
-          "include_dirs": ["native/vulkan", "<(SHARED_INTERMEDIATE_DIR)/probes"],
+          "sources": ["<@(probes_vulkan_sources)", "<@(vulkan_device_sources)"],
+          "include_dirs": ["<(SHARED_INTERMEDIATE_DIR)/probes"],
           "cflags_cc": ["-Wno-missing-field-initializers"],
           "defines": ["SCRIPTORIUM_PROBES_VULKAN"],
           "libraries": ["-ldl"],

@@ -1,4 +1,4 @@
-// Decode steps over caches longer than one attention task's key range (native/src/attention.cc
+// Decode steps over caches longer than one attention task's key range (native/cpu/attention.cc
 // splits a decode row's visible keys into ranges of 256 and merges their softmax states per head):
 // against the float64 reference on tiny checkpoints, and a long sequence's logits unchanged by the
 // sequences it is batched with.

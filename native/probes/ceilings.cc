@@ -1,6 +1,6 @@
 // Machine ceilings for the benchmarks. The ISA-specific loops carry target attributes and run only
 // after __builtin_cpu_supports agrees, so this file builds with the default flags like the rest.
-#include "ceilings.h"
+#include "probes/ceilings.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../src/kernels.h"
-#include "../src/ops.h"
+#include "cpu/kernels.h"
+#include "cpu/ops.h"
 
 #if defined(__x86_64__)
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_* (GCC PR 105593).

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../src/thread_pool.h"
+#include "common/thread_pool.h"
 
 namespace scriptorium {
 

@@ -1,4 +1,4 @@
-#include "gpu_ceilings.h"
+#include "probes/gpu_ceilings.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "buffers.h"
 #include "gpu_probe_shaders.h"
-#include "shader_ops.h"
+#include "vulkan/buffers.h"
+#include "vulkan/shader_ops.h"
 
 namespace scriptorium {
 

@@ -1,11 +1,11 @@
 // Int8 product speed for the benchmarks (see int8_products.h).
-#include "int8_products.h"
+#include "probes/int8_products.h"
 
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
-#include "../src/quant_int8.h"
+#include "cpu/quant_int8.h"
 
 namespace scriptorium {
 

@@ -1,4 +1,4 @@
-// Streaming speed of each int8 kernel set the CPU has (native/src/quant_int8.h) at decode's batch
+// Streaming speed of each int8 kernel set the CPU has (native/cpu/quant_int8.h) at decode's batch
 // sizes: one weight matrix far larger than the caches, read once per pass by every thread, as a
 // decode step reads its experts. Reported as weight bytes per second, for the benchmark to divide
 // by the read bandwidth it measures.
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "../src/thread_pool.h"
+#include "common/thread_pool.h"
 
 namespace scriptorium {
 

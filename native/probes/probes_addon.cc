@@ -12,11 +12,11 @@
 #include <thread>
 #include <vector>
 
-#include "../src/thread_pool.h"
-#include "ceilings.h"
-#include "int8_products.h"
+#include "common/thread_pool.h"
+#include "probes/ceilings.h"
+#include "probes/int8_products.h"
 #ifdef SCRIPTORIUM_PROBES_VULKAN
-#include "gpu_ceilings.h"
+#include "probes/gpu_ceilings.h"
 #endif
 
 namespace scriptorium {

@@ -17,11 +17,11 @@
 #include <thread>
 #include <vector>
 
-#include "../src/attention.h"
-#include "../src/kernels.h"
-#include "../src/ops.h"
-#include "../src/thread_pool.h"
-#include "test_harness.h"
+#include "common/thread_pool.h"
+#include "cpu/attention.h"
+#include "cpu/kernels.h"
+#include "cpu/ops.h"
+#include "test/test_harness.h"
 
 using namespace scriptorium;
 

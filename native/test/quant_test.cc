@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "../src/quant_int8.h"
-#include "test_harness.h"
+#include "cpu/quant_int8.h"
+#include "test/test_harness.h"
 
 using namespace scriptorium;
 using scriptorium_test::run;

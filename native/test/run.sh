@@ -1,38 +1,43 @@
 #!/usr/bin/env bash
-# Builds every native/src/*.cc except addon*.cc into native/test/build/libnative.a (kernels_<isa>.cc
-# with their binding.gyp ISA flags; objects rebuilt only when a source or header changed), links
-# each native/test/*_test.cc against it as its own program, runs them all, fails if any fails.
+# Builds the shared core and the CPU backend (native/sources.gypi: common_sources, cpu_sources and
+# each kernels_<set>_sources with its kernels_<set>_flags; not the N-API faces) into
+# native/test/build/libnative.a (objects rebuilt only when a source or header changed), links each
+# native/test/*_test.cc against it as its own program, runs them all, fails if any fails.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-src="$here/../src"
+native="$here/.."
 build="$here/build"
 mkdir -p "$build/obj"
 
 CXX="${CXX:-g++}"
-CXXFLAGS=(-std=c++17 -O3 -fno-math-errno -Wall -Wextra -pthread)
-TEST_FLAGS=(-std=c++17 -O2 -Wall -Wextra -pthread)
+CXXFLAGS=(-std=c++17 -O3 -fno-math-errno -Wall -Wextra -pthread -I"$native")
+TEST_FLAGS=(-std=c++17 -O2 -Wall -Wextra -pthread -I"$native")
 
-isa_flags() {
-  case "$1" in
-    kernels_avx2 | quant_avx2) echo "-mavx2 -mfma -mf16c" ;;
-    kernels_avx512 | quant_avx512) echo "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma" ;;
-    quant_avx512vnni) echo "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mavx512vnni" ;;
-    kernels_avx512bf16) echo "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mavx512bf16" ;;
-    *) echo "" ;;
-  esac
+# One line per source: its path from the repository root, a tab, its instruction-set flags.
+sources_with_flags() {
+  python3 - "$native/sources.gypi" <<'PY'
+import ast, sys
+v = ast.literal_eval(open(sys.argv[1]).read())["variables"]
+for path in v["common_sources"] + v["cpu_sources"]:
+    print(path + "\t")
+for name, paths in v.items():
+    if name.startswith("kernels_") and name.endswith("_sources"):
+        for path in paths:
+            print(path + "\t" + " ".join(v[name[: -len("_sources")] + "_flags"]))
+PY
 }
 
 # The newest header: any header change rebuilds every object.
-newest_header="$(ls -t "$src"/*.h | head -n 1)"
+newest_header="$(ls -t "$native"/common/*.h "$native"/cpu/*.h | head -n 1)"
 
 # kernels_<isa>.o may define nothing global but kernels_<isa>(): an inline or template copy built
 # with its ISA flags could otherwise be picked by the linker for code that runs on any CPU. -O0
 # emits every such copy, so the check also builds the file at -O0.
 check_exports() {
-  local name="$1" flags="$2" probe="$build/obj/$1.O0.o" extra
+  local cc="$1" name="$2" flags="$3" probe="$build/obj/$2.O0.o" extra
   # shellcheck disable=SC2086
-  "$CXX" -std=c++17 -O0 -w $flags -c "$src/$name.cc" -o "$probe"
+  "$CXX" -std=c++17 -O0 -w -I"$native" $flags -c "$cc" -o "$probe"
   extra="$(nm --defined-only -C "$build/obj/$name.o" "$probe" | awk '$2 ~ /^[TWu]$/' |
     grep -v "scriptorium::$name()" || true)"
   rm -f "$probe"
@@ -43,22 +48,22 @@ check_exports() {
   fi
 }
 
+sources="$(sources_with_flags)"
 objs=()
 changed=0
-for cc in "$src"/*.cc; do
+while IFS=$'\t' read -r path flags; do
+  cc="$native/../$path"
   name="$(basename "$cc" .cc)"
-  [[ "$name" == addon* ]] && continue  # N-API code, built only into the addon
   obj="$build/obj/$name.o"
-  flags="$(isa_flags "$name")"
   if [[ ! -f "$obj" || "$cc" -nt "$obj" || "$newest_header" -nt "$obj" ]]; then
     echo "compile $name.cc"
     # shellcheck disable=SC2086
     "$CXX" "${CXXFLAGS[@]}" $flags -c "$cc" -o "$obj"
-    [[ -n "$flags" ]] && check_exports "$name" "$flags"
+    [[ -n "$flags" ]] && check_exports "$cc" "$name" "$flags"
     changed=1
   fi
   objs+=("$obj")
-done
+done <<<"$sources"
 
 if [[ $changed == 1 || ! -f "$build/libnative.a" ]]; then
   rm -f "$build/libnative.a"

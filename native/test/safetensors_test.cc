@@ -1,4 +1,4 @@
-// Loading F16 and F32 weights (native/src/safetensors.h): every F16 value and F32 values around
+// Loading F16 and F32 weights (native/common/safetensors.h): every F16 value and F32 values around
 // each rounding boundary go through a real file and Checkpoint::get / f32, checked against an
 // independent reference (exact arithmetic in double); header sizes that overflow 64 bits are refused.
 // Prints one line per test and "N passed, M failed"; exits non-zero on any failure.
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "../src/safetensors.h"
-#include "test_harness.h"
+#include "common/safetensors.h"
+#include "test/test_harness.h"
 
 using namespace scriptorium;
 

@@ -1,6 +1,7 @@
-// Vision building blocks (native/src/vision_ops.h) against naive float64 references and the
-// properties PyTorch's interpolations have. Prints one line per test and "N passed, M failed";
-// exits non-zero on any failure.
+// Vision building blocks (native/cpu/cpu_vision_ops.h) and the position tables' interpolations
+// (native/common/interpolate.h) against naive float64 references and the properties PyTorch's
+// interpolations have. Prints one line per test and "N passed, M failed"; exits non-zero on any
+// failure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,11 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "../src/attention.h"
-#include "../src/kernels.h"
-#include "../src/thread_pool.h"
-#include "../src/vision_ops.h"
-#include "test_harness.h"
+#include "common/interpolate.h"
+#include "common/thread_pool.h"
+#include "cpu/attention.h"
+#include "cpu/cpu_vision_ops.h"
+#include "cpu/kernels.h"
+#include "test/test_harness.h"
 
 using namespace scriptorium;
 

@@ -1,4 +1,4 @@
-#include "buffers.h"
+#include "vulkan/buffers.h"
 
 #include <algorithm>
 #include <cstring>

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "device.h"
+#include "vulkan/device.h"
 
 namespace scriptorium::vk {
 

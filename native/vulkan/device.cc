@@ -1,4 +1,4 @@
-#include "device.h"
+#include "vulkan/device.h"
 
 #include <algorithm>
 #include <cctype>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "instance.h"
+#include "vulkan/instance.h"
 
 namespace scriptorium::vk {
 

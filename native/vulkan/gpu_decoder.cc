@@ -1,4 +1,4 @@
-#include "gpu_decoder.h"
+#include "vulkan/gpu_decoder.h"
 
 #include <algorithm>
 #include <cmath>

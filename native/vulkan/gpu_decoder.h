@@ -1,4 +1,4 @@
-// The DeepSeek3B-MoE decoder on a Vulkan device: the same passes as the CPU Decoder (decoder.h) over
+// The DeepSeek3B-MoE decoder on a Vulkan device: the same passes as the CPU Decoder (cpu/cpu_decoder.h) over
 // a batch of sequences, with the weights, activations and KV caches in device memory. Per call only
 // token ids, positions, each row's visible keys, banned ids and replaced embedding rows go up, and
 // only the argmax ids (and logits rows when asked) come back. MoE routing runs on the device too (softmax and top-k, the grouping of rows by expert,
@@ -9,13 +9,16 @@
 #include <memory>
 #include <vector>
 
-#include "../src/decoder.h"
-#include "../src/decoder_weights.h"
-#include "../src/kv_slot_rules.h"
-#include "buffers.h"
-#include "pipelines.h"
-#include "shader_ops.h"
-#include "weights.h"
+#include "common/decoder_weights.h"
+#include "common/forward_entry.h"
+#include "common/kv_cache_dtype.h"
+#include "common/kv_slot_rules.h"
+#include "common/precision.h"
+#include "common/safetensors.h"
+#include "vulkan/buffers.h"
+#include "vulkan/pipelines.h"
+#include "vulkan/shader_ops.h"
+#include "vulkan/weights.h"
 
 namespace scriptorium::vk {
 

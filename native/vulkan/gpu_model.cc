@@ -1,14 +1,14 @@
-#include "gpu_model.h"
+#include "vulkan/gpu_model.h"
 
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "../src/addon_forward.h"
-#include "../src/addon_vision.h"
-#include "gpu_decoder.h"
-#include "gpu_vision_encoder.h"
+#include "common/addon_forward.h"
+#include "common/addon_vision.h"
+#include "vulkan/gpu_decoder.h"
+#include "vulkan/gpu_vision_encoder.h"
 
 namespace scriptorium {
 
@@ -70,7 +70,7 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
     return object;
   }
 
-  // forward(batch) exactly as NativeModel.forward (see addon.cc), on the device.
+  // forward(batch) exactly as NativeModel.forward (see cpu/cpu_model.cc), on the device.
   Napi::Value Forward(const Napi::CallbackInfo& info) {
     std::vector<ForwardEntry> entries;
     auto caches = read_forward_batch<GpuSequenceWrap>(info, classes_->sequence.Value(), engine_, entries);

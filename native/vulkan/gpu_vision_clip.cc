@@ -1,12 +1,11 @@
-#include "gpu_vision_clip.h"
+#include "vulkan/gpu_vision_clip.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "../src/thread_pool.h"
-#include "../src/vision_ops.h"
+#include "common/interpolate.h"
 
 namespace scriptorium::vk {
 
@@ -15,8 +14,8 @@ GpuClip::GpuClip(GpuVisionContext& ctx, const Checkpoint& checkpoint, const Clip
   const std::string p = "model.vision_model.";
   const int64_t W = dims_.width;
   if (W / dims_.heads > VisionShaderOps::kMaxHeadDim) throw VulkanError("the GPU backend supports CLIP head_dim up to 128");
-  class_embedding_ = ctx.params.add(load_f32(checkpoint, p + "embeddings.class_embedding", {W}));
-  positions_ = load_f32(checkpoint, p + "embeddings.position_embedding.weight", {dims_.pos_grid * dims_.pos_grid + 1, W});
+  class_embedding_ = ctx.params.add(checkpoint.f32(p + "embeddings.class_embedding", {W}));
+  positions_ = checkpoint.f32(p + "embeddings.position_embedding.weight", {dims_.pos_grid * dims_.pos_grid + 1, W});
   positions_offset_ = ctx.params.add(positions_);
   pre_norm_ = load_gpu_layer_norm(ctx, checkpoint, p + "pre_layrnorm", W, dims_.eps);
   for (int64_t i = 0; i < dims_.layers; ++i) {

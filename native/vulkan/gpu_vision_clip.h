@@ -1,4 +1,4 @@
-// CLIP-L/14 on the device fed with SAM features (clip_encoder.h on the CPU, docs/model.md §3.3, §5.3):
+// CLIP-L/14 on the device fed with SAM features (cpu/cpu_vision_clip.h on the CPU, docs/model.md §3.3, §5.3):
 // a CLS row prepended, position embeddings added (bicubic-resized on the host once per grid side
 // when the token grid differs from the stored one), pre-LayerNorm, pre-norm blocks with bidirectional
 // attention and quick-GELU MLPs. CLS is dropped from the output.
@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "../src/clip_encoder.h"
-#include "gpu_vision_layers.h"
+#include "common/vision_dims.h"
+#include "vulkan/gpu_vision_layers.h"
 
 namespace scriptorium::vk {
 

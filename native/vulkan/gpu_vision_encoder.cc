@@ -1,4 +1,4 @@
-#include "gpu_vision_encoder.h"
+#include "vulkan/gpu_vision_encoder.h"
 
 #include <algorithm>
 #include <chrono>

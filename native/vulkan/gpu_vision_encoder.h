@@ -1,4 +1,4 @@
-// The vision half of a checkpoint on a Vulkan device (vision_encoder.h on the CPU, docs/model.md §5):
+// The vision half of a checkpoint on a Vulkan device (cpu/cpu_vision_encoder.h on the CPU, docs/model.md §5):
 // SAM, then CLIP (DeepEncoder: V1, V3) or the Qwen2 encoder (DeepEncoderV2: V2), then the projector;
 // exact mode (F32 activations, BF16 weights uploaded once). Views go through every layer together, in
 // as few passes as the device's largest bindable buffer allows; only the pixels go up and the
@@ -7,11 +7,12 @@
 #include <cstdint>
 #include <memory>
 
-#include "../src/vision_encoder.h"
-#include "gpu_vision_clip.h"
-#include "gpu_vision_layers.h"
-#include "gpu_vision_qwen2.h"
-#include "gpu_vision_sam.h"
+#include "common/vision_dims.h"
+#include "common/vision_output.h"
+#include "vulkan/gpu_vision_clip.h"
+#include "vulkan/gpu_vision_layers.h"
+#include "vulkan/gpu_vision_qwen2.h"
+#include "vulkan/gpu_vision_sam.h"
 
 namespace scriptorium::vk {
 

@@ -1,9 +1,7 @@
-#include "gpu_vision_layers.h"
+#include "vulkan/gpu_vision_layers.h"
 
 #include <algorithm>
 #include <stdexcept>
-
-#include "../src/vision_ops.h"
 
 namespace scriptorium::vk {
 
@@ -41,7 +39,7 @@ GpuLinear load_gpu_linear(GpuVisionContext& ctx, const Checkpoint& checkpoint, c
                           int64_t in) {
   GpuLinear layer;
   layer.weight = ctx.weights.upload_bf16(checkpoint.get(prefix + ".weight", {out, in}));
-  layer.bias = ctx.params.add(load_f32(checkpoint, prefix + ".bias", {out}));
+  layer.bias = ctx.params.add(checkpoint.f32(prefix + ".bias", {out}));
   layer.out = static_cast<uint32_t>(out);
   layer.in = static_cast<uint32_t>(in);
   return layer;
@@ -56,9 +54,9 @@ void linear(GpuVisionContext& ctx, const GpuLinear& layer, Operand X, uint32_t l
 
 GpuLayerNorm load_gpu_layer_norm(GpuVisionContext& ctx, const Checkpoint& checkpoint, const std::string& prefix, int64_t n,
                                  float eps) {
-  const LayerNorm cpu = load_layer_norm(checkpoint, prefix, n, eps);
-  std::vector<float> weight_bias = cpu.weight;
-  weight_bias.insert(weight_bias.end(), cpu.bias.begin(), cpu.bias.end());
+  std::vector<float> weight_bias = checkpoint.f32(prefix + ".weight", {n});
+  const std::vector<float> bias = checkpoint.f32(prefix + ".bias", {n});
+  weight_bias.insert(weight_bias.end(), bias.begin(), bias.end());
   return GpuLayerNorm{ctx.params.add(weight_bias), static_cast<uint32_t>(n), eps};
 }
 
@@ -71,7 +69,7 @@ GpuConv2d load_gpu_conv2d(GpuVisionContext& ctx, const Checkpoint& checkpoint, c
   GpuConv2d conv;
   conv.weight = ctx.weights.upload_bf16(checkpoint.get(prefix + ".weight", {out, in, kernel, kernel}));
   conv.has_bias = with_bias;
-  if (with_bias) conv.bias = ctx.params.add(load_f32(checkpoint, prefix + ".bias", {out}));
+  if (with_bias) conv.bias = ctx.params.add(checkpoint.f32(prefix + ".bias", {out}));
   conv.out = static_cast<uint32_t>(out);
   conv.in = static_cast<uint32_t>(in);
   conv.kernel = static_cast<uint32_t>(kernel);

@@ -1,4 +1,4 @@
-// The layers the GPU vision encoders are built from, mirroring vision_ops.h on the device: linear
+// The layers the GPU vision encoders are built from, mirroring cpu/cpu_vision_ops.h on the device: linear
 // layers, LayerNorm, convolutions (patches + matrix product), with BF16 weights in a WeightArena and
 // the F32 vectors (biases, norms, position tables) gathered into one parameter buffer. GpuVisionContext
 // holds what every component of one encoder shares: the device, transfers, shader ops and one batch.
@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "../src/safetensors.h"
-#include "buffers.h"
-#include "gpu_vision_ops.h"
-#include "pipelines.h"
-#include "shader_ops.h"
-#include "weights.h"
+#include "common/safetensors.h"
+#include "vulkan/buffers.h"
+#include "vulkan/gpu_vision_ops.h"
+#include "vulkan/pipelines.h"
+#include "vulkan/shader_ops.h"
+#include "vulkan/weights.h"
 
 namespace scriptorium::vk {
 

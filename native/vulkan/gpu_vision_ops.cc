@@ -1,4 +1,4 @@
-#include "gpu_vision_ops.h"
+#include "vulkan/gpu_vision_ops.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "buffers.h"
-#include "pipelines.h"
-#include "shader_ops.h"
+#include "vulkan/buffers.h"
+#include "vulkan/pipelines.h"
+#include "vulkan/shader_ops.h"
 
 namespace scriptorium::vk {
 

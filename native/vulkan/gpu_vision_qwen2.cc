@@ -1,4 +1,4 @@
-#include "gpu_vision_qwen2.h"
+#include "vulkan/gpu_vision_qwen2.h"
 
 #include <algorithm>
 #include <cmath>
@@ -27,9 +27,9 @@ GpuQwen2::GpuQwen2(GpuVisionContext& ctx, const Checkpoint& checkpoint, const Qw
     layer.q = upload(l + "self_attn.q_proj.weight", {D, D});
     layer.k = upload(l + "self_attn.k_proj.weight", {KW, D});
     layer.v = upload(l + "self_attn.v_proj.weight", {KW, D});
-    std::vector<float> bias = load_f32(checkpoint, l + "self_attn.q_proj.bias", {D});
+    std::vector<float> bias = checkpoint.f32(l + "self_attn.q_proj.bias", {D});
     for (const char* name : {"self_attn.k_proj.bias", "self_attn.v_proj.bias"}) {
-      const std::vector<float> b = load_f32(checkpoint, l + name, {KW});
+      const std::vector<float> b = checkpoint.f32(l + name, {KW});
       bias.insert(bias.end(), b.begin(), b.end());
     }
     layer.qkv_bias = ctx.params.add(bias);
@@ -43,7 +43,7 @@ GpuQwen2::GpuQwen2(GpuVisionContext& ctx, const Checkpoint& checkpoint, const Qw
   int64_t most_tokens = 0;
   for (size_t i = 0; i < query_tokens.size(); ++i) {
     const std::string name = p + "query_" + std::to_string(dims_.query_sides[i]) + ".weight";
-    queries_[static_cast<uint32_t>(query_tokens[i])] = ctx.params.add(load_f32(checkpoint, name, {query_tokens[i], D}));
+    queries_[static_cast<uint32_t>(query_tokens[i])] = ctx.params.add(checkpoint.f32(name, {query_tokens[i], D}));
     most_tokens = std::max(most_tokens, query_tokens[i]);
   }
   const std::vector<float> table = rope_table(2 * most_tokens, hd, dims_.rope_theta);

@@ -1,4 +1,4 @@
-// DeepSeek-OCR-2's Qwen2 encoder on the device (qwen2_encoder.h on the CPU, docs/model.md §3.4, §5.4):
+// DeepSeek-OCR-2's Qwen2 encoder on the device (cpu/cpu_vision_qwen2.h on the CPU, docs/model.md §3.4, §5.4):
 // each view's SAM tokens followed by the learned queries of its size, pre-RMSNorm Qwen2 layers
 // (q/k/v with biases in one fused product, rotate-half RoPE on positions 0..2n-1, grouped-query
 // attention under the causal-flow mask, SwiGLU MLP), and the final RMSNorm of the query rows.
@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "../src/qwen2_encoder.h"
-#include "gpu_vision_layers.h"
+#include "common/vision_dims.h"
+#include "vulkan/gpu_vision_layers.h"
 
 namespace scriptorium::vk {
 

@@ -1,12 +1,11 @@
-#include "gpu_vision_sam.h"
+#include "vulkan/gpu_vision_sam.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "../src/thread_pool.h"
-#include "../src/vision_ops.h"
+#include "common/interpolate.h"
 
 namespace scriptorium::vk {
 
@@ -16,7 +15,7 @@ GpuSam::GpuSam(GpuVisionContext& ctx, const Checkpoint& checkpoint, const SamDim
   const int64_t C = dims_.width, D = C / dims_.heads, P = dims_.pos_grid;
   if (D > VisionShaderOps::kMaxHeadDim) throw VulkanError("the GPU backend supports SAM head_dim up to 128");
   patch_embed_ = load_gpu_conv2d(ctx, checkpoint, p + "patch_embed.proj", C, 3, dims_.patch, dims_.patch, 0, true);
-  pos_embed_ = load_f32(checkpoint, p + "pos_embed", {1, P, P, C});
+  pos_embed_ = checkpoint.f32(p + "pos_embed", {1, P, P, C});
   pos_ = ctx.params.add(pos_embed_);
   for (int64_t i = 0; i < dims_.layers; ++i) {
     const std::string q = p + "blocks." + std::to_string(i) + ".";
@@ -26,8 +25,8 @@ GpuSam::GpuSam(GpuVisionContext& ctx, const Checkpoint& checkpoint, const SamDim
     b.qkv = load_gpu_linear(ctx, checkpoint, q + "attn.qkv", 3 * C, C);
     b.proj = load_gpu_linear(ctx, checkpoint, q + "attn.proj", C, C);
     b.rel_rows = static_cast<uint32_t>(2 * (b.global ? P : dims_.window) - 1);
-    b.rel_h = load_f32(checkpoint, q + "attn.rel_pos_h", {b.rel_rows, D});
-    b.rel_w = load_f32(checkpoint, q + "attn.rel_pos_w", {b.rel_rows, D});
+    b.rel_h = checkpoint.f32(q + "attn.rel_pos_h", {b.rel_rows, D});
+    b.rel_w = checkpoint.f32(q + "attn.rel_pos_w", {b.rel_rows, D});
     b.rel = ctx.params.add(b.rel_h);
     ctx.params.add(b.rel_w);
     b.norm2 = load_gpu_layer_norm(ctx, checkpoint, q + "norm2", C, dims_.eps);

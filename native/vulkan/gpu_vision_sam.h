@@ -1,4 +1,4 @@
-// SAM ViT-B on the device (sam_encoder.h on the CPU, docs/model.md §3.2, §5.1): patch convolution,
+// SAM ViT-B on the device (cpu/cpu_vision_sam.h on the CPU, docs/model.md §3.2, §5.1): patch convolution,
 // absolute positions (bicubic-resized on the host once per grid side when the grid differs from the
 // stored one), pre-norm blocks with windowed or global attention and decomposed relative-position
 // bias, then the neck and the two stride-2 convolutions. Feature maps are channels-last.
@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "../src/sam_encoder.h"
-#include "gpu_vision_layers.h"
+#include "common/vision_dims.h"
+#include "vulkan/gpu_vision_layers.h"
 
 namespace scriptorium::vk {
 

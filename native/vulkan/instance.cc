@@ -1,4 +1,4 @@
-#include "instance.h"
+#include "vulkan/instance.h"
 
 #include <dlfcn.h>
 

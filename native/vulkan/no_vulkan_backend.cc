@@ -1,5 +1,5 @@
 // Built instead of vulkan_backend.cc when the build machine lacked the Vulkan headers or glslc.
-#include "gpu_backend.h"
+#include "vulkan/gpu_backend.h"
 
 namespace scriptorium {
 

@@ -1,4 +1,4 @@
-#include "pipelines.h"
+#include "vulkan/pipelines.h"
 
 #include <stdexcept>
 #include <string>

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <initializer_list>
 
-#include "buffers.h"
-#include "device.h"
+#include "vulkan/buffers.h"
+#include "vulkan/device.h"
 
 namespace scriptorium::vk {
 

@@ -1,4 +1,4 @@
-#include "shader_ops.h"
+#include "vulkan/shader_ops.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "../src/ops.h"
-#include "buffers.h"
-#include "pipelines.h"
+#include "common/precision.h"
+#include "vulkan/buffers.h"
+#include "vulkan/pipelines.h"
 
 namespace scriptorium::vk {
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "device.h"
-#include "gpu_backend.h"
-#include "gpu_model.h"
+#include "vulkan/device.h"
+#include "vulkan/gpu_backend.h"
+#include "vulkan/gpu_model.h"
 
 namespace scriptorium {
 

@@ -1,4 +1,4 @@
-#include "weights.h"
+#include "vulkan/weights.h"
 
 #include <algorithm>
 

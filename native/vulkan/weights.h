@@ -5,9 +5,9 @@
 #include <memory>
 #include <vector>
 
-#include "../src/safetensors.h"
-#include "buffers.h"
-#include "shader_ops.h"
+#include "common/safetensors.h"
+#include "vulkan/buffers.h"
+#include "vulkan/shader_ops.h"
 
 namespace scriptorium::vk {
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 
-/** Decoder dimensions, as the native engine reads them (see native/src/decoder.h DecoderDims). */
+/** Decoder dimensions, as the native engine reads them (see native/common/decoder_dims.h DecoderDims). */
 export interface DecoderDims {
   hidden: number;
   layers: number;

@@ -61,7 +61,7 @@ export interface Qwen2Dims {
   querySides: number[];
 }
 
-/** Everything the native vision encoder needs (native/src/vision_encoder.h VisionDims). */
+/** Everything the native vision encoder needs (native/common/vision_dims.h VisionDims). */
 export interface VisionDims {
   kind: VisionKind;
   sam: SamDims;

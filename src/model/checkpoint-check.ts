@@ -16,7 +16,7 @@ import { openCheckpointSource, type CheckpointSource } from './checkpoint-source
 const INDEX_FILE = 'model.safetensors.index.json';
 const SINGLE_FILE = 'model.safetensors';
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json'];
-/** The engine's bound on a safetensors header (native/src/safetensors.h kMaxHeaderBytes). */
+/** The engine's bound on a safetensors header (native/common/safetensors.h kMaxHeaderBytes). */
 const MAX_HEADER_BYTES = 100_000_000;
 const FLOAT_DTYPES = new Set(['BF16', 'F16', 'F32']);
 /** Bound on config.json, the index, tokenizer.json and SHA256SUMS (real ones are at most about 10 MB). */

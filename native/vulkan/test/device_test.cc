@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "buffers.h"
-#include "shader_ops.h"
+#include "test/test_harness.h"
+#include "vulkan/buffers.h"
+#include "vulkan/shader_ops.h"
 #include "vulkan_shaders.h"
-#include "../../test/test_harness.h"
 
 using namespace scriptorium;
 

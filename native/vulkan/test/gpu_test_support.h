@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "../../src/kernels.h"
-#include "buffers.h"
-#include "pipelines.h"
-#include "shader_ops.h"
+#include "cpu/kernels.h"
+#include "vulkan/buffers.h"
+#include "vulkan/pipelines.h"
+#include "vulkan/shader_ops.h"
 
 namespace scriptorium_gpu_test {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "../../test/test_harness.h"
-#include "gpu_test_support.h"
-#include "gpu_vision_ops.h"
+#include "test/test_harness.h"
+#include "vulkan/gpu_vision_ops.h"
+#include "vulkan/test/gpu_test_support.h"
 
 using namespace scriptorium;
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "../../src/kernels.h"
-#include "shader_ops.h"
-#include "../../test/test_harness.h"
-#include "gpu_test_support.h"
+#include "cpu/kernels.h"
+#include "test/test_harness.h"
+#include "vulkan/shader_ops.h"
+#include "vulkan/test/gpu_test_support.h"
 
 using namespace scriptorium;
 

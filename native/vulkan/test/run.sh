@@ -36,16 +36,38 @@ elif [[ "${SCRIPTORIUM_REQUIRE_VULKAN:-}" == 1 ]]; then
 else
   echo "skip spirv-val: not installed (Debian spirv-tools)"
 fi
-# Each *_test.cc is its own program over the backend's sources and the CPU's scalar kernels.
-sources=("$vulkan"/instance.cc "$vulkan"/device.cc "$vulkan"/buffers.cc "$vulkan"/pipelines.cc "$vulkan"/shader_ops.cc
-  "$vulkan"/gpu_vision_ops.cc "$vulkan/../src/kernels_scalar.cc")
+# The backend (native/sources.gypi: vulkan_device_sources, vulkan_model_sources, common_sources) and
+# the CPU's scalar kernels, the tests' reference, go into one library; each *_test.cc is its own
+# program over it. Objects are rebuilt when anything above is newer than the library.
+native="$vulkan/.."
+sources="$(python3 - "$native/sources.gypi" <<'PY'
+import ast, sys
+v = ast.literal_eval(open(sys.argv[1]).read())["variables"]
+print("\n".join(v["vulkan_device_sources"] + v["vulkan_model_sources"] + v["common_sources"]))
+PY
+)"
+FLAGS=(-std=c++17 -O2 -Wall -Wextra -Wno-missing-field-initializers -pthread -I"$build" -I"$native")
+library="$build/libgpu.a"
+newest_native="$(ls -t "$newest" "$native"/common/* "$native"/cpu/kernels* "$native"/sources.gypi | head -n 1)"
+if [[ ! -f "$library" || "$header" -nt "$library" || "$newest_native" -nt "$library" ]]; then
+  mkdir -p "$build/obj"
+  objs=()
+  for path in $sources cpu/kernels_scalar.cc; do
+    cc="$native/${path#native/}"
+    obj="$build/obj/$(basename "$cc" .cc).o"
+    echo "compile $(basename "$cc")"
+    "$CXX" "${FLAGS[@]}" -c "$cc" -o "$obj"
+    objs+=("$obj")
+  done
+  rm -f "$library"
+  ar rcs "$library" "${objs[@]}"
+fi
 for test in "$here"/*_test.cc; do
   name="$(basename "$test" .cc)"
   exe="$build/$name"
-  if [[ ! -f "$exe" || "$header" -nt "$exe" || "$newest" -nt "$exe" ]]; then
+  if [[ ! -f "$exe" || "$library" -nt "$exe" || "$test" -nt "$exe" ]]; then
     echo "compile $name.cc"
-    "$CXX" -std=c++17 -O2 -Wall -Wextra -Wno-missing-field-initializers -pthread -I"$build" -I"$vulkan" \
-      "$test" "${sources[@]}" -ldl -o "$exe"
+    "$CXX" "${FLAGS[@]}" "$test" "$library" -ldl -o "$exe"
   fi
   echo "== $name"
   "$exe" || status=1

@@ -1,0 +1,385 @@
+#include "cpu/cpu_decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+#include "cpu/ops.h"
+
+namespace scriptorium {
+
+namespace {
+
+void grow(std::vector<float>& buffer, int64_t n) {
+  if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(n);
+}
+
+}  // namespace
+
+KvCache::KvCache(const DecoderDims& dims, KvCacheDtype dtype)
+    : dims_(dims), dtype_(dtype), rules_(dims), row_width_(dims.kv_heads * dims.head_dim) {
+  if (dtype_ == KvCacheDtype::F32) k32_.resize(dims.layers), v32_.resize(dims.layers);
+  else k16_.resize(dims.layers), v16_.resize(dims.layers);
+}
+
+size_t KvCache::bytes() const {
+  const size_t element = dtype_ == KvCacheDtype::F32 ? sizeof(float) : sizeof(f16_t);
+  return 2 * static_cast<size_t>(dims_.layers * capacity_rows_ * row_width_) * element;
+}
+
+void KvCache::reserve_rows(int64_t rows) {
+  if (rows <= capacity_rows_) return;
+  const int64_t target = rules_.grown_capacity(rows, capacity_rows_);
+  for (int64_t l = 0; l < dims_.layers; ++l) {
+    if (dtype_ == KvCacheDtype::F32) {
+      k32_[l].resize(target * row_width_);
+      v32_[l].resize(target * row_width_);
+    } else {
+      k16_[l].resize(target * row_width_);
+      v16_[l].resize(target * row_width_);
+    }
+  }
+  capacity_rows_ = target;
+}
+
+void KvCache::store(const KernelSet& kernels, int64_t layer, int64_t slot, const float* key, const float* value) {
+  const int64_t at = slot * row_width_;
+  if (dtype_ == KvCacheDtype::F32) {
+    std::copy_n(key, row_width_, k32_[layer].data() + at);
+    std::copy_n(value, row_width_, v32_[layer].data() + at);
+  } else {
+    kernels.to_f16(key, k16_[layer].data() + at, row_width_);
+    kernels.to_f16(value, v16_[layer].data() + at, row_width_);
+  }
+}
+
+Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool, Precision precision,
+                 WeightQuantization quantization)
+    : dims_(dims), pool_(pool), precision_(precision), kernels_(active_kernels()) {
+  dims_.validate();
+  auto bf16 = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    return Bf16Weight{reinterpret_cast<const bf16_t*>(checkpoint.get(name, shape).data), {}};
+  };
+  auto f32 = [&](const std::string& name, const std::vector<int64_t>& shape) { return checkpoint.f32(name, shape); };
+  auto weights = load_decoder_weights<Bf16Weight, std::vector<float>>(dims_, bf16, f32);
+  embed_ = weights.embed.rows;
+  final_norm_ = weights.final_norm.rows;
+  lm_head_ = std::move(weights.lm_head);
+  layers_ = std::move(weights.layers);
+  const bool int8 = quantization == WeightQuantization::Int8;
+  if (int8) quantize_int8_weights(checkpoint);
+  pack_weights(checkpoint, !int8);
+}
+
+void Decoder::pack_weights(const Checkpoint& checkpoint, bool bf16_experts) {
+  if (!active_kernels().gemm_bf16_packed) return;
+  const int64_t H = dims_.hidden, QW = dims_.heads * dims_.head_dim, KW = dims_.kv_heads * dims_.head_dim;
+  struct Request {
+    Bf16Weight* weight;
+    int64_t N, K;
+  };
+  std::vector<Request> requests;
+  auto mlp = [&](Expert& m) {
+    requests.push_back({&m.gate, m.width, H});
+    requests.push_back({&m.up, m.width, H});
+    requests.push_back({&m.down, H, m.width});
+  };
+  for (Layer& layer : layers_) {
+    requests.push_back({&layer.wq, QW, H});
+    requests.push_back({&layer.wk, KW, H});
+    requests.push_back({&layer.wv, KW, H});
+    requests.push_back({&layer.wo, H, QW});
+    if (!layer.moe) mlp(layer.dense);
+    if (!layer.moe || !bf16_experts) continue;
+    for (Expert& e : layer.experts) mlp(e);
+    if (dims_.n_shared > 0) mlp(layer.shared);
+  }
+  if (bf16_experts) requests.push_back({&lm_head_, dims_.vocab, H});
+  pool_.parallel_for(static_cast<int64_t>(requests.size()), 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) pack_weight(checkpoint, *requests[i].weight, requests[i].N, requests[i].K);
+  });
+}
+
+void Decoder::quantize_int8_weights(const Checkpoint& checkpoint) {
+  const int64_t H = dims_.hidden;
+  auto convert = [&](const bf16_t* W, int64_t rows, int64_t cols) {
+    Int8Matrix q = quantize_int8(pool_, W, rows, cols, std::min(cols, kInt8Group), active_quant_kernels().layout);
+    checkpoint.release_mapped(W, static_cast<size_t>(rows * cols) * sizeof(bf16_t));
+    return q;
+  };
+  auto expert = [&](const Expert& e, int64_t width) {
+    return Int8Expert{convert(e.gate.rows, width, H), convert(e.up.rows, width, H), convert(e.down.rows, H, width)};
+  };
+  int8_layers_.resize(dims_.layers);
+  for (int64_t l = 0; l < dims_.layers; ++l) {
+    if (!layers_[l].moe) continue;
+    for (const Expert& e : layers_[l].experts) int8_layers_[l].experts.push_back(expert(e, dims_.moe_intermediate));
+    if (dims_.n_shared > 0) int8_layers_[l].shared = expert(layers_[l].shared, dims_.n_shared * dims_.moe_intermediate);
+  }
+  int8_head_ = convert(lm_head_.rows, dims_.vocab, H);
+}
+
+size_t Decoder::quantized_bytes() const {
+  size_t total = int8_head_.bytes();
+  for (const Int8Layer& layer : int8_layers_) {
+    for (const Int8Expert& e : layer.experts) total += e.gate.bytes() + e.up.bytes() + e.down.bytes();
+    total += layer.shared.gate.bytes() + layer.shared.up.bytes() + layer.shared.down.bytes();
+  }
+  return total;
+}
+
+void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t* best) {
+  const int64_t H = dims_.hidden;
+  // Validate everything before touching any cache.
+  std::set<const KvCache*> seen;
+  int64_t rows = 0;
+  for (const ForwardEntry& entry : entries) {
+    if (!entry.cache) throw std::invalid_argument("forward: entry without a sequence");
+    if (!seen.insert(entry.cache).second) throw std::invalid_argument("forward: a sequence appears twice in one batch");
+    check_forward_entry(dims_, entry, entry.cache->rules_);
+    rows += static_cast<int64_t>(entry.ids.size());
+  }
+
+  const int64_t QW = dims_.heads * dims_.head_dim, KW = dims_.kv_heads * dims_.head_dim;
+  grow(x_, rows * H);
+  grow(norm_, rows * H);
+  grow(proj_, rows * H);
+  grow(q_, rows * QW);
+  grow(attn_, rows * QW);
+  grow(k_, rows * KW);
+  grow(v_, rows * KW);
+  grow(router_logits_, rows * std::max<int64_t>(dims_.n_routed, 1));
+  grow(last_rows_, static_cast<int64_t>(entries.size()) * H);
+  row_pos_.resize(rows);
+  row_entry_.resize(rows);
+  queries_.clear();
+
+  int64_t r = 0;
+  for (size_t b = 0; b < entries.size(); ++b) {
+    ForwardEntry& entry = entries[b];
+    KvCache& cache = *entry.cache;
+    const int64_t n = static_cast<int64_t>(entry.ids.size());
+    cache.reserve_rows(cache.rules_.begin_append(n));
+    queries_.push_back({&cache, r, n, cache.length()});
+    for (int64_t i = 0; i < n; ++i, ++r) {
+      row_pos_[r] = cache.length() + i;
+      row_entry_[r] = static_cast<int64_t>(b);
+      const bf16_t* src = embed_ + static_cast<int64_t>(entry.ids[i]) * H;
+      for (int64_t j = 0; j < H; ++j) x_[r * H + j] = bf16_to_f32(src[j]);
+    }
+    for (size_t e = 0; e < entry.embed_rows.size(); ++e)
+      std::copy_n(entry.embeds.data() + e * H, H, x_.data() + (r - n + entry.embed_rows[e]) * H);
+  }
+
+  for (int64_t l = 0; l < dims_.layers; ++l) {
+    const Layer& layer = layers_[l];
+    for (int64_t i = 0; i < rows; ++i)
+      kernels_.rmsnorm(x_.data() + i * H, layer.input_norm.rows, norm_.data() + i * H, H, dims_.rms_eps);
+    attention(l, entries, rows);
+    kernels_.axpy(x_.data(), 1.f, proj_.data(), rows * H);
+    for (int64_t i = 0; i < rows; ++i)
+      kernels_.rmsnorm(x_.data() + i * H, layer.post_norm.rows, norm_.data() + i * H, H, dims_.rms_eps);
+    feed_forward(layer, rows);
+  }
+  for (ForwardEntry& entry : entries) entry.cache->rules_.end_append(static_cast<int64_t>(entry.ids.size()));
+
+  // Only each sequence's last token needs logits.
+  int64_t end = 0;
+  for (size_t b = 0; b < entries.size(); ++b) {
+    end += static_cast<int64_t>(entries[b].ids.size());
+    kernels_.rmsnorm(x_.data() + (end - 1) * H, final_norm_, last_rows_.data() + b * H, H, dims_.rms_eps);
+  }
+  head(entries, logits, best);
+}
+
+void Decoder::head(std::vector<ForwardEntry>& entries, float* logits, int32_t* best) {
+  constexpr int64_t kChunk = 1024;  // vocabulary rows per task: 4 KB of logits per sequence
+  static_assert(kChunk % kPanelColumns == 0, "a chunk of the packed head starts on a panel");
+  const int64_t B = static_cast<int64_t>(entries.size()), V = dims_.vocab, H = dims_.hidden;
+  const int64_t chunks = (V + kChunk - 1) / kChunk;
+  logits_row_.resize(B);
+  int64_t rows = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    logits_row_[b] = entries[b].want_logits ? rows++ : -1;
+    std::sort(entries[b].banned.begin(), entries[b].banned.end());
+  }
+  chunk_best_.resize(chunks * B);
+  pool_.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    thread_local std::vector<float> y;
+    if (static_cast<int64_t>(y.size()) < B * kChunk) y.resize(B * kChunk);
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t n0 = c * kChunk, width = std::min(kChunk, V - n0);
+      if (int8_head_.rows > 0) {
+        active_quant_kernels().gemm_int8(last_rows_.data(), H, int8_head_.view().rows_from(n0), y.data(), kChunk, B, 0, width);
+      } else {
+        if (lm_head_.packed.empty()) {
+          kernels_.gemm_bf16(last_rows_.data(), H, lm_head_.rows + n0 * H, y.data(), kChunk, B, 0, width, H);
+        } else {  // the chunk's first panel: kPanelColumns rows of H values rounded up to pairs each
+          const bf16_t* panels = lm_head_.packed.data() + n0 * ((H + 1) / 2 * 2);
+          kernels_.gemm_bf16_packed(last_rows_.data(), H, panels, y.data(), kChunk, B, 0, width, H);
+        }
+      }
+      for (int64_t b = 0; b < B; ++b) {
+        const float* row = y.data() + b * kChunk;
+        if (logits_row_[b] >= 0) std::copy_n(row, width, logits + logits_row_[b] * V + n0);
+        const std::vector<int32_t>& banned = entries[b].banned;
+        const auto is_banned = [&](int64_t j) { return std::binary_search(banned.begin(), banned.end(), static_cast<int32_t>(n0 + j)); };
+        int64_t pick = kernels_.argmax(row, width);
+        if (is_banned(pick)) {  // rare: scan the chunk past its banned ids
+          pick = -1;
+          for (int64_t j = 0; j < width; ++j)
+            if (!is_banned(j) && (pick < 0 || row[j] > row[pick])) pick = j;
+        }
+        chunk_best_[c * B + b] = pick < 0 ? std::make_pair(0.f, -1) : std::make_pair(row[pick], static_cast<int32_t>(n0 + pick));
+      }
+    }
+  });
+  for (int64_t b = 0; b < B; ++b) {
+    int32_t id = -1;
+    float value = 0.f;
+    for (int64_t c = 0; c < chunks; ++c) {  // in id order: an earlier chunk keeps a tie
+      const auto& [v, i] = chunk_best_[c * B + b];
+      if (i >= 0 && (id < 0 || v > value)) value = v, id = i;
+    }
+    best[b] = id < 0 ? 0 : id;
+  }
+}
+
+void Decoder::attention(int64_t l, std::vector<ForwardEntry>& entries, int64_t rows) {
+  const Layer& layer = layers_[l];
+  const int64_t H = dims_.hidden, D = dims_.head_dim;
+  const int64_t QW = dims_.heads * D, KW = dims_.kv_heads * D;
+  products_.assign({{norm_.data(), &layer.wq, q_.data(), rows, QW, H},
+                    {norm_.data(), &layer.wk, k_.data(), rows, KW, H},
+                    {norm_.data(), &layer.wv, v_.data(), rows, KW, H}});
+  matmul_bf16_group(pool_, products_, precision_);
+
+  // Rotate and store every new key before any query attends: within a call, later rows of the
+  // same sequence are only visible to later queries through visible_slots().
+  for (int64_t r = 0; r < rows; ++r) {
+    KvCache& cache = *entries[row_entry_[r]].cache;
+    rope_rotate_half(q_.data() + r * QW, dims_.heads, D, row_pos_[r], dims_.rope_theta);
+    rope_rotate_half(k_.data() + r * KW, dims_.kv_heads, D, row_pos_[r], dims_.rope_theta);
+    cache.store(kernels_, l, cache.rules_.slot_of(row_pos_[r]), k_.data() + r * KW, v_.data() + r * KW);
+  }
+
+  attend_caches(pool_, kernels_, dims_, l, queries_, q_.data(), attn_.data(), attention_scratch_, precision_);
+  matmul_bf16(pool_, attn_.data(), layer.wo, proj_.data(), rows, H, QW, precision_);
+}
+
+void Decoder::feed_forward(const Layer& layer, int64_t rows) {
+  const int64_t H = dims_.hidden, E = dims_.n_routed;
+  tasks_.clear();
+  all_rows_.clear();
+  for (int64_t r = 0; r < rows; ++r) all_rows_.emplace_back(r, 1.f);
+  if (!layer.moe) {
+    tasks_.push_back({&layer.dense, dims_.intermediate, &all_rows_});
+    run_experts();
+    return;
+  }
+  // Router in F32: softmax over experts, top-k by score (lower index first on ties), weights not
+  // renormalised unless norm_topk_prob.
+  matmul_f32(pool_, norm_.data(), layer.router.data(), router_logits_.data(), rows, E, H);
+  rows_of_expert_.resize(E);
+  for (auto& assigned : rows_of_expert_) assigned.clear();  // keeps capacity: no allocation once warm
+  std::vector<int64_t>& order = expert_order_;
+  order.resize(E);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* scores = router_logits_.data() + r * E;
+    kernels_.softmax(scores, E);
+    for (int64_t e = 0; e < E; ++e) order[e] = e;
+    std::partial_sort(order.begin(), order.begin() + dims_.top_k, order.end(),
+                      [&](int64_t a, int64_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); });
+    float norm = 1.f;
+    if (dims_.norm_topk) {
+      float sum = 0.f;
+      for (int64_t k = 0; k < dims_.top_k; ++k) sum += scores[order[k]];
+      norm = 1.f / (sum + 1e-20f);
+    }
+    for (int64_t k = 0; k < dims_.top_k; ++k)
+      rows_of_expert_[order[k]].emplace_back(r, scores[order[k]] * norm * dims_.routed_scaling);
+  }
+  // Routed experts in index order, then the shared ones: every row sums its experts in the same
+  // order whatever else is in the batch.
+  const Int8Layer* int8 = int8_layers_.empty() ? nullptr : &int8_layers_[&layer - layers_.data()];
+  for (int64_t e = 0; e < E; ++e) {
+    if (rows_of_expert_[e].empty()) continue;
+    tasks_.push_back({&layer.experts[e], dims_.moe_intermediate, &rows_of_expert_[e], int8 ? &int8->experts[e] : nullptr});
+    ++routed_expert_passes_;
+  }
+  if (dims_.n_shared > 0)
+    tasks_.push_back({&layer.shared, dims_.n_shared * dims_.moe_intermediate, &all_rows_, int8 ? &int8->shared : nullptr});
+  run_experts();
+}
+
+// The products gathered in products_ (BF16) and int8_products_, one dispatch each.
+void Decoder::run_products() {
+  if (!products_.empty()) matmul_bf16_group(pool_, products_, precision_);
+  if (!int8_products_.empty()) matmul_int8_group(pool_, int8_products_);
+}
+
+// Runs tasks_ in waves of at most kWaveRows gathered rows (a larger task runs alone): per wave,
+// one dispatch for every task's gate and up products, one for every down product, so the
+// selected experts of a decode step stream through memory in two passes of the pool.
+void Decoder::run_experts() {
+  constexpr int64_t kWaveRows = 1024;
+  const int64_t H = dims_.hidden;
+  for (size_t first = 0; first < tasks_.size();) {
+    size_t end = first;
+    int64_t rows = 0, mid = 0;
+    while (end < tasks_.size()) {
+      const int64_t m = static_cast<int64_t>(tasks_[end].rows->size());
+      if (end > first && rows + m > kWaveRows) break;
+      rows += m;
+      mid += m * tasks_[end].width;
+      ++end;
+    }
+    grow(expert_in_, rows * H);
+    grow(expert_out_, rows * H);
+    grow(gate_, mid);
+    grow(up_, mid);
+    products_.clear();
+    int8_products_.clear();
+    int64_t row = 0, offset = 0;
+    for (size_t t = first; t < end; ++t) {
+      const ExpertTask& task = tasks_[t];
+      const int64_t m = static_cast<int64_t>(task.rows->size());
+      for (int64_t i = 0; i < m; ++i)
+        std::copy_n(norm_.data() + (*task.rows)[i].first * H, H, expert_in_.data() + (row + i) * H);
+      const float* x = expert_in_.data() + row * H;
+      if (task.int8) {
+        int8_products_.push_back({x, task.int8->gate.view(), gate_.data() + offset, m, task.width});
+        int8_products_.push_back({x, task.int8->up.view(), up_.data() + offset, m, task.width});
+      } else {
+        products_.push_back({x, &task.expert->gate, gate_.data() + offset, m, task.width, H});
+        products_.push_back({x, &task.expert->up, up_.data() + offset, m, task.width, H});
+      }
+      row += m;
+      offset += m * task.width;
+    }
+    run_products();
+    kernels_.swiglu(gate_.data(), up_.data(), gate_.data(), mid);
+    products_.clear();
+    int8_products_.clear();
+    row = 0, offset = 0;
+    for (size_t t = first; t < end; ++t) {
+      const ExpertTask& task = tasks_[t];
+      const int64_t m = static_cast<int64_t>(task.rows->size());
+      float* y = expert_out_.data() + row * H;
+      if (task.int8)
+        int8_products_.push_back({gate_.data() + offset, task.int8->down.view(), y, m, H});
+      else
+        products_.push_back({gate_.data() + offset, &task.expert->down, y, m, H, task.width});
+      row += m;
+      offset += m * task.width;
+    }
+    run_products();
+    row = 0;
+    for (size_t t = first; t < end; ++t)
+      for (const auto& [r, weight] : *tasks_[t].rows) kernels_.axpy(x_.data() + r * H, weight, expert_out_.data() + row++ * H, H);
+    first = end;
+  }
+}
+
+}  // namespace scriptorium

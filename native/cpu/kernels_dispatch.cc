@@ -1,0 +1,64 @@
+// Runtime choice of kernel set: the best the CPU supports, or SCRIPTORIUM_KERNELS when that names
+// a supported set. The environment is read once, on the first active_kernels() call. libgcc's
+// __builtin_cpu_supports also checks (XGETBV) that the OS saves YMM/ZMM state.
+#include <cstdlib>
+#include <cstring>
+
+#include "cpu/kernels.h"
+
+namespace scriptorium {
+
+namespace {
+
+struct Entry {
+  const char* name;
+  const KernelSet& (*get)();
+  bool (*supported)();
+};
+
+bool has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
+bool has_avx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
+// DQ is required too: kernels_avx512bf16.cc is built with -mavx512dq and reuses the avx512 set.
+bool has_avx512bf16() { return has_avx512() && __builtin_cpu_supports("avx512bf16"); }
+
+bool always() { return true; }
+
+// Best first.
+constexpr Entry kEntries[] = {
+    {"avx512bf16", kernels_avx512bf16, has_avx512bf16},
+    {"avx512", kernels_avx512, has_avx512},
+    {"avx2", kernels_avx2, has_avx2},
+    {"scalar", kernels_scalar, always},
+};
+
+const KernelSet& best() {
+  __builtin_cpu_init();
+  for (const Entry& e : kEntries)
+    if (e.supported()) return e.get();
+  return kernels_scalar();
+}
+
+}  // namespace
+
+const KernelSet* kernels_by_name(const char* name) {
+  if (name == nullptr) return nullptr;
+  __builtin_cpu_init();
+  for (const Entry& e : kEntries)
+    if (std::strcmp(e.name, name) == 0) return e.supported() ? &e.get() : nullptr;
+  return nullptr;
+}
+
+const KernelSet& active_kernels() {
+  static const KernelSet& set = []() -> const KernelSet& {
+    const KernelSet* named = kernels_by_name(std::getenv("SCRIPTORIUM_KERNELS"));
+    return named != nullptr ? *named : best();
+  }();
+  return set;
+}
+
+}  // namespace scriptorium

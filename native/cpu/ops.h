@@ -1,0 +1,119 @@
+// Threaded drivers over the active KernelSet: each splits its work across the ThreadPool.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "common/precision.h"
+#include "common/safetensors.h"
+#include "common/thread_pool.h"
+#include "cpu/kernels.h"
+
+namespace scriptorium {
+
+// Work on rows [m0, m1) of a product's Y once those rows hold their products (a bias, an
+// activation, a residual add): called from pool threads on disjoint row ranges covering [0, M).
+using RowEpilogue = std::function<void(int64_t m0, int64_t m1)>;
+
+// Y[M, N] = X[M, K] @ W[N, K]^T; X f32 (row stride K), W bf16, Y f32 (row stride N).
+// Split over N in chunks sized so each thread streams its share of W once for all M rows; with
+// many rows (vision encoders, long prefills) split over M instead, so each X row is converted once.
+// Either way each Y element is bitwise the same (KernelSet::gemm_bf16 is row invariant).
+// `epilogue`, when given, runs on the row split right after each block of about 1 MiB of Y rows
+// is computed, by the same thread while they are in cache; on the column split, after the
+// product, over all rows.
+void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, int64_t M, int64_t N,
+                 int64_t K, Precision precision, const RowEpilogue& epilogue = {});
+
+// `bytes` of anonymous memory that starts on a 2 MiB boundary, advised onto huge pages; fresh pages
+// read as zero. Unmapped with the last owner.
+std::shared_ptr<void> map_huge_pages(size_t bytes);
+
+// A call's large activations (a batch of views through an encoder, attention's operands): memory
+// from map_huge_pages, so hundreds of megabytes fault in 2 MiB at a time instead of 4 KiB, and
+// nothing is written by the buffer itself: the kernels' own parallel writes are the first touch,
+// where a std::vector would zero-fill it on one thread first. Growing maps new memory and drops
+// the old contents; shrinking keeps them.
+template <typename T>
+class LargeBuffer {
+  static_assert(std::is_trivial_v<T>, "LargeBuffer holds plain values");
+
+ public:
+  LargeBuffer() = default;
+  explicit LargeBuffer(int64_t n) { resize(n); }
+  void resize(int64_t n) {
+    if (n > capacity_) {
+      memory_ = map_huge_pages(static_cast<size_t>(n) * sizeof(T));
+      capacity_ = n;
+    }
+    size_ = n;
+  }
+  int64_t size() const { return size_; }
+  T* data() { return static_cast<T*>(memory_.get()); }
+  const T* data() const { return static_cast<const T*>(memory_.get()); }
+
+ private:
+  std::shared_ptr<void> memory_;
+  int64_t size_ = 0, capacity_ = 0;
+};
+
+// Weights W[N, K] packed once for KernelSet::gemm_bf16_packed (the layout beside kPanelColumns in
+// kernels.h), on kernel sets that have packed products (the others read W as stored).
+// Packed weights are placed one after another in shared anonymous slabs advised onto 2 MiB huge
+// pages, so that a model's many small matrices (experts of 2.3 MB, say) sit on huge pages too:
+// fewer page faults while packing, far fewer TLB misses while streaming them. A slab is unmapped
+// with the last weight in it. Default-constructed: empty.
+class PackedBf16 {
+ public:
+  PackedBf16() = default;
+  // Safe to call from several threads at once.
+  PackedBf16(const bf16_t* W, int64_t N, int64_t K);
+  bool empty() const { return !data_; }
+  const bf16_t* data() const { return data_.get(); }
+
+ private:
+  std::shared_ptr<const bf16_t> data_;
+};
+
+// matmul_bf16 against packed weights: the same splits, each Y element bitwise independent of them
+// (but not matmul_bf16's: the packed kernels round in another order). W must not be empty.
+void matmul_bf16_packed(ThreadPool& pool, const float* X, const PackedBf16& W, float* Y, int64_t M, int64_t N,
+                        int64_t K, Precision precision, const RowEpilogue& epilogue = {});
+
+// A model's BF16 weight W[N, K]: the checkpoint's rows, or those rows packed once at load where the
+// kernel set multiplies packed weights (pack_weight; the rows' pages are then released and only
+// `packed` is read).
+struct Bf16Weight {
+  const bf16_t* rows = nullptr;
+  PackedBf16 packed;
+};
+
+// Packs W[N, K], mapped from `checkpoint`, where the active kernel set multiplies packed weights,
+// and releases its mapped rows (they are not read again); leaves it as it is on other sets.
+// Safe to call for different weights from several threads at once.
+void pack_weight(const Checkpoint& checkpoint, Bf16Weight& W, int64_t N, int64_t K);
+
+// matmul_bf16 or matmul_bf16_packed, whichever form W is held in.
+void matmul_bf16(ThreadPool& pool, const float* X, const Bf16Weight& W, float* Y, int64_t M, int64_t N, int64_t K,
+                 Precision precision, const RowEpilogue& epilogue = {});
+
+// One product of a group: Y[M, N] = X[M, K] @ W[N, K]^T, row strides K (X) and N (Y).
+struct MatmulBf16 {
+  const float* X;
+  const Bf16Weight* W;
+  float* Y;
+  int64_t M, N, K;
+};
+
+// Runs every product of the group in one dispatch over their concatenated columns, so a layer's
+// small products (q/k/v, the selected experts) share one wake-up of the pool. The weights are all
+// packed or all rows. Each Y element is bitwise what matmul_bf16 gives at the same precision.
+void matmul_bf16_group(ThreadPool& pool, const std::vector<MatmulBf16>& group, Precision precision);
+
+// Same with F32 weights W[N, K].
+void matmul_f32(ThreadPool& pool, const float* X, const float* W, float* Y, int64_t M, int64_t N,
+                int64_t K);
+
+}  // namespace scriptorium
