@@ -14,7 +14,7 @@ export type MaxTiles = 6 | 9 | 32;
  * the set's iteration order, which follows CPython's tuple hashes and hash-table layout. Produced by running
  * that expression — sorted(set((i, j) for n in range(2, max + 1) for i in range(1, n + 1)
  * for j in range(1, n + 1) if 2 <= i * j <= max), key=lambda x: x[0] * x[1]) — on CPython 3.8 to 3.13 (all
- * give this order); test/tiling.test.ts re-derives it when python3 is installed.
+ * give this order); test/engine/tiling.test.ts re-derives it when python3 is installed.
  */
 const CANDIDATE_ORDER: Record<MaxTiles, string> = {
   6: '1x2 2x1 3x1 1x3 4x1 1x4 2x2 1x5 5x1 6x1 2x3 1x6 3x2',

@@ -1,0 +1,65 @@
+// What `scriptorium status` prints from a queue status: an ETA only while workers are alive, and
+// rates per kind of page, the slowest kind deciding when the pages are through.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { statusLines } from '../../src/cli/status-command.js';
+import type { LiveWorker } from '../../src/queue/live-workers.js';
+import { DOCUMENTS, pageQueue } from '../../src/queue/queue-names.js';
+import type { QueueStatus } from '../../src/queue/queue-status.js';
+
+const NOW = Date.UTC(2030, 0, 1, 12, 0, 0);
+const COUNTS = { waiting: 0, prioritized: 0, active: 0, delayed: 0, 'waiting-children': 0, completed: 0, failed: 0, paused: 0 };
+const WORKER: LiveWorker = {
+  host: 'ocr-1',
+  pid: 7,
+  backend: 'cpu-avx2',
+  threads: 8,
+  variant: 'v1',
+  checkpoint: 'sha256:abc',
+  startedAt: NOW - 60_000,
+  lastHeartbeat: NOW - 2_000,
+  currentJobs: [],
+  pagesDone: 0,
+  pagesFailed: 0,
+};
+
+function status(liveWorkers: LiveWorker[]): QueueStatus {
+  return {
+    queues: [
+      { queue: DOCUMENTS, workers: liveWorkers.length, counts: COUNTS },
+      { queue: pageQueue('v1'), workers: liveWorkers.length, counts: COUNTS },
+    ],
+    documents: { kind: 'documents', completed: 2, perMinute: 0.2, left: 3 },
+    pages: [
+      // 100 tiny pages at 50 a minute: 2 min; 30 gundam pages at 1 a minute: 30 min.
+      { kind: 'v1-markdown-gundam', completed: 10, perMinute: 1, left: 30 },
+      { kind: 'v1-markdown-tiny', completed: 500, perMinute: 50, left: 100 },
+    ],
+    liveWorkers,
+    failed: [],
+  };
+}
+
+function rowOf(lines: string[], label: string): string {
+  const row = lines.filter((line) => line.startsWith(label)).at(-1);
+  assert.ok(row !== undefined, `no row ${label} in\n${lines.join('\n')}`);
+  return row;
+}
+
+test('without a live worker, no ETA is given: the time left says "no live workers"', () => {
+  const lines = statusLines(status([]), 'redis://r', 10, NOW);
+  assert.match(rowOf(lines, 'scriptorium:documents'), /no live workers$/);
+  assert.match(rowOf(lines, 'pages (all variants)'), /no live workers$/);
+  assert.match(rowOf(lines, '  v1-markdown-tiny'), /no live workers$/);
+  assert.ok(lines.includes('no live workers (start one with `scriptorium work`)'));
+});
+
+test('each kind of page has its own rate and time left; the slowest kind gives the queue its ETA', () => {
+  const lines = statusLines(status([WORKER]), 'redis://r', 10, NOW);
+  assert.match(rowOf(lines, '  v1-markdown-tiny'), /500 pages\s+50\.0\s+100 pages\s+2 min$/);
+  assert.match(rowOf(lines, '  v1-markdown-gundam'), /10 pages\s+1\.0\s+30 pages\s+30 min$/);
+  // One rate over both kinds (51 a minute) would have promised 3 minutes.
+  assert.match(rowOf(lines, 'pages (all variants)'), /510 pages\s+51\.0\s+130 pages\s+30 min$/);
+  assert.match(rowOf(lines, 'scriptorium:documents'), /2 documents\s+0\.2\s+3 documents\s+15 min$/);
+});

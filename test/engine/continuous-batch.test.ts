@@ -1,0 +1,123 @@
+// Continuous batching: requests join and leave a running batch between decode steps (tiny V1 checkpoint).
+import assert from 'node:assert/strict';
+import { before, describe, test } from 'node:test';
+
+import { ContinuousBatch, generate, type GenerationRequest } from '../../src/engine/generate.js';
+import type { ForwardInput, ForwardOutput } from '../../src/engine/native-binding.js';
+import { NativeModel } from '../../src/engine/native-model.js';
+import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
+
+const FIRST: GenerationRequest = { promptIds: [0, 3000, 3001, 3002], maxNewTokens: 60, stopAtEos: false };
+const SECOND: GenerationRequest = { promptIds: [0, 42, 4242, 424, 2, 9000, 77], maxNewTokens: 25, stopAtEos: false };
+const THIRD: GenerationRequest = { promptIds: [0, 128815, 201, 21842], maxNewTokens: 10, stopAtEos: false };
+
+/** The request, calling `onToken(n)` as its n-th token (1-based) is generated. */
+function counting(request: GenerationRequest, onToken: (n: number) => void): GenerationRequest {
+  let n = 0;
+  const text = {
+    push: () => {
+      onToken(++n);
+      return '';
+    },
+    flush: () => '',
+  };
+  return { ...request, stream: { text, onText: () => undefined } };
+}
+
+describe('continuous batching', () => {
+  let model: NativeModel;
+  const alone = new Map<GenerationRequest, number[]>();
+
+  before(async () => {
+    model = await NativeModel.load(await tinyCheckpoint('v1'));
+    for (const request of [FIRST, SECOND, THIRD]) alone.set(request, (await generate(model, [request]))[0].ids);
+  });
+
+  test('a request that joins a running batch gets the same ids as decoded alone, and so does the running one', async () => {
+    const batch = new ContinuousBatch(model, 4);
+    let joinedAt = -1;
+    let second: Promise<{ ids: number[] }> | undefined;
+    let overlapped = false;
+    const first = batch.generate(
+      counting(FIRST, (n) => {
+        if (n === 10) {
+          joinedAt = n;
+          second = batch.generate(SECOND);
+        }
+        if (n > 12 && batch.size.active === 2) overlapped = true;
+      }),
+    );
+    const firstResult = await first;
+    assert.equal(joinedAt, 10);
+    assert.ok(overlapped, 'the second request never decoded beside the first');
+    assert.deepEqual(firstResult.ids, alone.get(FIRST));
+    assert.deepEqual((await second!).ids, alone.get(SECOND));
+  });
+
+  test('beyond maxSequences a request waits for a place and starts when one leaves', async () => {
+    const batch = new ContinuousBatch(model, 2);
+    const events: string[] = [];
+    const runs = [
+      batch.generate(counting(THIRD, (n) => n === THIRD.maxNewTokens && events.push('short done'))),
+      batch.generate(counting(FIRST, () => undefined)),
+      batch.generate(counting(SECOND, (n) => n === 1 && events.push('waiting started'))),
+    ];
+    const results = await Promise.all(runs);
+    assert.deepEqual(events, ['short done', 'waiting started']);
+    assert.deepEqual(results.map((r) => r.ids), [alone.get(THIRD), alone.get(FIRST), alone.get(SECOND)]);
+  });
+
+  test('an aborted request leaves the batch with its reason; the others finish unchanged', async () => {
+    const batch = new ContinuousBatch(model, 4);
+    const controller = new AbortController();
+    const aborted = batch.generate(
+      counting(FIRST, (n) => n === 5 && controller.abort(new Error('page timed out'))),
+      controller.signal,
+    );
+    const other = batch.generate(SECOND);
+    await assert.rejects(aborted, /page timed out/);
+    assert.deepEqual((await other).ids, alone.get(SECOND));
+    assert.deepEqual(batch.size, { active: 0, waiting: 0 });
+  });
+
+  test('a request with a prompt outside the vocabulary is refused before it joins', () => {
+    const batch = new ContinuousBatch(model, 2);
+    assert.throws(() => batch.generate({ promptIds: [0, 129280], maxNewTokens: 1 }), /outside \[0, 129280\)/);
+    assert.deepEqual(batch.size, { active: 0, waiting: 0 });
+  });
+});
+
+describe('a forward call that fails', () => {
+  /** A decoder whose forward call rejects whenever it holds the prompt id POISON; it records each call's batch size. */
+  const POISON = 666;
+  function poisonedModel(batchSizes: number[]): NativeModel {
+    const model = {
+      vocab: 1000,
+      config: { eosId: 1 },
+      createSequence: () => {
+        const sequence = { length: 0, prefixLength: -1, cacheBytes: 0, release: () => undefined };
+        return sequence;
+      },
+      forward: async (inputs: ForwardInput[]): Promise<ForwardOutput[]> => {
+        batchSizes.push(inputs.length);
+        if (inputs.some((input) => input.ids.includes(POISON))) throw new Error('this decoder rejects the poison id');
+        for (const input of inputs) (input.sequence as { length: number }).length += input.ids.length;
+        return inputs.map(() => ({ best: 7 }));
+      },
+    };
+    return model as unknown as NativeModel;
+  }
+
+  test('is retried one sequence at a time, so only the sequence that fails is failed', async () => {
+    const batchSizes: number[] = [];
+    const batch = new ContinuousBatch(poisonedModel(batchSizes), 3);
+    const requests = [[0, 5], [0, POISON], [0, 6]].map((promptIds) => batch.generate({ promptIds, maxNewTokens: 2, stopAtEos: false }));
+    const outcomes = await Promise.allSettled(requests);
+    assert.deepEqual(
+      outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value.ids : (outcome.reason as Error).message)),
+      [[7, 7], 'this decoder rejects the poison id', [7, 7]],
+    );
+    // The three shared a call before the failure split them.
+    assert.ok(batchSizes.includes(3), `batch sizes ${batchSizes.join(', ')}`);
+  });
+});

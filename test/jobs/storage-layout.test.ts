@@ -1,0 +1,74 @@
+// The storage layout: every key the pipeline writes, as one table of expectations.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import {
+  checkDocId,
+  documentKeys,
+  documentResultKeys,
+  inputLinkKey,
+  isPipelineKey,
+  pageResultKey,
+  rejectedInputKey,
+  resultsFolder,
+} from '../../src/jobs/storage-layout.js';
+
+const DOC_ID = '0123456789abcdef0123456789abcdef';
+
+test('a document stages its source under staging/ with its type as extension, and its results under results/', () => {
+  assert.deepEqual(documentKeys(DOC_ID, 'jpeg'), { source: `staging/${DOC_ID}/source.jpeg`, results: `results/${DOC_ID}/` });
+  assert.equal(resultsFolder(DOC_ID), `results/${DOC_ID}/`);
+});
+
+test('a page result is results/<docId>/pages/<nnnn>.json or .md, 1-based and four digits', () => {
+  assert.equal(pageResultKey(DOC_ID, 1, 'json'), `results/${DOC_ID}/pages/0001.json`);
+  assert.equal(pageResultKey(DOC_ID, 123, 'md'), `results/${DOC_ID}/pages/0123.md`);
+  assert.equal(pageResultKey(DOC_ID, 12345, 'md'), `results/${DOC_ID}/pages/12345.md`);
+});
+
+test('a page number below 1 or fractional makes no key', () => {
+  assert.throws(() => pageResultKey(DOC_ID, 0, 'json'), RangeError);
+  assert.throws(() => pageResultKey(DOC_ID, 1.5, 'json'), RangeError);
+});
+
+test('the assembled document is document.md, document.json and the _DONE marker in its results folder', () => {
+  assert.deepEqual(documentResultKeys(DOC_ID), {
+    markdown: `results/${DOC_ID}/document.md`,
+    json: `results/${DOC_ID}/document.json`,
+    done: `results/${DOC_ID}/_DONE`,
+    failedPages: `results/${DOC_ID}/_FAILED_PAGES`,
+  });
+});
+
+test('a rejected input is recorded under rejected/ by 32 hex digits of its uri', () => {
+  assert.equal(rejectedInputKey('s3://inbox/notes.txt'), rejectedInputKey('s3://inbox/notes.txt'));
+  assert.match(rejectedInputKey('s3://inbox/notes.txt'), /^rejected\/[0-9a-f]{32}\.json$/);
+  assert.notEqual(rejectedInputKey('s3://inbox/a.txt'), rejectedInputKey('s3://inbox/b.txt'));
+});
+
+test('a link to an input’s results is by-input/<name>, a name that cannot leave the folder', () => {
+  assert.equal(inputLinkKey('samples/sample.pdf'), 'by-input/samples/sample.pdf');
+  assert.throws(() => inputLinkKey('../etc'), /'\.\.' segment/);
+});
+
+test('an id that documentId cannot have made becomes no key', () => {
+  const message = /docId must be 32 lowercase hex digits, as documentId returns; got "\.\.\/etc"/;
+  assert.throws(() => documentKeys('../etc', 'pdf'), message);
+  assert.throws(() => documentResultKeys('../etc'), message);
+  assert.throws(() => pageResultKey('../etc', 1, 'md'), message);
+  assert.throws(() => checkDocId(DOC_ID.toUpperCase()), RangeError);
+});
+
+test('every key the layout builds lies in a pipeline folder; other keys do not', () => {
+  const built = [
+    documentKeys(DOC_ID, 'pdf').source,
+    pageResultKey(DOC_ID, 2, 'json'),
+    documentResultKeys(DOC_ID).done,
+    rejectedInputKey('/in/notes.txt'),
+    inputLinkKey('in/notes.pdf'),
+  ];
+  for (const key of built) assert.equal(isPipelineKey(key), true, key);
+  for (const key of ['inbox/a.pdf', 'results', 'resultsx/a.pdf', 'stagingarea/a.pdf', 'a/results/b.pdf']) {
+    assert.equal(isPipelineKey(key), false, key);
+  }
+});

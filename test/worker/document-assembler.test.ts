@@ -1,0 +1,212 @@
+// Document assembly from page statuses and page JSONs on file:// storage: document.md, document.json,
+// then the _DONE marker.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+
+import type { DocumentJobData, StageTimings } from '../../src/jobs/job-types.js';
+import type { DocumentResultJson, PageResultJson } from '../../src/jobs/result-json.js';
+import { documentKeys, pageResultKey } from '../../src/jobs/storage-layout.js';
+import { openStorage } from '../../src/storage/open-storage.js';
+import type { Storage } from '../../src/storage/storage.js';
+import { assembleDocument, failedPageNote, type PageStatus } from '../../src/worker/document-assembler.js';
+
+let root: string;
+let storage: Storage;
+const putEvents: string[] = [];
+
+before(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-worker-assembler-'));
+  storage = recordingPuts(openStorage(root), putEvents);
+});
+after(() => rm(root, { recursive: true, force: true }));
+
+/** Pages 1 and 3 done (every stage 10 and 30 ms), page 2 failed. */
+async function assembleThreePages(name: string): Promise<DocumentResultJson> {
+  await storePage(name, 1, 'First page.', 10);
+  await storePage(name, 3, 'Third page.', 30);
+  return assembleDocument(documentJob(name, 3), [
+    { page: 3, status: 'done', key: pageKey(name, 3) },
+    { page: 1, status: 'done', key: pageKey(name, 1) },
+    { page: 2, status: 'failed', reason: 'the PDF is damaged' },
+  ], storage);
+}
+
+test("document.md joins the pages' markdown in page order, a failed page replaced by a note", async () => {
+  await assembleThreePages('md');
+  assert.equal(
+    (await storage.get(`results/${idOf('md')}/document.md`)).toString(),
+    'First page.\n\n<--- Page Split --->\n\n<!-- page 2 failed: the PDF is damaged -->\n\n<--- Page Split --->\n\nThird page.\n',
+  );
+});
+
+test('document.json lists done pages, failed pages with reasons, and stage statistics over done pages', async () => {
+  const returned = await assembleThreePages('json');
+  const stored = JSON.parse((await storage.get(`results/${idOf('json')}/document.json`)).toString()) as DocumentResultJson;
+  assert.deepEqual(stored, returned);
+  assert.deepEqual(stored.pages, [
+    { page: 1, status: 'done', key: `results/${idOf('json')}/pages/0001.json` },
+    { page: 3, status: 'done', key: `results/${idOf('json')}/pages/0003.json` },
+  ]);
+  assert.deepEqual(stored.failedPages, [{ page: 2, reason: 'the PDF is damaged' }]);
+  assert.deepEqual(stored.timings_ms.decode, { total: 40, p50: 10, p90: 30, p99: 30, max: 30 });
+  assert.deepEqual(stored.source, { uri: 's3://in/json.pdf', type: 'pdf', pages: 3 });
+  assert.equal(stored.model?.checkpoint, 'sha256:tiny');
+});
+
+test('the marker (here _FAILED_PAGES: page 2 failed) is written only after document.md and document.json are stored', async () => {
+  await assembleThreePages('order');
+  const events = putEvents.filter((event) => event.includes(`results/${idOf('order')}/`) && !event.includes('/pages/'));
+  const markerStarted = events.indexOf(`start results/${idOf('order')}/_FAILED_PAGES`);
+  assert.ok(markerStarted > events.indexOf(`end results/${idOf('order')}/document.md`), events.join('\n'));
+  assert.ok(markerStarted > events.indexOf(`end results/${idOf('order')}/document.json`), events.join('\n'));
+  assert.equal(events.at(-1), `end results/${idOf('order')}/_FAILED_PAGES`);
+});
+
+test('_DONE only when every page succeeded; otherwise _FAILED_PAGES with the reasons and the options, and no _DONE', async () => {
+  await assembleThreePages('partial');
+  assert.equal(await storage.exists(`results/${idOf('partial')}/_DONE`), false);
+  const marker = JSON.parse((await storage.get(`results/${idOf('partial')}/_FAILED_PAGES`)).toString());
+  assert.deepEqual(
+    { failedPages: marker.failedPages, options: marker.options, type: marker.type },
+    { failedPages: [{ page: 2, reason: 'the PDF is damaged' }], options: documentJob('partial', 3).options, type: 'pdf' },
+  );
+  await storePage('whole', 1, 'Only page.', 5);
+  await assembleDocument(documentJob('whole', 1), [{ page: 1, status: 'done', key: pageKey('whole', 1) }], storage);
+  assert.deepEqual([await storage.exists(`results/${idOf('whole')}/_DONE`), await storage.exists(`results/${idOf('whole')}/_FAILED_PAGES`)], [true, false]);
+});
+
+test('a page without a status whose result is stored (an earlier run read it) counts as done', async () => {
+  await storePage('resumed', 1, 'Read by the interrupted run.', 5);
+  await storePage('resumed', 2, 'Read now.', 5);
+  const document = await assembleDocument(documentJob('resumed', 2), [{ page: 2, status: 'done', key: pageKey('resumed', 2) }], storage);
+  assert.deepEqual({ pages: document.pages.map(({ page }) => page), failed: document.failedPages }, { pages: [1, 2], failed: [] });
+});
+
+test('a page without any reported status is listed as failed', async () => {
+  await storePage('silent', 1, 'Only page read.', 5);
+  const document = await assembleDocument(documentJob('silent', 2), [{ page: 1, status: 'done', key: pageKey('silent', 1) }], storage);
+  assert.deepEqual(document.failedPages, [{ page: 2, reason: 'no page result was reported' }]);
+});
+
+test('a page reported done whose JSON is missing is listed as failed', async () => {
+  const document = await assembleDocument(documentJob('lost', 1), [{ page: 1, status: 'done', key: pageKey('lost', 1) }], storage);
+  assert.deepEqual(document.failedPages, [{ page: 1, reason: `the page was reported done but results/${idOf('lost')}/pages/0001.json is missing` }]);
+  assert.deepEqual(document.timings_ms.total, { total: 0, p50: 0, p90: 0, p99: 0, max: 0 });
+});
+
+test('a page reported failed and then done (a retry) counts as done', async () => {
+  await storePage('retried', 1, 'Read on the second try.', 5);
+  const statuses: PageStatus[] = [
+    { page: 1, status: 'failed', reason: 'storage unreachable' },
+    { page: 1, status: 'done', key: pageKey('retried', 1) },
+  ];
+  const document = await assembleDocument(documentJob('retried', 1), statuses, storage);
+  assert.deepEqual({ pages: document.pages.length, failed: document.failedPages }, { pages: 1, failed: [] });
+});
+
+test('a page reported failed whose JSON is in storage counts as done', async () => {
+  // A worker that lost its lock while alive stored the page after the queue had given the job up.
+  await storePage('stored-late', 1, 'Stored by a worker that lost its lock.', 5);
+  const document = await assembleDocument(documentJob('stored-late', 1), [{ page: 1, status: 'failed', reason: 'gave up' }], storage);
+  assert.deepEqual(document.pages, [{ page: 1, status: 'done', key: pageKey('stored-late', 1) }]);
+  assert.deepEqual(document.failedPages, []);
+});
+
+test('a failure note stays one HTML comment whatever the reason holds', () => {
+  assert.equal(failedPageNote(7, 'bad xref -->\nat offset 12'), '<!-- page 7 failed: bad xref - -> at offset 12 -->');
+});
+
+/** A docId for a test's name, so that every test writes its own results folder. */
+function idOf(name: string): string {
+  return createHash('sha256').update(name).digest('hex').slice(0, 32);
+}
+
+function documentJob(name: string, pageCount: number): DocumentJobData {
+  const docId = idOf(name);
+  return {
+    docId,
+    sourceUri: `s3://in/${name}.pdf`,
+    storage: storage.url,
+    type: 'pdf',
+    pageCount,
+    keys: documentKeys(docId, 'pdf'),
+    options: { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 144 },
+    enqueuedAt: 0,
+  };
+}
+
+function pageKey(name: string, page: number): string {
+  return pageResultKey(idOf(name), page, 'json');
+}
+
+/** A page JSON whose stages all took `stageMs`. */
+async function storePage(name: string, page: number, markdown: string, stageMs: number): Promise<void> {
+  const timings = Object.fromEntries(
+    ['queued', 'fetch', 'render', 'preprocess', 'encode', 'prefill', 'decode', 'postprocess', 'store', 'total'].map((stage) => [stage, stageMs]),
+  ) as StageTimings;
+  const json: PageResultJson = {
+    docId: idOf(name),
+    source: { uri: `s3://in/${name}.pdf`, page },
+    render: { width: 612, height: 792, dpi: 72, pdfPage: { width: 612, height: 792 } },
+    model: { variant: 'v1', task: 'markdown', mode: 'tiny', checkpoint: 'sha256:tiny', synthetic: true },
+    markdown,
+    blocks: [],
+    tokens: { prompt: 83, image: 73, generated: 8 },
+    finish: 'length',
+    timings_ms: timings,
+    worker: { host: 'test-host', backend: 'cpu-test', attempt: 1 },
+    scriptorium: { version: '0.1.0', commit: 'unknown' },
+  };
+  await storage.put(pageKey(name, page), Buffer.from(JSON.stringify(json)));
+}
+
+/** The storage, recording when each put starts and ends. */
+function recordingPuts(inner: Storage, events: string[]): Storage {
+  return {
+    url: inner.url,
+    put: async (...args) => {
+      events.push(`start ${args[0]}`);
+      await inner.put(...args);
+      events.push(`end ${args[0]}`);
+    },
+    get: (key) => inner.get(key),
+    getStream: (key) => inner.getStream(key),
+    exists: (key) => inner.exists(key),
+    delete: (key) => inner.delete(key),
+    list: (...args) => inner.list(...args),
+    stat: (key) => inner.stat(key),
+  };
+}
+
+test('a page whose stored JSON is damaged is listed as failed with the reason; the other pages are assembled', async () => {
+  await storePage('damaged', 1, 'Readable page.', 5);
+  await storage.put(pageKey('damaged', 2), Buffer.from('{"docId": "trunc'));
+  const document = await assembleDocument(documentJob('damaged', 2), [
+    { page: 1, status: 'done', key: pageKey('damaged', 1) },
+    { page: 2, status: 'done', key: pageKey('damaged', 2) },
+  ], storage);
+  assert.deepEqual(document.pages.map(({ page }) => page), [1]);
+  assert.equal(document.failedPages.length, 1);
+  assert.match(document.failedPages[0].reason, new RegExp(`^results/${idOf('damaged')}/pages/0002\\.json is not JSON: `));
+});
+
+test('a document of which no page was read names no model: no checkpoint is guessed', async () => {
+  const document = await assembleDocument(documentJob('unread', 1), [{ page: 1, status: 'failed', reason: 'the PDF is damaged' }], storage);
+  assert.equal(document.model, null);
+});
+
+test("a damaged document's document.json says what is wrong; its lost pages are failed pages", async () => {
+  await storePage('damaged-source', 1, 'The page that was left.', 5);
+  const damage = 'damaged PDF: it is truncated or its cross-reference table is broken; rebuilt from its objects, 1 of 2 pages can be read';
+  const document = await assembleDocument({ ...documentJob('damaged-source', 2), damage }, [
+    { page: 1, status: 'done', key: pageKey('damaged-source', 1) },
+    { page: 2, status: 'failed', reason: 'page index 1 could not be loaded by PDFium' },
+  ], storage);
+  const stored = JSON.parse((await storage.get(`results/${idOf('damaged-source')}/document.json`)).toString()) as DocumentResultJson;
+  assert.equal(stored.damage, damage);
+  assert.deepEqual(document.failedPages.map(({ page }) => page), [2]);
+});
