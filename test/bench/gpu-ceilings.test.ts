@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { parseBenchArgs } from '../../bench/bench-options.js';
-import { gpuModelCeilings, measureGpuCeilings, type MachineCeilings } from '../../bench/native-probes.js';
+import { parseBenchArgs } from '../../bench/engine/bench-options.js';
+import { gpuModelCeilings, measureGpuCeilings, type MachineCeilings } from '../../bench/engine/native-probes.js';
 import { gpuBackendReport } from '../../src/engine/compute-device.js';
 
 const report = await gpuBackendReport();

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { measureCeilings } from '../../bench/native-probes.js';
+import { measureCeilings } from '../../bench/engine/native-probes.js';
 import { nativeBinding } from '../../src/engine/native-binding.js';
 import { NativeModel } from '../../src/engine/native-model.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';

@@ -7,12 +7,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { parseBenchArgs } from '../../bench/bench-options.js';
-import { runMeasureProcess } from '../../bench/measure-client.js';
-import type { PeerAnswer, PeerJob } from '../../bench/measure-jobs.js';
-import { parsePeerProfile } from '../../bench/peer-profile.js';
-import { mergePeerAnswers, peerText, summarisePeer } from '../../bench/peer-report.js';
-import { checkPeerBinary, peerArgs, runPeer } from '../../bench/peer-run.js';
+import { parseBenchArgs } from '../../bench/engine/bench-options.js';
+import { runMeasureProcess } from '../../bench/engine/measure-client.js';
+import type { PeerAnswer, PeerJob } from '../../bench/engine/measure-jobs.js';
+import { parsePeerProfile } from '../../bench/engine/peer-profile.js';
+import { mergePeerAnswers, peerText, summarisePeer } from '../../bench/engine/peer-report.js';
+import { checkPeerBinary, peerArgs, runPeer } from '../../bench/engine/peer-run.js';
 import { UsageError } from '../../src/cli/usage.js';
 import { DS_OCR_V1_STDERR, DS_OCR_V2_STDERR, FAKE_PEER_SCRIPT } from '../support/ds-ocr-output.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';

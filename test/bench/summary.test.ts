@@ -1,11 +1,11 @@
-// Medians and ceiling ratios of the benchmark (bench/stats.ts, bench/summary.ts).
+// Medians and ceiling ratios of the benchmark (bench/engine/stats.ts, bench/engine/summary.ts).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { PageAnswer } from '../../bench/measure-jobs.js';
-import { median, medianSeries } from '../../bench/stats.js';
-import { bandwidthEfficiency, computeEfficiency, summariseBatch, summariseLatency, summarisePage } from '../../bench/summary.js';
-import type { MachineCeilings } from '../../bench/native-probes.js';
+import type { PageAnswer } from '../../bench/engine/measure-jobs.js';
+import { median, medianSeries } from '../../bench/engine/stats.js';
+import { bandwidthEfficiency, computeEfficiency, summariseBatch, summariseLatency, summarisePage } from '../../bench/engine/summary.js';
+import type { MachineCeilings } from '../../bench/engine/native-probes.js';
 
 const CEILINGS: MachineCeilings = {
   kernels: 'avx512bf16',

@@ -1,8 +1,8 @@
-// The benchmark's dependency-free SVG line plot (bench/svg-plot.ts).
+// The benchmark's dependency-free SVG line plot (bench/engine/svg-plot.ts).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { linearScale, linePlotSvg, niceTicks } from '../../bench/svg-plot.js';
+import { linearScale, linePlotSvg, niceTicks } from '../../bench/engine/svg-plot.js';
 
 describe('linearScale', () => {
   test('maps the domain ends onto the range ends and interpolates between them', () => {

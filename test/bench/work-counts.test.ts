@@ -1,4 +1,4 @@
-// The benchmark's work counts on dimensions small enough to count by hand (bench/work-counts.ts).
+// The benchmark's work counts on dimensions small enough to count by hand (bench/engine/work-counts.ts).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
@@ -14,11 +14,11 @@ import {
   samFlops,
   samOutputGrid,
   visibleSlots,
-} from '../../bench/work-counts.js';
+} from '../../bench/engine/work-counts.js';
 import { pageTileGrid } from '../../src/engine/image-preprocess.js';
 import type { DecoderDims } from '../../src/engine/model-config.js';
 import type { ClipDims, Qwen2Dims, SamDims } from '../../src/engine/vision-config.js';
-import { PAGE_CASES } from '../../bench/page-cases.js';
+import { PAGE_CASES } from '../../bench/engine/page-cases.js';
 
 const SAM: SamDims = {
   width: 8,

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 
 import type { DecoderDims } from '../../src/engine/model-config.js';
 import { NativeModel } from '../../src/engine/native-model.js';
-import { measureInt8Products } from '../../bench/native-probes.js';
+import { measureInt8Products } from '../../bench/engine/native-probes.js';
 import { parseCommandLine } from '../../src/cli/command-line.js';
 import { ENGINE_OPTIONS } from '../../src/cli/engine-options.js';
 import { greedyReference } from '../reference/reference-generate.js';

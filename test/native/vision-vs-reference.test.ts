@@ -14,7 +14,7 @@ import { ReferenceDecoder } from '../reference/reference-decoder.js';
 import { greedyReference, type GreedyResult } from '../reference/reference-generate.js';
 import { ReferenceVision } from '../reference/vision-reference.js';
 import { compareDecoding, describeComparison, maxAbs, maxAbsDiff, RELATIVE_TOLERANCE } from '../support/compare-with-reference.js';
-import { embedAgreement } from '../../bench/precision-accuracy.js';
+import { embedAgreement } from '../../bench/engine/precision-accuracy.js';
 import { assertEmbedsWithin, PRECISION_BOUNDS, PRECISIONS } from '../support/precision-bounds.js';
 import { referenceEmbeds } from '../support/reference-embeds.js';
 import { syntheticPage } from '../support/synthetic-images.js';

@@ -1,8 +1,8 @@
 // What each --precision mode must reach against the float64 reference (docs/model.md §12); the
-// measures are the benchmark's own (bench/precision-accuracy.ts).
+// measures are the benchmark's own (bench/engine/precision-accuracy.ts).
 import assert from 'node:assert/strict';
 
-import { embedAgreement } from '../../bench/precision-accuracy.js';
+import { embedAgreement } from '../../bench/engine/precision-accuracy.js';
 import type { Precision } from '../../src/engine/precision.js';
 import { RELATIVE_TOLERANCE, type LogitTolerances } from './compare-with-reference.js';
 

@@ -3,7 +3,7 @@
 // and a file:// storage, and each run reports pages per minute and checks that every page was read
 // exactly once and none failed.
 //
-//   npm run build && node bench/scaling.mjs [--workers 1,2,3] [--docs 24] [--max-tokens 200]
+//   npm run build && node bench/queue/scaling.mjs [--workers 1,2,3] [--docs 24] [--max-tokens 200]
 //                                           [--mode base] [--model DIR]
 //
 // The documents are one-page PDFs of text like `scriptorium samples` writes; the model is --model,
@@ -20,15 +20,15 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 
-import { resolveModelDir } from '../dist/src/model/model-resolve.js';
-import { loadModelConfig } from '../dist/src/engine/model-config.js';
-import { enqueueDocuments } from '../dist/src/producer/enqueue.js';
-import { startEmbeddedRedis } from '../dist/src/queue/embedded-redis.js';
-import { listLiveWorkers } from '../dist/src/queue/live-workers.js';
-import { redisOptions } from '../dist/src/queue/redis.js';
-import { FileStorage } from '../dist/src/storage/file-storage.js';
+import { resolveModelDir } from '../../dist/src/model/model-resolve.js';
+import { loadModelConfig } from '../../dist/src/engine/model-config.js';
+import { enqueueDocuments } from '../../dist/src/producer/enqueue.js';
+import { startEmbeddedRedis } from '../../dist/src/queue/embedded-redis.js';
+import { listLiveWorkers } from '../../dist/src/queue/live-workers.js';
+import { redisOptions } from '../../dist/src/queue/redis.js';
+import { FileStorage } from '../../dist/src/storage/file-storage.js';
 
-const MAIN = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
 
 const { values } = parseArgs({
   options: {

@@ -2,10 +2,10 @@
 // multi-page single-pass prompt (V3's parse-multi prompt with `pages` base-mode pages). The prefix is
 // fed as token ids alone: at batch 1 a step reads the same weights whatever the content (top-k
 // experts plus the shared ones), so the image rows need no encoder outputs.
-import { imageTokenCount } from '../src/engine/image-tokens.js';
-import { NativeModel } from '../src/engine/native-model.js';
-import { buildPromptIds, promptText } from '../src/engine/prompts.js';
-import { Tokenizer } from '../src/engine/tokenizer.js';
+import { imageTokenCount } from '../../src/engine/image-tokens.js';
+import { NativeModel } from '../../src/engine/native-model.js';
+import { buildPromptIds, promptText } from '../../src/engine/prompts.js';
+import { Tokenizer } from '../../src/engine/tokenizer.js';
 import { warmUpDecoder } from './decoder-warm-up.js';
 import { peakRssBytes, type LatencyAnswer, type LatencyJob } from './measure-jobs.js';
 import { decodeWeightBytes, KV_ELEMENT_BYTES, kvReadBytes } from './work-counts.js';

@@ -3,7 +3,7 @@
 // claim and complete them with a growing number of claimers whose engine step is REPLACED BY A FIXED
 // DELAY (no OCR runs), and report the enqueue rate, the claim latency percentiles, Redis memory per
 // job, and the largest number of claimers before Redis becomes the bottleneck:
-//   npm run build && node dist/bench/queue-load.js [--jobs 100000] [--claimers 1,4,16,64,128] [--delay-ms 50]
+//   npm run build && node dist/bench/queue/queue-load.js [--jobs 100000] [--claimers 1,4,16,64,128] [--delay-ms 50]
 // A claimer is one job slot: a `scriptorium work` process holds --concurrency (2 × --batch) of them.
 // Redis is $REDIS_URL, else a private redis-server started for the run.
 import os from 'node:os';
@@ -12,18 +12,18 @@ import { performance } from 'node:perf_hooks';
 import { FlowProducer, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 
-import { defineCommand, type CommandLine } from '../src/cli/command-line.js';
-import { integer, integers } from '../src/cli/options.js';
-import { exitWith, runCommandLine } from '../src/cli/usage.js';
-import type { DocumentJobData, OcrJobOptions, PageJobData } from '../src/jobs/job-types.js';
-import { documentFlow } from '../src/producer/enqueue.js';
-import type { PlannedDocument } from '../src/producer/plan-document.js';
-import { startEmbeddedRedis, type EmbeddedRedis } from '../src/queue/embedded-redis.js';
-import { DOCUMENTS, pageQueue } from '../src/queue/queue-names.js';
-import { redisOptions } from '../src/queue/redis.js';
-import { nearestRankPercentile } from '../src/worker/stage-stats.js';
+import { defineCommand, type CommandLine } from '../../src/cli/command-line.js';
+import { integer, integers } from '../../src/cli/options.js';
+import { exitWith, runCommandLine } from '../../src/cli/usage.js';
+import type { DocumentJobData, OcrJobOptions, PageJobData } from '../../src/jobs/job-types.js';
+import { documentFlow } from '../../src/producer/enqueue.js';
+import type { PlannedDocument } from '../../src/producer/plan-document.js';
+import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/queue/embedded-redis.js';
+import { DOCUMENTS, pageQueue } from '../../src/queue/queue-names.js';
+import { redisOptions } from '../../src/queue/redis.js';
+import { nearestRankPercentile } from '../../src/worker/stage-stats.js';
 
-const USAGE = `Usage: node dist/bench/queue-load.js [--jobs N] [--pages-per-document P] [--claimers C1,C2,...] [--delay-ms D] [--stage-seconds S]
+const USAGE = `Usage: node dist/bench/queue/queue-load.js [--jobs N] [--pages-per-document P] [--claimers C1,C2,...] [--delay-ms D] [--stage-seconds S]
 
 Enqueues N page jobs (default 100000, P = 10 per document), claims and completes them with each number
 of claimers in turn for S seconds (default 10) and then drains the rest with the largest; each job's

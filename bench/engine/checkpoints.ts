@@ -7,12 +7,12 @@ import { access, mkdir, readdir, readFile, rename, rm, symlink, writeFile } from
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 
-import type { Variant } from '../src/vocabulary/ocr-vocabulary.js';
-import { parseModelConfig } from '../src/engine/model-config.js';
-import { modelConfig, type ModelSize } from '../src/model/synth/model-configs.js';
-import { synthCheckpoint } from '../src/model/synth/synth-checkpoint.js';
-import { tensorManifest } from '../src/model/synth/tensor-manifest.js';
-import { parseVisionDims } from '../src/engine/vision-config.js';
+import type { Variant } from '../../src/vocabulary/ocr-vocabulary.js';
+import { parseModelConfig } from '../../src/engine/model-config.js';
+import { modelConfig, type ModelSize } from '../../src/model/synth/model-configs.js';
+import { synthCheckpoint } from '../../src/model/synth/synth-checkpoint.js';
+import { tensorManifest } from '../../src/model/synth/tensor-manifest.js';
+import { parseVisionDims } from '../../src/engine/vision-config.js';
 
 async function exists(file: string): Promise<boolean> {
   return access(file).then(

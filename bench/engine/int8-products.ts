@@ -1,4 +1,4 @@
-// The int8 kernel sets side by side (`node dist/bench/int8-products.js [--threads N]`): each set
+// The int8 kernel sets side by side (`node dist/bench/engine/int8-products.js [--threads N]`): each set
 // streams one int8 matrix far larger than the caches at batch 1 and 8, as decode reads its experts,
 // and its weight bytes per second are divided by the memory read bandwidth measured in the same run.
 import { parseArgs } from 'node:util';

@@ -3,8 +3,8 @@
 // steps taken in turns (the order alternating every step) so that both see the same machine load.
 // A step reads the weights it touches plus every cached key and value: the half cache halves the
 // second share.
-import type { NativeSequence } from '../src/engine/native-binding.js';
-import { NativeModel } from '../src/engine/native-model.js';
+import type { NativeSequence } from '../../src/engine/native-binding.js';
+import { NativeModel } from '../../src/engine/native-model.js';
 import { randomIds, warmUpDecoder } from './decoder-warm-up.js';
 import { peakRssBytes, type KvCacheAnswer, type KvCacheJob } from './measure-jobs.js';
 import { decodeWeightBytes, KV_ELEMENT_BYTES, kvReadBytes } from './work-counts.js';

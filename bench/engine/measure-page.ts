@@ -1,8 +1,8 @@
 // One page case in this process: the engine prepares the prompt once (which also brings the vision
 // weights into memory) and the decoder is warmed up, then every run encodes the same views again,
 // timing each stage, and generates a fixed number of tokens from the prepared prompt.
-import { generate } from '../src/engine/generate.js';
-import { OcrEngine, type PreparedPrompt } from '../src/engine/ocr-engine.js';
+import { generate } from '../../src/engine/generate.js';
+import { OcrEngine, type PreparedPrompt } from '../../src/engine/ocr-engine.js';
 import { warmUpDecoder } from './decoder-warm-up.js';
 import { peakRssBytes, type EncodeSample, type PageAnswer, type PageJob } from './measure-jobs.js';
 import { pageCase, syntheticPage } from './page-cases.js';

@@ -1,7 +1,7 @@
 // Inputs shared by the decoder measurements: seeded token ids, and a warm-up that brings the
 // decoder's weights into memory before anything is timed (the checkpoint is memory-mapped, so the
 // first pass over each weight would otherwise pay for page faults).
-import type { NativeModel } from '../src/engine/native-model.js';
+import type { NativeModel } from '../../src/engine/native-model.js';
 
 /** Lowest id of the tokenizer's added (special and OCR) tokens: generated prompts stay below it. */
 const FIRST_ADDED_ID = 128000;

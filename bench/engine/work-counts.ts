@@ -5,9 +5,9 @@
 // ceilings: products with BF16 weights (linear layers, convolutions as im2col GEMMs) run on
 // gemm_bf16; activation-by-activation products (attention scores and values, SAM's relative
 // position terms, the MoE router) run on gemm_f32. Norms, activations and softmax are not counted.
-import type { DecoderDims } from '../src/engine/model-config.js';
-import type { KvCacheDtype, WeightQuantization } from '../src/engine/native-binding.js';
-import type { ClipDims, Qwen2Dims, SamDims, VisionDims } from '../src/engine/vision-config.js';
+import type { DecoderDims } from '../../src/engine/model-config.js';
+import type { KvCacheDtype, WeightQuantization } from '../../src/engine/native-binding.js';
+import type { ClipDims, Qwen2Dims, SamDims, VisionDims } from '../../src/engine/vision-config.js';
 
 export interface Flops {
   bf16: number;

@@ -1,7 +1,7 @@
 // The page configurations the benchmark measures, and the synthetic page images they read. Speed
 // does not depend on pixel values, only on the views a page becomes, which the page size decides.
-import type { OcrTask, Variant, VisionMode } from '../src/vocabulary/ocr-vocabulary.js';
-import type { RgbImage } from '../src/documents/rgb-image.js';
+import type { OcrTask, Variant, VisionMode } from '../../src/vocabulary/ocr-vocabulary.js';
+import type { RgbImage } from '../../src/documents/rgb-image.js';
 
 export interface PageCase {
   id: string;

@@ -1,6 +1,6 @@
 // The `kvcache` part's figures: per KV-cache storage, the median decode step after the long prefix
 // beside the time its bytes (weights plus cache) take at the measured read bandwidth.
-import type { KvCacheDtype } from '../src/engine/native-binding.js';
+import type { KvCacheDtype } from '../../src/engine/native-binding.js';
 import type { KvCacheAnswer } from './measure-jobs.js';
 import type { MachineCeilings } from './native-probes.js';
 import { formatTable } from './report-table.js';

@@ -5,11 +5,11 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
-import { UsageError } from '../src/cli/usage.js';
-import { resolveDevice } from '../src/engine/compute-device.js';
-import type { Variant } from '../src/vocabulary/ocr-vocabulary.js';
-import { QUANTIZE_CHOICES } from '../src/engine/native-binding.js';
-import type { Precision } from '../src/engine/precision.js';
+import { UsageError } from '../../src/cli/usage.js';
+import { resolveDevice } from '../../src/engine/compute-device.js';
+import type { Variant } from '../../src/vocabulary/ocr-vocabulary.js';
+import { QUANTIZE_CHOICES } from '../../src/engine/native-binding.js';
+import type { Precision } from '../../src/engine/precision.js';
 import { parseBenchArgs, USAGE, type BenchOptions } from './bench-options.js';
 import { benchCheckpoint } from './checkpoints.js';
 import { kvCacheText, summariseKvCache, type KvCacheSummary } from './kv-cache-report.js';

@@ -4,13 +4,13 @@
 # sequences), all as ratios to the device's measured ceilings. Under 8 minutes on a data-centre GPU
 # once the full-size checkpoints exist (writing them takes about a minute more on first use).
 #
-#   bash bench/gpu-check.sh                  # the first discrete GPU (--device auto)
-#   DEVICE=gpu:1 bash bench/gpu-check.sh     # another device; extra arguments go to the bench
+#   bash bench/engine/gpu-check.sh                  # the first discrete GPU (--device auto)
+#   DEVICE=gpu:1 bash bench/engine/gpu-check.sh     # another device; extra arguments go to the bench
 #
 # The tests run on gpu:0: where several Vulkan drivers are installed (a GPU and Mesa's llvmpipe),
 # VK_DRIVER_FILES=/usr/share/vulkan/icd.d/nvidia_icd.json (say) leaves the loader only the GPU's.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export SCRIPTORIUM_REQUIRE_VULKAN=1
 device="${DEVICE:-auto}"
 
@@ -21,4 +21,4 @@ bash native/vulkan/test/run.sh
 for test in dist/test/gpu-*.test.js dist/test/device-*.test.js; do
   node --test --test-concurrency=1 "$test"
 done
-node dist/bench/main.js --device "$device" --quick --only decode,batch --cases v1-base,v3-base "$@"
+node dist/bench/engine/main.js --device "$device" --quick --only decode,batch --cases v1-base,v3-base "$@"

@@ -2,7 +2,7 @@
 // seeded random ids in one batched prefill, then advance together, one greedy token each per forward
 // call. Only the forward calls of the decode steps are timed; the engine counts the routed experts
 // they run, which gives the bytes they read.
-import { NativeModel } from '../src/engine/native-model.js';
+import { NativeModel } from '../../src/engine/native-model.js';
 import { randomIds, warmUpDecoder } from './decoder-warm-up.js';
 import { peakRssBytes, type BatchAnswer, type BatchJob } from './measure-jobs.js';
 import { decodeRunBytes, KV_ELEMENT_BYTES } from './work-counts.js';

@@ -2,10 +2,10 @@
 // its own (one model loaded once, every run of the job in it), so its peak resident memory is the
 // job's own. Answers carry raw per-run samples and the work counted from the dims; the parent
 // takes medians and ratios to the ceilings.
-import type { DeviceSpec } from '../src/engine/compute-device.js';
-import type { Variant } from '../src/vocabulary/ocr-vocabulary.js';
-import type { KvCacheDtype, WeightQuantization } from '../src/engine/native-binding.js';
-import type { Precision } from '../src/engine/precision.js';
+import type { DeviceSpec } from '../../src/engine/compute-device.js';
+import type { Variant } from '../../src/vocabulary/ocr-vocabulary.js';
+import type { KvCacheDtype, WeightQuantization } from '../../src/engine/native-binding.js';
+import type { Precision } from '../../src/engine/precision.js';
 import type { PageCase } from './page-cases.js';
 import type { PageStageMs, PeerProfile } from './peer-profile.js';
 import type { Flops } from './work-counts.js';

@@ -9,9 +9,9 @@ import path from 'node:path';
 
 import sharp from 'sharp';
 
-import type { RgbImage } from '../src/documents/rgb-image.js';
-import { generate } from '../src/engine/generate.js';
-import { OcrEngine } from '../src/engine/ocr-engine.js';
+import type { RgbImage } from '../../src/documents/rgb-image.js';
+import { generate } from '../../src/engine/generate.js';
+import { OcrEngine } from '../../src/engine/ocr-engine.js';
 import { warmUpDecoder } from './decoder-warm-up.js';
 import type { PeerAnswer, PeerJob, PeerMode } from './measure-jobs.js';
 import { syntheticPage, type PageCase } from './page-cases.js';

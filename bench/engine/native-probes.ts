@@ -79,7 +79,7 @@ interface ProbesBinding {
   measureInt8Products(options: Int8ProductOptions): Promise<Int8ProductSpeed[]>;
 }
 
-const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 let binding: ProbesBinding | undefined;
 
 function probes(): ProbesBinding {

@@ -2,18 +2,18 @@
 // (preprocess + vision encode) and then decoded in a ContinuousBatch, all pages concurrently, the way
 // the page worker runs them. Random weights give random text, so every page generates exactly
 // --tokens tokens (no EOS stop). Outside `npm run bench` because it takes minutes per batch size:
-//   node dist/bench/pages-per-hour.js --model DIR [--pages 20] [--batch 1,8] [--tokens 400] [--precision P] [--quantize int8]
-import { defineCommand, type CommandLine } from '../src/cli/command-line.js';
-import { ENGINE_OPTIONS, engineChoices } from '../src/cli/engine-options.js';
-import { integer, integers, text } from '../src/cli/options.js';
-import { exitWith, runCommandLine } from '../src/cli/usage.js';
-import { ContinuousBatch } from '../src/engine/generate.js';
-import { OcrEngine } from '../src/engine/ocr-engine.js';
-import { generationDefaults } from '../src/engine/prompts.js';
+//   node dist/bench/engine/pages-per-hour.js --model DIR [--pages 20] [--batch 1,8] [--tokens 400] [--precision P] [--quantize int8]
+import { defineCommand, type CommandLine } from '../../src/cli/command-line.js';
+import { ENGINE_OPTIONS, engineChoices } from '../../src/cli/engine-options.js';
+import { integer, integers, text } from '../../src/cli/options.js';
+import { exitWith, runCommandLine } from '../../src/cli/usage.js';
+import { ContinuousBatch } from '../../src/engine/generate.js';
+import { OcrEngine } from '../../src/engine/ocr-engine.js';
+import { generationDefaults } from '../../src/engine/prompts.js';
 import { warmUpDecoder } from './decoder-warm-up.js';
 import { syntheticPage } from './page-cases.js';
 
-const USAGE = `Usage: node dist/bench/pages-per-hour.js --model DIR [--pages N] [--batch B1,B2,...] [--tokens T] [--device D] [--precision P] [--quantize none|int8]
+const USAGE = `Usage: node dist/bench/engine/pages-per-hour.js --model DIR [--pages N] [--batch B1,B2,...] [--tokens T] [--device D] [--precision P] [--quantize none|int8]
 
 Reads N synthetic A4 pages (base mode) at each batch size and prints pages/hour.`;
 

@@ -1,8 +1,8 @@
 // Fast precision against exact on one page case in this process: both models map the same
 // checkpoint, prepare the same page, and generate the same number of greedy tokens from it.
-import { generate } from '../src/engine/generate.js';
-import { OcrEngine, type PreparedPrompt } from '../src/engine/ocr-engine.js';
-import type { Precision } from '../src/engine/precision.js';
+import { generate } from '../../src/engine/generate.js';
+import { OcrEngine, type PreparedPrompt } from '../../src/engine/ocr-engine.js';
+import type { Precision } from '../../src/engine/precision.js';
 import type { AccuracyAnswer, AccuracyJob } from './measure-jobs.js';
 import { pageCase, syntheticPage } from './page-cases.js';
 import { agreeingPrefix, embedAgreement, maxRelativeError } from './precision-accuracy.js';

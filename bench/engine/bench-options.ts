@@ -2,13 +2,13 @@
 import os from 'node:os';
 import path from 'node:path';
 
-import { parseCommandLine } from '../src/cli/command-line.js';
-import { DEVICE_OPTION } from '../src/cli/device-option.js';
-import { choice, choices, flag, integer, text } from '../src/cli/options.js';
-import { HelpRequested, UsageError } from '../src/cli/usage.js';
-import { DEVICE_CHOICES, type DeviceSpec } from '../src/engine/compute-device.js';
-import type { ModelSize } from '../src/model/synth/model-configs.js';
-import { COMMAND_DEFAULT_PRECISION, PRECISION_CHOICES, type Precision } from '../src/engine/precision.js';
+import { parseCommandLine } from '../../src/cli/command-line.js';
+import { DEVICE_OPTION } from '../../src/cli/device-option.js';
+import { choice, choices, flag, integer, text } from '../../src/cli/options.js';
+import { HelpRequested, UsageError } from '../../src/cli/usage.js';
+import { DEVICE_CHOICES, type DeviceSpec } from '../../src/engine/compute-device.js';
+import type { ModelSize } from '../../src/model/synth/model-configs.js';
+import { COMMAND_DEFAULT_PRECISION, PRECISION_CHOICES, type Precision } from '../../src/engine/precision.js';
 import { PAGE_CASES, type PageCase } from './page-cases.js';
 import { PEER_CASES } from './peer-cases.js';
 
