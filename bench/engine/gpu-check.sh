@@ -4,8 +4,8 @@
 # sequences), all as ratios to the device's measured ceilings. Under 8 minutes on a data-centre GPU
 # once the full-size checkpoints exist (writing them takes about a minute more on first use).
 #
-#   bash bench/engine/gpu-check.sh                  # the first discrete GPU (--device auto)
-#   DEVICE=gpu:1 bash bench/engine/gpu-check.sh     # another device; extra arguments go to the bench
+#   bash bench/engine/gpu-check.sh                # the first discrete GPU (--device auto)
+#   DEVICE=gpu:1 bash bench/engine/gpu-check.sh   # another device; extra arguments go to the bench
 #
 # The tests run on gpu:0: where several Vulkan drivers are installed (a GPU and Mesa's llvmpipe),
 # VK_DRIVER_FILES=/usr/share/vulkan/icd.d/nvidia_icd.json (say) leaves the loader only the GPU's.
@@ -18,7 +18,7 @@ npm run build:native
 npm run build
 node dist/src/cli/main.js devices
 bash native/vulkan/test/run.sh
-for test in dist/test/gpu-*.test.js dist/test/device-*.test.js; do
+for test in dist/test/native/gpu-*.test.js dist/test/native/device-*.test.js; do
   node --test --test-concurrency=1 "$test"
 done
 node dist/bench/engine/main.js --device "$device" --quick --only decode,batch --cases v1-base,v3-base "$@"
