@@ -8,7 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-/** The repository's src/, from dist/test/ once built. */
+/** The repository's src/, from dist/test/layers/ once built. */
 const SRC = fileURLToPath(new URL('../../../src/', import.meta.url));
 
 /** What each folder of src/ may import besides itself. Imports point one way: down this table's layers. */

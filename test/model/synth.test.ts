@@ -15,7 +15,7 @@ import { INDEX_FILE } from '../../src/model/synth/safetensors-writer.js';
 import { synthCheckpoint } from '../../src/model/synth/synth-checkpoint.js';
 import { elementCount, tensorManifest, type TensorSpec } from '../../src/model/synth/tensor-manifest.js';
 
-const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url)); // dist/test/ → repo root
+const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url)); // dist/test/model/ → repo root
 const V3_CONFIG_FIXTURE = resolve(REPO_ROOT, '../shared/fixtures/unlimited-ocr/config.json');
 
 const sumParameters = (specs: TensorSpec[]) => specs.reduce((sum, s) => sum + elementCount(s), 0);

@@ -1,4 +1,4 @@
-// Files, directories, s3:// prefixes and exact S3 objects as producer inputs (archives: producer-archives.test.ts).
+// Files, directories, s3:// prefixes and exact S3 objects as producer inputs (archives: archives.test.ts).
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
