@@ -1,15 +1,17 @@
 // The layers of src/ (docs/design.md "Layers"), read from the import statements of every source file:
 // no two modules import each other, directly or around a loop, and each folder imports only the
 // folders its row below allows. A new import across folders must fit the table, or the table must
-// change on purpose.
+// change on purpose. The picture of the layers in docs/design.md draws every folder above each folder
+// the table lets it import.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-/** The repository's src/, from dist/test/layers/ once built. */
+/** The repository's src/ and docs/design.md, from dist/test/layers/ once built. */
 const SRC = fileURLToPath(new URL('../../../src/', import.meta.url));
+const DESIGN = fileURLToPath(new URL('../../../docs/design.md', import.meta.url));
 
 /** What each folder of src/ may import besides itself. Imports point one way: down this table's layers. */
 const ALLOWED_IMPORTS: Record<string, readonly string[]> = {
@@ -34,6 +36,25 @@ const ALLOWED_IMPORTS: Record<string, readonly string[]> = {
   storage: [],
   vocabulary: [],
 };
+
+/** The lines of the picture under "## Layers" in a design document: its first fenced block. */
+function layersPicture(markdown: string): string[] {
+  const section = markdown.slice(markdown.indexOf('## Layers\n'));
+  const fenced = /```\n([\s\S]*?)```/.exec(section);
+  assert.ok(markdown.includes('## Layers\n') && fenced, 'docs/design.md has a picture under "## Layers"');
+  return fenced[1].split('\n');
+}
+
+/** The line of the picture each folder is drawn on (undefined for a folder drawn on no line or on several). */
+function rowsOf(picture: readonly string[], folders: readonly string[]): Map<string, number | undefined> {
+  return new Map(
+    folders.map((folder) => {
+      const word = new RegExp(`(?<![\\w/])${folder}(?![\\w/])`);
+      const lines = picture.flatMap((line, at) => (word.test(line) ? [at] : []));
+      return [folder, lines.length === 1 ? lines[0] : undefined];
+    }),
+  );
+}
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -157,4 +178,27 @@ test('the table keeps the rules: nothing imports cli; queue and jobs import no p
   }
   assert.deepEqual(ALLOWED_IMPORTS.storage, []);
   assert.deepEqual(ALLOWED_IMPORTS.engine, ['documents', 'vocabulary']);
+});
+
+test('the layers picture of docs/design.md draws each folder once, above every folder it may import', () => {
+  const rows = rowsOf(layersPicture(readFileSync(DESIGN, 'utf8')), Object.keys(ALLOWED_IMPORTS));
+  assert.deepEqual([...rows].filter(([, row]) => row === undefined).map(([folder]) => folder), [], 'folders drawn on no line or on several');
+  const upward = Object.entries(ALLOWED_IMPORTS).flatMap(([folder, allowed]) =>
+    allowed.filter((imported) => rows.get(imported)! <= rows.get(folder)!).map((imported) => `${folder} -> ${imported}`),
+  );
+  assert.deepEqual(upward, []);
+});
+
+test('the picture reader finds a folder on the one line it is drawn on, never inside another name', () => {
+  const picture = ['client      worker', ' │', 'server ◄───┘', 'jobs · engine · worker ──► native addon'];
+  assert.deepEqual(
+    [...rowsOf(picture, ['cli', 'client', 'server', 'engine', 'worker'])],
+    [
+      ['cli', undefined],
+      ['client', 0],
+      ['server', 2],
+      ['engine', 3],
+      ['worker', undefined],
+    ],
+  );
 });
