@@ -4,19 +4,25 @@ import path from 'node:path';
 
 import { parseCommandLine } from '../../src/cli/command-line.js';
 import { DEVICE_OPTION } from '../../src/cli/device-option.js';
-import { choice, choices, flag, integer, text } from '../../src/cli/options.js';
+import { choice, choices, flag, integer, integers, positiveNumber, text } from '../../src/cli/options.js';
 import { HelpRequested, UsageError } from '../../src/cli/usage.js';
 import { DEVICE_CHOICES, type DeviceSpec } from '../../src/engine/compute-device.js';
 import type { ModelSize } from '../../src/model/synth/model-configs.js';
+import { QUANTIZE_CHOICES, type WeightQuantization } from '../../src/engine/native-binding.js';
 import { COMMAND_DEFAULT_PRECISION, PRECISION_CHOICES, type Precision } from '../../src/engine/precision.js';
 import { PAGE_CASES, type PageCase } from './page-cases.js';
 import { PEER_CASES } from './peer-cases.js';
 
-export const PARTS = ['ceilings', 'encoders', 'decode', 'latency', 'batch', 'kvcache', 'accuracy', 'peer'] as const;
+export const PARTS = ['ceilings', 'throughput', 'encoders', 'decode', 'latency', 'batch', 'kvcache', 'accuracy', 'peer'] as const;
 export type Part = (typeof PARTS)[number];
 
 /** Tokens generated per page in the comparison with the peer (the speed issue's figure). */
 const PEER_TOKENS = 256;
+/** What a real page generates, about: the throughput part's default. */
+const THROUGHPUT_TOKENS = 1000;
+const THROUGHPUT_BATCHES = [8, 16, 32, 64];
+/** Page cases of one page per prompt, which the throughput part reads. */
+const THROUGHPUT_CASES = PAGE_CASES.filter((c) => c.pages === 1);
 
 export const USAGE = `Usage: npm run bench -- [options]
 
@@ -33,6 +39,13 @@ a table on stdout, JSON and an SVG plot in --out; progress on stderr.
                        (default all, peer only with --peer-bin; the ceilings are measured in every
                        run, since every ratio needs them)
   --cases IDS          page cases for encoders, decode and accuracy: ${PAGE_CASES.map((c) => c.id).join(', ')} (default all)
+  --throughput-cases IDS  pages the throughput part reads as a worker does: ${THROUGHPUT_CASES.map((c) => c.id).join(', ')}
+                       (default v1-base)
+  --throughput-batches LIST  continuous batch sizes of the throughput part (default ${THROUGHPUT_BATCHES.join(',')})
+  --throughput-tokens N  tokens each page generates there (default ${THROUGHPUT_TOKENS}, a real page's length)
+  --throughput-pages N   pages per batch size there (default twice the batch size)
+  --throughput-quantize LIST  weights of the throughput part: none, int8 or both (default none,int8)
+  --core-hour-usd X    price of one core-hour: the throughput part then prints US dollars per million pages
   --peer-bin PATH      the peer's executable (ds-ocr's ds_ocr, built as bench/README.md describes): the peer
                        part reads the same pages with it, runs interleaved with ours
   --peer-cases IDS     pages of the peer part: ${PEER_CASES.map((c) => c.id).join(', ')} (default all)
@@ -44,8 +57,8 @@ a table on stdout, JSON and an SVG plot in --out; progress on stderr.
                        device's ceilings are measured too and the decoder's figures are ratios to them
   --precision P        ${PRECISION_CHOICES.join(' or ')}: the engine's precision for every part (default ${COMMAND_DEFAULT_PRECISION},
                        as the commands); the accuracy part compares fast with exact whatever it is
-  --quick              one run, 16 decode tokens, --max-len 256, 8 batch steps, a shorter ceilings probe
-                       (explicit options still win)`;
+  --quick              one run, 16 decode tokens, --max-len 256, 8 batch steps, throughput batches 2,4
+                       of 32 tokens, a shorter ceilings probe (explicit options still win)`;
 
 export interface BenchOptions {
   modelsDir: string;
@@ -54,6 +67,15 @@ export interface BenchOptions {
   runs: number;
   parts: ReadonlySet<Part>;
   cases: readonly PageCase[];
+  throughput: {
+    cases: readonly PageCase[];
+    batches: number[];
+    tokens: number;
+    /** Pages per batch size; undefined: twice the batch size. */
+    pages?: number;
+    quantize: WeightQuantization[];
+    coreHourUsd?: number;
+  };
   /** The peer's executable; the peer part runs only with one. */
   peerBin?: string;
   peerCases: readonly PageCase[];
@@ -81,6 +103,12 @@ const OPTIONS = {
   runs: integer({ min: 1 }),
   only: choices(PARTS),
   cases: choices(PAGE_CASES.map((c) => c.id)),
+  'throughput-cases': choices(THROUGHPUT_CASES.map((c) => c.id)),
+  'throughput-batches': integers({ min: 1 }),
+  'throughput-tokens': integer({ min: 1 }),
+  'throughput-pages': integer({ min: 1 }),
+  'throughput-quantize': choices(QUANTIZE_CHOICES).default([...QUANTIZE_CHOICES]),
+  'core-hour-usd': positiveNumber(),
   'peer-bin': text(),
   'peer-cases': choices(PEER_CASES.map((c) => c.id)),
   'max-len': integer({ min: 1 }),
@@ -115,6 +143,14 @@ export function parseBenchArgs(args: string[], env: NodeJS.ProcessEnv): BenchOpt
     runs: values.runs ?? (quick ? 1 : 3),
     parts,
     cases: values.cases === undefined ? PAGE_CASES : PAGE_CASES.filter((c) => values.cases!.includes(c.id)),
+    throughput: {
+      cases: THROUGHPUT_CASES.filter((c) => (values['throughput-cases'] ?? ['v1-base']).includes(c.id)),
+      batches: values['throughput-batches'] ?? (quick ? [2, 4] : THROUGHPUT_BATCHES),
+      tokens: values['throughput-tokens'] ?? (quick ? 32 : THROUGHPUT_TOKENS),
+      pages: values['throughput-pages'],
+      quantize: values['throughput-quantize'],
+      coreHourUsd: values['core-hour-usd'],
+    },
     peerBin: peerBin === undefined ? undefined : path.resolve(peerBin),
     peerCases: values['peer-cases'] === undefined ? PEER_CASES : PEER_CASES.filter((c) => values['peer-cases']!.includes(c.id)),
     peerTokens: values['decode-tokens'] ?? (quick ? 16 : PEER_TOKENS),

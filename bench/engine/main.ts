@@ -28,6 +28,7 @@ import {
   type PageSummary,
 } from './summary.js';
 import { linePlotSvg, type PlotSeries } from './svg-plot.js';
+import { summariseThroughput, throughputText, type ThroughputSummary } from './throughput-report.js';
 
 const BATCH_SIZES = [1, 4, 8, 16];
 /** A GPU's batches reach further: the target is 64 sequences at 20 times the speed of one. */
@@ -63,6 +64,8 @@ interface BenchResults {
   accuracy: AccuracyAnswer[];
   /** Side by side with the peer (ds-ocr), per page. */
   peer: PeerComparison[];
+  /** Pages read as a worker reads them, per case, weights and batch size. */
+  throughput: ThroughputSummary[];
 }
 
 function latencyPlot(latency: readonly LatencySummary[]): string {
@@ -112,6 +115,7 @@ async function main(args: string[]): Promise<number> {
     kvCache: [],
     accuracy: [],
     peer: [],
+    throughput: [],
   };
   const save = () => writeFile(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
   await save();
@@ -134,6 +138,23 @@ async function main(args: string[]): Promise<number> {
     if (!checkpoints.has(variant)) checkpoints.set(variant, await benchCheckpoint(options.modelsDir, variant, options.size, progress));
     return checkpoints.get(variant)!;
   };
+
+  if (parts.has('throughput')) {
+    const { throughput } = options;
+    for (const spec of throughput.cases) {
+      for (const quantize of throughput.quantize) {
+        for (const batch of throughput.batches) {
+          const pages = throughput.pages ?? 2 * batch;
+          progress(`throughput on ${spec.id}, quantize ${quantize}, batch ${batch}: ${pages} pages of ${throughput.tokens} tokens`);
+          // One run per batch size (each is minutes long); --runs is not used here.
+          const answer = await runMeasureProcess({ part: 'throughput', ...settings(await checkpoint(spec.variant)), caseId: spec.id, quantize, batch, pages, tokens: throughput.tokens });
+          results.throughput.push(summariseThroughput(answer, computeCeilings, throughput.coreHourUsd));
+          await save();
+        }
+      }
+    }
+    print(throughputText(results.throughput, computeCeilings));
+  }
 
   if (parts.has('encoders') || parts.has('decode')) {
     for (const spec of options.cases) {

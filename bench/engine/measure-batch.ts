@@ -5,12 +5,12 @@
 import { NativeModel } from '../../src/engine/native-model.js';
 import { randomIds, warmUpDecoder } from './decoder-warm-up.js';
 import { peakRssBytes, type BatchAnswer, type BatchJob } from './measure-jobs.js';
-import { decodeRunBytes, KV_ELEMENT_BYTES } from './work-counts.js';
+import { decodeRunBytes, KV_ELEMENT_BYTES, moeLayerCount } from './work-counts.js';
 
 export async function measureBatch(job: BatchJob, progress: (line: string) => void): Promise<BatchAnswer> {
   const model = await NativeModel.load(job.modelDir, { threads: job.threads, device: job.device, precision: job.precision, quantize: job.quantize });
   const d = model.config.decoder;
-  const moeLayers = Array.from({ length: d.layers }, (_, l) => d.routedExperts > 0 && l >= d.firstDenseLayers && l % d.moeLayerFreq === 0).filter(Boolean).length;
+  const moeLayers = moeLayerCount(d);
   progress('warming up the decoder');
   await warmUpDecoder(model);
   const rows: BatchAnswer['rows'] = [];

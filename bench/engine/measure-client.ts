@@ -17,6 +17,8 @@ import type {
   PageJob,
   PeerAnswer,
   PeerJob,
+  ThroughputAnswer,
+  ThroughputJob,
 } from './measure-jobs.js';
 
 const CHILD = fileURLToPath(new URL('./measure-process.js', import.meta.url));
@@ -27,6 +29,7 @@ export function runMeasureProcess(job: LatencyJob): Promise<LatencyAnswer>;
 export function runMeasureProcess(job: KvCacheJob): Promise<KvCacheAnswer>;
 export function runMeasureProcess(job: AccuracyJob): Promise<AccuracyAnswer>;
 export function runMeasureProcess(job: PeerJob): Promise<PeerAnswer>;
+export function runMeasureProcess(job: ThroughputJob): Promise<ThroughputAnswer>;
 export function runMeasureProcess(job: MeasureJob): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const child = fork(CHILD, [JSON.stringify(job)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });

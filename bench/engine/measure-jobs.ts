@@ -3,6 +3,7 @@
 // job's own. Answers carry raw per-run samples and the work counted from the dims; the parent
 // takes medians and ratios to the ceilings.
 import type { DeviceSpec } from '../../src/engine/compute-device.js';
+import type { DecoderDims } from '../../src/engine/model-config.js';
 import type { Variant } from '../../src/vocabulary/ocr-vocabulary.js';
 import type { KvCacheDtype, WeightQuantization } from '../../src/engine/native-binding.js';
 import type { Precision } from '../../src/engine/precision.js';
@@ -83,7 +84,20 @@ export interface PeerJob extends Omit<JobSettings, 'precision'> {
   withPeer: boolean;
 }
 
-export type MeasureJob = PageJob | BatchJob | LatencyJob | KvCacheJob | AccuracyJob | PeerJob;
+/**
+ * Pages read the way a worker reads them, at one batch size: `pages` pages of a page case, each
+ * generating exactly `tokens` tokens, at most 2 × batch of them in hand at once.
+ */
+export interface ThroughputJob extends JobSettings {
+  part: 'throughput';
+  caseId: string;
+  quantize: WeightQuantization;
+  batch: number;
+  pages: number;
+  tokens: number;
+}
+
+export type MeasureJob = PageJob | BatchJob | LatencyJob | KvCacheJob | AccuracyJob | PeerJob | ThroughputJob;
 
 /** Wall time of each stage of one encode call, in milliseconds. */
 export interface StageSample {
@@ -178,7 +192,37 @@ export interface PeerAnswer {
   ours: (PeerMode & { runs: PageStageMs[] })[];
 }
 
-export type MeasureAnswer = PageAnswer | BatchAnswer | LatencyAnswer | KvCacheAnswer | AccuracyAnswer | PeerAnswer;
+/** One forward call of the throughput run: start and wall time (ms from the run's start), its rows, and the routed expert passes it ran. */
+export interface ThroughputStep {
+  at: number;
+  ms: number;
+  decodeRows: number;
+  prefillTokens: number;
+  expertPasses: number;
+}
+
+export interface ThroughputAnswer {
+  caseId: string;
+  variant: Variant;
+  quantize: WeightQuantization;
+  precision: Precision;
+  batch: number;
+  pages: number;
+  tokens: number;
+  /** Prompt tokens of one page (image tokens included). */
+  promptTokens: number;
+  /** The decoder's dimensions and KV-cache storage, which the bytes and FLOPs of a step follow from. */
+  decoder: DecoderDims;
+  kvCache: KvCacheDtype;
+  /** Wall time of the whole run, from the first page taken to the last one decoded. */
+  wallMs: number;
+  steps: ThroughputStep[];
+  /** [start, end] of every page's preprocess and vision encode, ms from the run's start. */
+  encodes: [number, number][];
+  peakRssBytes: number;
+}
+
+export type MeasureAnswer = PageAnswer | BatchAnswer | LatencyAnswer | KvCacheAnswer | AccuracyAnswer | PeerAnswer | ThroughputAnswer;
 
 /** Peak resident memory of this process so far, in bytes. */
 export function peakRssBytes(): number {

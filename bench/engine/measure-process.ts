@@ -6,12 +6,14 @@ import { measureKvCache } from './measure-kv-cache.js';
 import { measureLatency } from './measure-latency.js';
 import { measurePage } from './measure-page.js';
 import { measurePeer } from './measure-peer.js';
+import { measureThroughput } from './measure-throughput.js';
 import type { MeasureAnswer, MeasureJob } from './measure-jobs.js';
 
 function label(job: MeasureJob): string {
   if (job.part === 'page') return job.caseId;
   if (job.part === 'accuracy') return `accuracy ${job.caseId}`;
   if (job.part === 'peer') return `peer ${job.pageCase.id}`;
+  if (job.part === 'throughput') return `throughput ${job.caseId} batch ${job.batch} ${job.quantize}`;
   return `${job.part} ${job.modelDir}`;
 }
 
@@ -24,6 +26,7 @@ async function run(job: MeasureJob): Promise<MeasureAnswer> {
   if (job.part === 'kvcache') return measureKvCache(job, progress);
   if (job.part === 'accuracy') return measureAccuracy(job, progress);
   if (job.part === 'peer') return measurePeer(job, progress);
+  if (job.part === 'throughput') return measureThroughput(job, progress);
   return measureLatency(job, progress);
 }
 

@@ -112,6 +112,11 @@ function isMoeLayer(d: DecoderDims, layer: number): boolean {
   return d.routedExperts > 0 && layer >= d.firstDenseLayers && layer % d.moeLayerFreq === 0;
 }
 
+/** How many of the decoder's layers are MoE layers: the layers the engine's routed-expert count covers. */
+export function moeLayerCount(d: DecoderDims): number {
+  return Array.from({ length: d.layers }, (_, layer) => isMoeLayer(d, layer)).filter(Boolean).length;
+}
+
 /**
  * One sequence's forward call of `tokens` new tokens after `past` cached ones, with full causal
  * attention (a prefill; V3's window only applies to later calls) and logits for the last token.

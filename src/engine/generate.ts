@@ -115,6 +115,22 @@ export async function generate(
   return Promise.all(requests.map((request) => batch.generate(request, options.signal)));
 }
 
+/** One forward call of a continuous batch, as its `onStep` observer sees it. */
+export interface BatchStep {
+  /** performance.now() when the call was made. */
+  startedMs: number;
+  /** Its wall time, waiting for other native work on the model (an encode) included. */
+  ms: number;
+  /** Sequences that fed one generated token, and the prompt tokens of sequences that joined in this call. */
+  decodeRows: number;
+  prefillTokens: number;
+}
+
+export interface ContinuousBatchOptions {
+  /** Called after every successful forward call, e.g. by a benchmark timing the steps. */
+  onStep?: (step: BatchStep) => void;
+}
+
 /**
  * Continuous batching on one model: at most `maxSequences` sequences decode together; a request
  * joins at the next step once there is room, and leaves as soon as it is done. Every sequence's
@@ -124,14 +140,16 @@ export async function generate(
 export class ContinuousBatch {
   readonly #model: NativeModel;
   readonly #maxSequences: number;
+  readonly #onStep: ContinuousBatchOptions['onStep'];
   readonly #waiting: Member[] = [];
   #members: Member[] = [];
   #running = false;
 
-  constructor(model: NativeModel, maxSequences: number) {
+  constructor(model: NativeModel, maxSequences: number, options: ContinuousBatchOptions = {}) {
     if (!(Number.isInteger(maxSequences) && maxSequences >= 1)) throw new RangeError(`maxSequences must be an integer >= 1, got ${maxSequences}`);
     this.#model = model;
     this.#maxSequences = maxSequences;
+    this.#onStep = options.onStep;
   }
 
   /** Sequences decoding now, and requests waiting for a place. */
@@ -224,6 +242,11 @@ export class ContinuousBatch {
       return;
     }
     const ms = performance.now() - started;
+    if (this.#onStep !== undefined) {
+      const joined = members.filter((member) => member.sequence!.length === member.result.promptTokens);
+      const prefillTokens = joined.reduce((sum, member) => sum + member.result.promptTokens, 0);
+      this.#onStep({ startedMs: started, ms, decodeRows: members.length - joined.length, prefillTokens });
+    }
     members.forEach((member, i) => {
       const { result } = member;
       if (member.sequence!.length === result.promptTokens) {
