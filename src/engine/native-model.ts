@@ -3,7 +3,7 @@
 // Calls on one model are queued here so that libuv's worker threads never wait on the engine's lock.
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { deviceLabel, resolveDevice, type DeviceSpec, type ResolvedDevice } from './compute-device.js';
-import { cpuLimit } from './cpu-limit.js';
+import { cpuLimit } from './cgroup-limits.js';
 import { loadModelConfig, type ModelConfig } from './model-config.js';
 import {
   nativeBinding,
