@@ -1,12 +1,36 @@
-// Which sequences fit a GPU's memory budget together. The native device counts every buffer against
-// its budget and refuses one that does not fit, failing only the forward call that needed it; this
-// plan keeps the continuous batch below the budget, so that a page waits for room rather than fail,
-// and a page that can never fit fails at once with the numbers.
+// Which sequences fit the engine's memory together: a GPU's device memory budget, or on the CPU
+// what this process may hold. The native GPU device counts every buffer against its budget and
+// refuses one that does not fit, failing only the forward call that needed it; on the CPU the
+// process would be killed. This plan keeps the continuous batch below the budget, so that a page
+// waits for room rather than fail, and a page that can never fit fails at once with the numbers.
+import { memoryLimit } from './cgroup-limits.js';
 import type { DecoderDims } from './model-config.js';
 import type { DeviceMemory, KvCacheDtype } from './native-binding.js';
 
-/** The environment variable that caps the budget, in MiB (native/vulkan/device.h). */
+/** The environment variable that caps the GPU budget, in MiB (native/vulkan/device.h). */
 export const GPU_MEMORY_CAP_VARIABLE = 'SCRIPTORIUM_GPU_MEMORY_MB';
+/** The environment variable that caps the CPU engine's memory, in MiB (default: the machine's, or the cgroup's limit). */
+export const HOST_MEMORY_CAP_VARIABLE = 'SCRIPTORIUM_MEMORY_MB';
+/**
+ * Memory kept out of the CPU budget for what a call holds only while it runs: a page's vision
+ * activations (a V3 gundam page sends 30 tiles through SAM at once, about 2 GB) and a prefill's.
+ */
+export const HOST_ACTIVATION_RESERVE_BYTES = 2 * 2 ** 30;
+
+/** memoryLimit(), read once: the cgroup files are not read again for every page that joins. */
+let processMemoryLimit: number | undefined;
+
+/**
+ * The CPU engine's memory as a budget: what the process may hold (the machine's memory, the
+ * cgroup's limit and HOST_MEMORY_CAP_VARIABLE, whichever is least) less the activation reserve, and
+ * what it holds now (its resident set: weights, KV caches, everything else).
+ */
+export function hostMemory(env: NodeJS.ProcessEnv = process.env): DeviceMemory {
+  processMemoryLimit ??= memoryLimit();
+  const cap = Number(env[HOST_MEMORY_CAP_VARIABLE]);
+  const limit = cap > 0 ? Math.min(processMemoryLimit, cap * 2 ** 20) : processMemoryLimit;
+  return { budgetBytes: limit - HOST_ACTIVATION_RESERVE_BYTES, usedBytes: process.memoryUsage().rss };
+}
 
 /** Slots the growth of a KV cache adds at least (as the native caches grow: 256 slots, or half again). */
 const CACHE_GROWTH_SLOTS = 256;
@@ -62,12 +86,15 @@ function roomForCaches(memory: DeviceMemory, batch: readonly BatchedCache[]): nu
 }
 
 /** The error of a sequence that can never fit: the page fails with it and nothing else does. */
-export function doesNotFitError(device: string, memory: DeviceMemory, batch: readonly BatchedCache[], tokens: number, boundBytes: number): Error {
+export function doesNotFitError(backend: string, memory: DeviceMemory, batch: readonly BatchedCache[], tokens: number, boundBytes: number): Error {
   const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
   const room = roomForCaches(memory, batch);
+  const onGpu = backend.startsWith('vulkan');
+  const budget = onGpu
+    ? `${GPU_MEMORY_CAP_VARIABLE} caps the budget; 90% of the device's memory without it`
+    : `the memory this process may hold (the machine's, its cgroup's limit or ${HOST_MEMORY_CAP_VARIABLE}) less ${mib(HOST_ACTIVATION_RESERVE_BYTES)} kept for activations`;
   return new Error(
-    `out of device memory on ${device}: the KV cache of ${tokens} tokens needs up to ${mib(boundBytes)}, and the ` +
-      `${mib(memory.budgetBytes)} budget leaves ${mib(room)} beside the weights and activations ` +
-      `(${GPU_MEMORY_CAP_VARIABLE} caps the budget; 90% of the device's memory without it)`,
+    `out of ${onGpu ? 'device ' : ''}memory on ${backend}: the KV cache of ${tokens} tokens needs up to ${mib(boundBytes)}, and the ` +
+      `${mib(memory.budgetBytes)} budget leaves ${mib(room)} beside the weights and activations (${budget})`,
   );
 }

@@ -2,7 +2,7 @@
 // advances by one token per forward call, so concurrent requests share each pass over the weights;
 // a new request joins between steps (its prefill rides in the same forward call) and a finished
 // one leaves at once.
-import { admission, doesNotFitError, kvCacheBoundBytes } from './device-memory.js';
+import { admission, doesNotFitError, hostMemory, kvCacheBoundBytes } from './device-memory.js';
 import type { ForwardInput, ForwardOutput, NativeSequence } from './native-binding.js';
 import {
   applyRepetitionPenalty,
@@ -191,7 +191,7 @@ export class ContinuousBatch {
         for (const member of this.#waiting.filter((m) => m.signal?.aborted)) this.#leave(member, member.signal!.reason);
         for (const member of this.#members.filter((m) => m.signal?.aborted)) this.#leave(member, member.signal!.reason);
         while (this.#members.length < this.#maxSequences && this.#waiting.length > 0) {
-          const room = this.#deviceRoom(this.#waiting[0]);
+          const room = this.#memoryRoom(this.#waiting[0]);
           if (room === 'wait') break; // the first in line joins first once there is room
           const member = this.#waiting.shift()!;
           if (room instanceof Error) {
@@ -213,12 +213,12 @@ export class ContinuousBatch {
   }
 
   /**
-   * On a GPU, whether the member's KV cache fits the device memory budget beside the batch's (see
-   * device-memory.ts): 'join', 'wait', or the error it fails with when it can never fit.
+   * Whether the member's KV cache fits the memory budget beside the batch's (the GPU's device memory,
+   * or on the CPU what the process may hold; see device-memory.ts): 'join', 'wait', or the error it
+   * fails with when it can never fit.
    */
-  #deviceRoom(member: Member): 'join' | 'wait' | Error {
-    const memory = this.#model.deviceMemory;
-    if (!memory) return 'join';
+  #memoryRoom(member: Member): 'join' | 'wait' | Error {
+    const memory = this.#model.deviceMemory ?? hostMemory();
     const dims = this.#model.config.decoder;
     const bound = (m: Member) => kvCacheBoundBytes(dims, this.#model.kvCache, m.request.promptIds.length, m.limit);
     const batch = this.#members.map((m) => ({ boundBytes: bound(m), cacheBytes: m.sequence!.cacheBytes }));

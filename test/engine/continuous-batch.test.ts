@@ -93,7 +93,11 @@ describe('a forward call that fails', () => {
   function poisonedModel(batchSizes: number[]): NativeModel {
     const model = {
       vocab: 1000,
-      config: { eosId: 1 },
+      // What the memory admission reads: a CPU model, whose KV caches are a few bytes.
+      config: { eosId: 1, decoder: { layers: 1, kvHeads: 1, headDim: 2, maxPositions: 64, slidingWindow: 0 } },
+      kvCache: 'f16',
+      deviceMemory: null,
+      backend: 'cpu-fake',
       createSequence: () => {
         const sequence = { length: 0, prefixLength: -1, cacheBytes: 0, release: () => undefined };
         return sequence;
