@@ -27,7 +27,7 @@ Commands:
                                                                       files, folders, archives, s3:// prefixes
   scriptorium enqueue INPUT... [--to URL] [--variant V] [--task T] [--mode M] [--priority N] [--wait]
                                                                       stage documents and queue their pages
-  scriptorium work [--model DIR] [--storage URL] [--batch N] [--concurrency N]
+  scriptorium work [--model DIR] [--storage URL] [--batch N|auto] [--concurrency N]
                                                                       a worker: reads queued pages until SIGTERM
   scriptorium watch (--redis-list KEY | --webhook-port P | --sqs-queue URL) [--to URL] [--variant V] [--task T]
                                                                       queue objects as they land in a bucket (S3 events)

@@ -8,14 +8,14 @@ import { pino } from 'pino';
 
 import { VARIANTS } from '../vocabulary/ocr-vocabulary.js';
 import { loadModelConfig } from '../engine/model-config.js';
-import { DEFAULT_MAX_SEQUENCES, OcrEngine } from '../engine/ocr-engine.js';
+import { OcrEngine } from '../engine/ocr-engine.js';
 import type { Stage } from '../jobs/job-types.js';
 import type { PageResultJson } from '../jobs/result-json.js';
 import { PAGE_SPLIT } from '../worker/document-assembler.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from '../model/model-resolve.js';
 import { defineCommand, type CommandLine } from './command-line.js';
-import { ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE, engineChoices } from './engine-options.js';
+import { BATCH_OPTION, BATCH_USAGE, ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE, engineChoices } from './engine-options.js';
 import { EXIT_ALL_DONE, EXIT_SOME_FAILED } from './document-report.js';
 import { OCR_JOB_ARGS_USAGE, OCR_JOB_OPTIONS, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
 import { ocrDocument, type OcrDocument } from '../worker/ocr-document.js';
@@ -25,7 +25,7 @@ import { UsageError } from './usage.js';
 
 const USAGE = `Usage: scriptorium ocr FILE [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
                       [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
-                      [--pages 1-5] [--format md|json] [--profile] [--batch N] [--threads T] [--device D]
+                      [--pages 1-5] [--format md|json] [--profile] [--batch N|auto] [--threads T] [--device D]
                       [--precision exact|fast] [--quantize none|int8]
 
 Reads one PDF (pages rendered with PDFium) or image (PNG, JPEG, WebP, GIF, BMP, multi-page TIFF) with
@@ -40,7 +40,7 @@ ${OCR_JOB_ARGS_USAGE}
                     a chosen page is read whole)
   --format F        md (default) or json
   --profile         per-page stage times and token counts on stderr
-  --batch N         most pages decoded together (default ${DEFAULT_MAX_SEQUENCES}, continuous batching)
+${BATCH_USAGE}
   --threads T       engine threads (default: one per CPU)
 ${ENGINE_OPTIONS_USAGE}
 
@@ -55,7 +55,7 @@ const OPTIONS = {
   pages: PAGES_OPTION,
   format: choice(['md', 'json'] as const).default('md'),
   profile: flag(),
-  batch: integer({ min: 1 }).default(DEFAULT_MAX_SEQUENCES),
+  batch: BATCH_OPTION,
   threads: integer({ min: 1 }),
   ...OCR_JOB_OPTIONS,
   ...ENGINE_OPTIONS,
@@ -84,7 +84,7 @@ async function runOcr({ options: values, positionals }: CommandLine<typeof OPTIO
     engine,
     checkpointId,
     synthetic: model.synthetic,
-    concurrency: 2 * batch,
+    concurrency: 2 * engine.batch.size,
     logger: pino({ level: 'silent' }),
   });
   if ('rejected' in read) {

@@ -3,14 +3,13 @@
 // enqueue, wait for every document, report where the results are, shut everything down.
 import { VARIANTS } from '../vocabulary/ocr-vocabulary.js';
 import { loadModelConfig } from '../engine/model-config.js';
-import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import { unfinishedDocumentCount } from '../queue/queue-status.js';
 import { openStorage } from '../storage/open-storage.js';
 import { commandLogger } from './cli-logger.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from '../model/model-resolve.js';
 import { defineCommand, type CommandLine } from './command-line.js';
-import { ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE, engineChoices } from './engine-options.js';
+import { BATCH_OPTION, BATCH_USAGE, ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE, engineChoices } from './engine-options.js';
 import { EXIT_INTERRUPTED } from './document-report.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
 import { progressTerminal } from './enqueue-progress.js';
@@ -22,7 +21,7 @@ import { choice, integer, text } from './options.js';
 
 const USAGE = `Usage: scriptorium run INPUT... --out DIR [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
                       [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
-                      [--batch N] [--threads T] [--device D] [--precision exact|fast]
+                      [--batch N|auto] [--threads T] [--device D] [--precision exact|fast]
                       [--quantize none|int8]
 
 Reads every document of the inputs through the queue pipeline on this machine and waits for all
@@ -44,7 +43,7 @@ documents are left; the same command again reads them.
   --model DIR       checkpoint (default $SCRIPTORIUM_MODEL, else the synthetic tiny V3 checkpoint)
   --variant V       overrides the variant detected from config.json
 ${OCR_JOB_ARGS_USAGE}
-  --batch N         most pages decoded together (default 8, continuous batching)
+${BATCH_USAGE}
   --threads T       engine threads (default: one per CPU)
 ${ENGINE_OPTIONS_USAGE}
 
@@ -58,7 +57,7 @@ const OPTIONS = {
   out: text().required(),
   model: text(),
   variant: choice(VARIANTS),
-  batch: integer({ min: 1 }).default(DEFAULT_MAX_SEQUENCES),
+  batch: BATCH_OPTION,
   threads: integer({ min: 1 }),
   ...ENGINE_OPTIONS,
   ...OCR_JOB_OPTIONS,

@@ -1,7 +1,6 @@
 // `scriptorium work`: a worker process: loads one model, takes page jobs from Redis, decodes them together and
 // assembles finished documents, until SIGTERM or SIGINT (then it finishes the jobs it holds).
 import { VARIANTS } from '../vocabulary/ocr-vocabulary.js';
-import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import {
   DEFAULT_HANG_GRACE_MS,
   DEFAULT_LOCK_DURATION_MS,
@@ -19,7 +18,7 @@ import { openQueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { COMMAND_DEFAULT_PRECISION } from '../engine/precision.js';
-import { ENGINE_OPTIONS, engineChoices } from './engine-options.js';
+import { BATCH_OPTION, BATCH_USAGE, ENGINE_OPTIONS, engineChoices } from './engine-options.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
 import { choice, duration, integer, port, text } from './options.js';
 import { UsageError } from './usage.js';
@@ -27,7 +26,7 @@ import { UsageError } from './usage.js';
 const S = 1000;
 
 const USAGE = `Usage: scriptorium work [--model DIR|s3://bucket/prefix/] [--model-cache DIR] [--variant v1|v2|v3] [--storage URL]
-                       [--batch N] [--concurrency N] [--threads T] [--device D] [--precision exact|fast] [--quantize none|int8] [--metrics-port P [--metrics-host H]]
+                       [--batch N|auto] [--concurrency N] [--threads T] [--device D] [--precision exact|fast] [--quantize none|int8] [--metrics-port P [--metrics-host H]]
                        [--page-timeout S] [--hang-grace S] [--lock-duration S] [--stalled-interval S] [--max-stalled N]
 
 Takes page jobs from Redis ($REDIS_URL, default redis://127.0.0.1:6379), reads them with the model
@@ -43,8 +42,7 @@ While it runs, \`scriptorium status\` lists it among the live workers.
   --model-cache DIR   where s3:// models are kept, as DIR/<bucket>/<prefix>/ (default ~/.cache/scriptorium/models)
   --variant V         overrides the variant detected from config.json
   --storage URL       ${STORAGE_URL_USAGE}; the producer's storage
-  --batch N           most pages decoded together (default 8): pages join the running decode steps as
-                      soon as they are encoded and leave when done (continuous batching)
+${BATCH_USAGE}
   --concurrency N     page jobs held at once (default 2 × batch: the next pages are encoded, ready to join)
   --threads T         engine threads (default: one per CPU this process may use: its cgroup's CPU
                       limit, as a container's or pod's, when it is lower than the CPU count)
@@ -75,7 +73,7 @@ const OPTIONS = {
   'model-cache': text(),
   variant: choice(VARIANTS),
   storage: text(),
-  batch: integer({ min: 1 }).default(DEFAULT_MAX_SEQUENCES),
+  batch: BATCH_OPTION,
   concurrency: integer({ min: 1 }),
   threads: integer({ min: 1 }),
   ...ENGINE_OPTIONS,
@@ -92,7 +90,6 @@ export const workCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: 
 
 async function runWork({ options: values }: CommandLine<typeof OPTIONS>): Promise<number> {
   const { variant, batch, threads, 'metrics-port': metricsPort } = values;
-  const concurrency = values.concurrency ?? 2 * batch;
   if (values['metrics-host'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-host needs --metrics-port');
   const faults = {
     pageTimeoutMs: values['page-timeout'],
@@ -112,9 +109,9 @@ async function runWork({ options: values }: CommandLine<typeof OPTIONS>): Promis
       logger.info({ url: metrics.url }, 'serving metrics');
     }
     const model = await resolveModelDir(values.model, { cacheDir: values['model-cache'], logger });
-    const workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, ...engineChoices(values), storage, redisUrl: redis.url, batch, concurrency, logger, ...faults });
+    const workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, ...engineChoices(values), storage, redisUrl: redis.url, batch, concurrency: values.concurrency, logger, ...faults });
     metrics?.health.modelLoaded();
-    logger.info({ redis: redis.description, batch, concurrency, ...faults }, 'taking jobs');
+    logger.info({ redis: redis.description, ...faults }, 'taking jobs');
     await new Promise<void>((resolve, reject) => {
       onShutdownSignal((signal) => {
         metrics?.health.stopping();

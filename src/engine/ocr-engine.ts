@@ -2,6 +2,7 @@
 // embeddings -> prompt -> batched greedy decode -> markdown and blocks, with per-stage timings.
 // V3 can also read several pages in one pass (one prefill, one decode; docs/model.md §9).
 import type { RgbImage } from '../documents/rgb-image.js';
+import { resolveBatchSize, type BatchSize, type ResolvedBatch } from './batch-size.js';
 import type { DeviceSpec } from './compute-device.js';
 import type { Precision } from './precision.js';
 import { ContinuousBatch, type GenerationRequest, type GenerationResult } from './generate.js';
@@ -57,9 +58,6 @@ export interface PageResult extends OcrPage {
   timings: StageTimings;
 }
 
-/** Sequences decoded together at most, across all concurrent recognitions of one engine. */
-export const DEFAULT_MAX_SEQUENCES = 8;
-
 export interface OcrEngineOptions {
   /** Overrides the variant detected from config.json. */
   variant?: Variant;
@@ -73,8 +71,8 @@ export interface OcrEngineOptions {
   precision?: Precision;
   /** int8: experts and vocabulary head in int8 (default none). */
   quantize?: WeightQuantization;
-  /** Most sequences in one decode step; more wait for a place. Default DEFAULT_MAX_SEQUENCES. */
-  maxSequences?: number;
+  /** Most sequences in one decode step, across all concurrent recognitions; more wait for a place. Default auto (batch-size.ts). */
+  maxSequences?: BatchSize;
   /** Where preprocessing and post-processing run. Default: the process-wide sharedPageCpuThreads(). */
   cpuThreads?: PageCpuThreads;
 }
@@ -89,18 +87,20 @@ export class OcrEngine {
   private constructor(
     readonly model: NativeModel,
     readonly tokenizer: Tokenizer,
-    maxSequences: number,
+    /** The continuous batch's size, and why it is that. */
+    readonly batch: ResolvedBatch,
     private readonly cpuThreads: PageCpuThreads,
   ) {
     this.newline = model.vision!.kind === 'deepencoderv2' ? undefined : model.specialVector('image_newline');
     this.separator = model.specialVector('view_seperator');
-    this.decoding = new ContinuousBatch(model, maxSequences);
+    this.decoding = new ContinuousBatch(model, batch.size);
   }
 
   static async load(modelDir: string, options: OcrEngineOptions = {}): Promise<OcrEngine> {
     const [model, tokenizer] = await Promise.all([NativeModel.load(modelDir, options), Tokenizer.fromDir(modelDir)]);
     if (!model.vision) throw new Error(`${modelDir}: config.json has no vision_config; this checkpoint cannot read pages`);
-    return new OcrEngine(model, tokenizer, options.maxSequences ?? DEFAULT_MAX_SEQUENCES, options.cpuThreads ?? sharedPageCpuThreads());
+    const batch = resolveBatchSize(options.maxSequences ?? 'auto', model.device.backend);
+    return new OcrEngine(model, tokenizer, batch, options.cpuThreads ?? sharedPageCpuThreads());
   }
 
   get variant(): Variant {

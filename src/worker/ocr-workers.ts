@@ -9,7 +9,8 @@ import os from 'node:os';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
-import { DEFAULT_MAX_SEQUENCES, OcrEngine } from '../engine/ocr-engine.js';
+import type { BatchSize } from '../engine/batch-size.js';
+import { OcrEngine } from '../engine/ocr-engine.js';
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { WeightQuantization } from '../engine/native-binding.js';
 import { LiveWorkerHeartbeat } from '../queue/live-workers.js';
@@ -45,8 +46,8 @@ export interface OcrWorkersOptions extends PageFaultOptions {
   quantize?: WeightQuantization;
   storage: Storage;
   redisUrl: string;
-  /** Most pages decoded together (the engine's continuous batch). Default DEFAULT_MAX_SEQUENCES. */
-  batch?: number;
+  /** Most pages decoded together (the engine's continuous batch). Default auto (engine/batch-size.ts). */
+  batch?: BatchSize;
   /** Page jobs held at once. Default 2 × batch: the next pages are rendered and encoded, ready to join. */
   concurrency?: number;
   logger: Logger;
@@ -69,6 +70,8 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, device: options.device, precision: options.precision, quantize: options.quantize, maxSequences: options.batch }),
     options.checkpointId,
   ]);
+  const concurrency = options.concurrency ?? 2 * engine.batch.size;
+  logger.info({ batch: engine.batch.size, why: engine.batch.why, concurrency }, 'continuous batch');
   const redis = new Redis(redisOptions(options.redisUrl, 'client'));
   // Reconnection is automatic; a failed heartbeat or counter is logged where it is used.
   redis.on('error', (error) => logger.debug({ err: error }, 'worker status connection: Redis error'));
@@ -108,7 +111,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     connection,
     logger,
     workerKey: heartbeat.key,
-    concurrency: options.concurrency ?? 2 * (options.batch ?? DEFAULT_MAX_SEQUENCES),
+    concurrency,
     pageTimeoutMs: options.pageTimeoutMs,
     hangGraceMs: options.hangGraceMs,
     lockDurationMs: options.lockDurationMs,

@@ -22,7 +22,6 @@ import { UnrecoverableError, WaitingError, Worker, type Job, type Telemetry } fr
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
-import { DEFAULT_MAX_SEQUENCES } from '../engine/ocr-engine.js';
 import { parsePageJobData, type DonePageOutcome, type PageJobData, type PageOutcome } from '../jobs/job-types.js';
 import { checkedJobData } from '../queue/job-data-check.js';
 import { pageQueue } from '../queue/queue-names.js';
@@ -61,8 +60,8 @@ export interface PageWorkerOptions {
   connection: RedisOptions;
   logger: Logger;
   /**
-   * Page jobs held at once. Default 2 × DEFAULT_MAX_SEQUENCES: beyond the pages decoding together
-   * (the engine's maxSequences), the next ones are fetched, rendered and encoded, ready to join.
+   * Page jobs held at once. startOcrWorkers holds 2 × the engine's batch: beyond the pages decoding
+   * together, the next ones are fetched, rendered and encoded, ready to join. Default 16.
    */
   concurrency?: number;
   /**
@@ -214,7 +213,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
     {
       connection,
       prefix: queue.prefix,
-      concurrency: options.concurrency ?? 2 * DEFAULT_MAX_SEQUENCES,
+      concurrency: options.concurrency ?? 16,
       lockDuration: lockDurationMs,
       stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
       maxStalledCount: maxDeaths + LOST_LOCKS_ALLOWED,

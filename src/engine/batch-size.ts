@@ -1,0 +1,35 @@
+// How many pages decode together (`--batch N|auto`). `auto`, the default, takes the largest batch
+// that still pays on the backend, measured with the bench's throughput part at real page lengths
+// (bench/RESULTS.md), and leaves memory to the admission rule (device-memory.ts): a page joins only
+// while its KV cache's bound fits what is left, so a batch of long V1 pages holds fewer pages at
+// once than one of V3 pages, whose R-SWA caches stay small, and memory never runs out.
+export type BatchSize = number | 'auto';
+
+export interface ResolvedBatch {
+  size: number;
+  /** Why this size, for the worker's log. */
+  why: string;
+}
+
+/** `auto` per backend: the batch beyond which the throughput part measured no gain worth the page latency. */
+export const AUTO_BATCH: Readonly<Record<'cpu' | 'vulkan', ResolvedBatch>> = {
+  cpu: {
+    size: 32,
+    why: 'auto: on the CPU a batch of 32 pages reads about 1.4 times the pages per hour of 16 at 1,000 tokens a page, and 64 no more than 32',
+  },
+  vulkan: {
+    size: 64,
+    why: 'auto: a GPU batch is sized for 64 pages, the most the throughput part measures; device memory admits each page',
+  },
+};
+
+export function resolveBatchSize(batch: BatchSize, backend: 'cpu' | 'vulkan'): ResolvedBatch {
+  if (batch === 'auto') return AUTO_BATCH[backend];
+  return { size: batch, why: 'given' };
+}
+
+/** `--batch`: a positive integer or `auto`; undefined when the text is neither. */
+export function parseBatchSize(text: string): BatchSize | undefined {
+  if (text === 'auto') return 'auto';
+  return /^[1-9]\d*$/.test(text) ? Number(text) : undefined;
+}
