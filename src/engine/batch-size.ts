@@ -11,11 +11,11 @@ export interface ResolvedBatch {
   why: string;
 }
 
-/** `auto` per backend: the batch beyond which the throughput part measured no gain worth the page latency. */
+/** `auto` per backend, from the throughput part's measurements (bench/RESULTS.md, "Throughput at real page lengths"). */
 export const AUTO_BATCH: Readonly<Record<'cpu' | 'vulkan', ResolvedBatch>> = {
   cpu: {
     size: 32,
-    why: 'auto: on the CPU a batch of 32 pages reads about 1.4 times the pages per hour of 16 at 1,000 tokens a page, and 64 no more than 32',
+    why: 'auto: on a 2-core CPU a full batch of 32 read 1.44 times the pages per hour of 16 at 1,000 tokens a page; memory admits each page',
   },
   vulkan: {
     size: 64,
