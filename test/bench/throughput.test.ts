@@ -8,30 +8,8 @@ import type { ThroughputAnswer, ThroughputStep } from '../../bench/engine/measur
 import type { MachineCeilings } from '../../bench/engine/native-probes.js';
 import { decodeRoofline, summariseThroughput, throughputText } from '../../bench/engine/throughput-report.js';
 import { decodeWeightBytes, KV_ELEMENT_BYTES, kvReadBytes, prefillFlops } from '../../bench/engine/work-counts.js';
-import type { DecoderDims } from '../../src/engine/model-config.js';
+import { SMALL_DECODER } from '../support/small-decoder.js';
 
-/** One dense layer, then one MoE layer of 4 experts: expert passes count over one layer. */
-const DECODER: DecoderDims = {
-  hidden: 4,
-  layers: 2,
-  heads: 2,
-  kvHeads: 1,
-  headDim: 2,
-  intermediate: 6,
-  moeIntermediate: 3,
-  routedExperts: 4,
-  expertsPerToken: 2,
-  sharedExperts: 1,
-  firstDenseLayers: 1,
-  moeLayerFreq: 1,
-  vocab: 10,
-  maxPositions: 64,
-  rmsEps: 1e-6,
-  ropeTheta: 10000,
-  routedScaling: 1,
-  normTopk: false,
-  slidingWindow: 0,
-};
 
 const CEILINGS: MachineCeilings = {
   kernels: 'avx512bf16',
@@ -61,7 +39,7 @@ const ANSWER: ThroughputAnswer = {
   pages: 3,
   tokens: 4,
   promptTokens: 10,
-  decoder: DECODER,
+  decoder: SMALL_DECODER,
   kvCache: 'f16',
   wallMs: 360,
   steps: [step(0, 100, 0, 20, 4), step(100, 10, 2), step(110, 10, 2), step(120, 30, 2, 0, 4), step(150, 10, 2), step(160, 10, 1, 0, 2)],
@@ -117,8 +95,8 @@ describe('decodeRoofline', () => {
   test('bytes: weights with the measured distinct experts plus every cache at the mean length; FLOPs at the precision’s GEMM ceiling', () => {
     const roofline = decodeRoofline(ANSWER, 3, 10, CEILINGS);
     const meanLength = 10 + 4 / 2;
-    const bytes = decodeWeightBytes(DECODER, 2, { quantize: 'none', distinctExperts: 3 }) + 2 * kvReadBytes(DECODER, 10, meanLength, KV_ELEMENT_BYTES.f16);
-    const flops = prefillFlops(DECODER, 1, meanLength);
+    const bytes = decodeWeightBytes(SMALL_DECODER, 2, { quantize: 'none', distinctExperts: 3 }) + 2 * kvReadBytes(SMALL_DECODER, 10, meanLength, KV_ELEMENT_BYTES.f16);
+    const flops = prefillFlops(SMALL_DECODER, 1, meanLength);
     assert.equal(roofline.bytesPerStep, bytes);
     assert.equal(roofline.bandwidthMs, bytes / 50e6);
     assert.equal(roofline.computeMs, 2 * (flops.bf16 / 400e6 + flops.f32 / 100e6));

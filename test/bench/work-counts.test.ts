@@ -16,9 +16,9 @@ import {
   visibleSlots,
 } from '../../bench/engine/work-counts.js';
 import { pageTileGrid } from '../../src/engine/image-preprocess.js';
-import type { DecoderDims } from '../../src/engine/model-config.js';
 import type { ClipDims, Qwen2Dims, SamDims } from '../../src/engine/vision-config.js';
 import { PAGE_CASES } from '../../bench/engine/page-cases.js';
+import { SMALL_DECODER } from '../support/small-decoder.js';
 
 const SAM: SamDims = {
   width: 8,
@@ -35,28 +35,6 @@ const SAM: SamDims = {
   normEps: 1e-6,
 };
 
-// hidden 4, 2 layers (dense, then MoE with 4 experts of width 3, top 2, 1 shared), vocab 10.
-const DECODER: DecoderDims = {
-  hidden: 4,
-  layers: 2,
-  heads: 2,
-  kvHeads: 1,
-  headDim: 2,
-  intermediate: 6,
-  moeIntermediate: 3,
-  routedExperts: 4,
-  expertsPerToken: 2,
-  sharedExperts: 1,
-  firstDenseLayers: 1,
-  moeLayerFreq: 1,
-  vocab: 10,
-  maxPositions: 64,
-  rmsEps: 1e-6,
-  ropeTheta: 10000,
-  routedScaling: 1,
-  normTopk: false,
-  slidingWindow: 0,
-};
 
 describe('encoder FLOPs', () => {
   test('SAM output grid: 16-px patches halved twice (8, 10, 12, 16, 20 tokens per side)', () => {
@@ -107,14 +85,14 @@ describe('decoder prefill FLOPs', () => {
     const dense = 3 * 2 * 3 * 4 * 6;
     const experts = 3 * 2 * 3 * 4 * 3 * (2 + 1);
     const router = 2 * 3 * 4 * 4;
-    assert.deepEqual(prefillFlops(DECODER, 3), {
+    assert.deepEqual(prefillFlops(SMALL_DECODER, 3), {
       bf16: 2 * attention + dense + experts + 2 * 4 * 10,
       f32: 2 * scores + router,
     });
   });
 
   test('tokens after a cached prefix attend to it too', () => {
-    const one = prefillFlops(DECODER, 1, 5);
+    const one = prefillFlops(SMALL_DECODER, 1, 5);
     assert.equal(one.f32, 2 * 4 * 6 * 4 + 2 * 1 * 4 * 4);
   });
 });
@@ -134,9 +112,9 @@ describe('decode bytes', () => {
     const dense = 3 * 4 * 6 * 2;
     const router = 4 * 4 * 4; // F32
     const expert = 3 * 4 * 3 * 2;
-    assert.equal(decodeWeightBytes(DECODER, 1), 2 * attention + dense + router + (2 + 1) * expert + (4 + 10 * 4 + 4) * 2);
+    assert.equal(decodeWeightBytes(SMALL_DECODER, 1), 2 * attention + dense + router + (2 + 1) * expert + (4 + 10 * 4 + 4) * 2);
     // Two tokens select 3 distinct experts on average (see the enumeration above).
-    assert.equal(decodeWeightBytes(DECODER, 2), 2 * attention + dense + router + (3 + 1) * expert + (4 + 10 * 4 + 2 * 4) * 2);
+    assert.equal(decodeWeightBytes(SMALL_DECODER, 2), 2 * attention + dense + router + (3 + 1) * expert + (4 + 10 * 4 + 2 * 4) * 2);
   });
 
   test('int8 experts and lm_head read 1 + 4/64 bytes per weight; a measured expert count replaces the expectation', () => {
@@ -145,23 +123,23 @@ describe('decode bytes', () => {
     const router = 4 * 4 * 4;
     const int8Expert = 3 * 4 * 3 * (1 + 4 / 64);
     assert.equal(
-      decodeWeightBytes(DECODER, 2, { quantize: 'int8', distinctExperts: 2.5 }),
+      decodeWeightBytes(SMALL_DECODER, 2, { quantize: 'int8', distinctExperts: 2.5 }),
       2 * attention + dense + router + (2.5 + 1) * int8Expert + (4 + 2 * 4) * 2 + 10 * 4 * (1 + 4 / 64),
     );
   });
 
   test('R-SWA sees the prefix and the latest window of generated tokens; full attention sees everything', () => {
-    const rswa = { ...DECODER, slidingWindow: 3 };
+    const rswa = { ...SMALL_DECODER, slidingWindow: 3 };
     assert.deepEqual([4, 5, 7, 9, 20].map((pos) => visibleSlots(rswa, 5, pos)), [5, 6, 8, 8, 8]);
-    assert.deepEqual([4, 5, 7, 9, 20].map((pos) => visibleSlots(DECODER, 5, pos)), [5, 6, 8, 10, 21]);
+    assert.deepEqual([4, 5, 7, 9, 20].map((pos) => visibleSlots(SMALL_DECODER, 5, pos)), [5, 6, 8, 10, 21]);
     assert.equal(kvReadBytes(rswa, 5, 9), 2 * 8 * 2 * 2 * 4); // layers × slots × (K, V) × kv width × F32
     assert.equal(kvReadBytes(rswa, 5, 9, KV_ELEMENT_BYTES.f16), 2 * 8 * 2 * 2 * 2); // the half cache
   });
 
   test('a decode run feeds its first token at the prefix length and grows the cache by one per step', () => {
     const kv = (slots: number) => 2 * slots * 2 * 2 * 4;
-    assert.equal(decodeRunBytes(DECODER, 1, 5, 2), 2 * decodeWeightBytes(DECODER, 1) + kv(6) + kv(7));
-    assert.equal(decodeRunBytes(DECODER, 3, 5, 1), decodeWeightBytes(DECODER, 3) + 3 * kv(6));
+    assert.equal(decodeRunBytes(SMALL_DECODER, 1, 5, 2), 2 * decodeWeightBytes(SMALL_DECODER, 1) + kv(6) + kv(7));
+    assert.equal(decodeRunBytes(SMALL_DECODER, 3, 5, 1), decodeWeightBytes(SMALL_DECODER, 3) + 3 * kv(6));
   });
 });
 
