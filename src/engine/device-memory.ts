@@ -29,7 +29,7 @@ export function hostMemory(env: NodeJS.ProcessEnv = process.env): DeviceMemory {
   processMemoryLimit ??= memoryLimit();
   const cap = Number(env[HOST_MEMORY_CAP_VARIABLE]);
   const limit = cap > 0 ? Math.min(processMemoryLimit, cap * 2 ** 20) : processMemoryLimit;
-  return { budgetBytes: limit - HOST_ACTIVATION_RESERVE_BYTES, usedBytes: process.memoryUsage().rss };
+  return { budgetBytes: limit - HOST_ACTIVATION_RESERVE_BYTES, usedBytes: process.memoryUsage.rss() };
 }
 
 /** Slots the growth of a KV cache adds at least (as the native caches grow: 256 slots, or half again). */
