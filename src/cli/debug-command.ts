@@ -6,6 +6,7 @@ import { debugDump, writeDump } from '../model/debug-dump.js';
 import { OCR_TASKS, VARIANTS, VISION_MODES } from '../vocabulary/ocr-vocabulary.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { DEVICE_OPTION } from './device-option.js';
+import { QUANTIZE_CHOICES } from '../engine/native-binding.js';
 import { PRECISION_CHOICES } from '../engine/precision.js';
 import { choice, flag, integer, text, texts } from './options.js';
 import { UsageError } from './usage.js';
@@ -14,11 +15,12 @@ const USAGE = `Usage: scriptorium debug dump --model DIR (--prompt TEXT | --imag
                              [--task ocr|markdown|parse|parse-multi] [--mode tiny|small|base|large|gundam]
                              [--steps N] [--force-ids FILE.json] [--intermediates]
                              [--variant v1|v2|v3] [--threads T] [--device D] [--precision exact|fast]
-                             --out FILE.safetensors
+                             [--quantize none|int8] --out FILE.safetensors
 
 Writes input_ids, prefill_logits, generated_ids, step_topk_ids and step_topk_logits; with images also
 vision_embeds, and with --intermediates the pixel tensors and each encoder's output per view
-(docs/engine.md, "The debug dump"). Several --image flags need --task parse-multi (V3). --precision defaults to exact.`;
+(docs/engine.md, "The debug dump"). Several --image flags need --task parse-multi (V3). --precision defaults to exact;
+--quantize int8 dumps the engine with int8 experts and vocabulary head, as workers run it with that option.`;
 
 
 async function readForceIds(file: string): Promise<number[]> {
@@ -53,6 +55,7 @@ const OPTIONS = {
   threads: integer({ min: 1 }),
   device: DEVICE_OPTION,
   precision: choice(PRECISION_CHOICES).default('exact'),
+  quantize: choice(QUANTIZE_CHOICES).default('none'),
   out: text().required(),
 };
 
@@ -75,6 +78,7 @@ async function runDebugDump({ options: values }: CommandLine<typeof OPTIONS>): P
     threads: values.threads,
     device: values.device,
     precision: values.precision,
+    quantize: values.quantize,
   });
   await writeDump(out, dump);
   const shapes = Object.entries(dump.tensors)

@@ -5,6 +5,7 @@ import { writeFile } from 'node:fs/promises';
 
 import type { RgbImage } from '../documents/rgb-image.js';
 import type { DeviceSpec } from '../engine/compute-device.js';
+import type { WeightQuantization } from '../engine/native-binding.js';
 import type { Precision } from '../engine/precision.js';
 import { generate } from '../engine/generate.js';
 import type { OcrTask, Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
@@ -35,6 +36,8 @@ export interface DumpOptions {
   device?: DeviceSpec;
   /** Activation precision (default exact, the one reference comparisons use). */
   precision?: Precision;
+  /** int8: experts and vocabulary head held in 8 bits, as workers with --quantize int8 run them (default none). */
+  quantize?: WeightQuantization;
 }
 
 export interface Dump {
@@ -56,7 +59,7 @@ interface Prompt {
 
 async function buildPrompt(options: DumpOptions): Promise<Prompt> {
   // F32 keys and values: the dump is the exact engine, for comparisons with other implementations.
-  const load = { variant: options.variant, threads: options.threads, device: options.device, kvCache: 'f32' as const, precision: options.precision };
+  const load = { variant: options.variant, threads: options.threads, device: options.device, kvCache: 'f32' as const, precision: options.precision, quantize: options.quantize };
   if (!options.images?.length) {
     if (options.prompt === undefined) throw new Error('debug dump needs --prompt or --image');
     const [model, tokenizer] = await Promise.all([NativeModel.load(options.modelDir, load), Tokenizer.fromDir(options.modelDir)]);
@@ -148,7 +151,7 @@ export async function debugDump(options: DumpOptions): Promise<Dump> {
     activation_precision: model.precision === 'exact' ? 'f32' : 'bf16 in the bf16-weight products (fast)',
     precision: model.precision,
     kv_cache: 'f32',
-    weight_precision: 'bf16',
+    weight_precision: model.quantize === 'int8' ? 'int8 experts and vocabulary head (an F32 scale per 64 weights), bf16 elsewhere' : 'bf16',
     kernels: model.kernels,
     backend: model.backend,
     threads: String(model.threads),

@@ -87,6 +87,23 @@ describe('debug dump of a text prompt', () => {
     assert.equal(logits[0], prefill.reduce((a, b) => Math.max(a, b), -Infinity));
   });
 
+  test('--quantize int8 dumps the int8 engine: its metadata says so, and its prefill logits stay within the int8 bound of the float64 reference', async () => {
+    const dir = await tinyCheckpoint('v1');
+    const out = path.join(work, 'int8.safetensors');
+    await promisify(execFile)(process.execPath, [cli, 'debug', 'dump', '--model', dir, '--prompt', 'Free OCR.', '--steps', '2', '--quantize', 'int8', '--out', out]);
+    const { tensors, metadata } = await readDump(out);
+    assert.match(metadata.weight_precision, /^int8 experts and vocabulary head/);
+    assert.match(metadata.backend, /\+int8$/);
+    const promptIds = [...tensors.input_ids.values];
+    const expected = greedyReference(ReferenceDecoder.load(dir), promptIds, 1, { topk: 1 });
+    const prefill = tensors.prefill_logits.values as Float32Array;
+    const exact = (await debugDump({ modelDir: dir, prompt: 'Free OCR.', steps: 2 })).tensors.prefill_logits.data as Float32Array;
+    const scale = maxAbs(expected.prefillLogits);
+    // The int8 bound of test/native/quantize-int8.test.ts; and int8 really is another engine than BF16.
+    assert.ok(maxAbsDiff(prefill, expected.prefillLogits) <= 2e-2 * scale, `${maxAbsDiff(prefill, expected.prefillLogits)} > ${2e-2 * scale}`);
+    assert.ok(maxAbsDiff(prefill, exact) > 0, 'the int8 dump differs from the BF16 one');
+  });
+
   test('V3 teacher-forced past the 128-token window matches the reference step by step', async () => {
     const dir = await tinyCheckpoint('v3');
     const forceIds = Array.from({ length: 150 }, (_, i) => 500 + ((i * 7919) % 60000));
