@@ -4,15 +4,13 @@
 // continuous batch once encoded; random weights give random text, so every page generates exactly
 // `tokens` tokens (no EOS stop). Every forward call and every encode is recorded with its time, for
 // the summary to find the full-batch window, the decode step time and what joining pages cost.
+import { pagesInHand } from '../../src/engine/batch-size.js';
 import { ContinuousBatch } from '../../src/engine/generate.js';
 import { OcrEngine } from '../../src/engine/ocr-engine.js';
 import { generationDefaults } from '../../src/engine/prompts.js';
 import { warmUpDecoder } from './decoder-warm-up.js';
 import { peakRssBytes, type ThroughputAnswer, type ThroughputJob, type ThroughputStep } from './measure-jobs.js';
 import { pageCase, syntheticPage } from './page-cases.js';
-
-/** Pages a worker holds per place in its batch: the page worker claims 2 × --batch. */
-const PAGES_IN_HAND_PER_SEQUENCE = 2;
 
 export async function measureThroughput(job: ThroughputJob, progress: (line: string) => void): Promise<ThroughputAnswer> {
   const spec = pageCase(job.caseId);
@@ -55,8 +53,8 @@ export async function measureThroughput(job: ThroughputJob, progress: (line: str
       if (done % job.batch === 0 || done === job.pages) progress(`${done}/${job.pages} pages`);
     }
   };
-  progress(`${job.pages} pages of ${job.tokens} tokens, batch ${job.batch}, ${PAGES_IN_HAND_PER_SEQUENCE * job.batch} in hand`);
-  await Promise.all(Array.from({ length: Math.min(job.pages, PAGES_IN_HAND_PER_SEQUENCE * job.batch) }, readPages));
+  progress(`${job.pages} pages of ${job.tokens} tokens, batch ${job.batch}, ${pagesInHand(job.batch)} in hand`);
+  await Promise.all(Array.from({ length: Math.min(job.pages, pagesInHand(job.batch)) }, readPages));
   return {
     caseId: spec.id,
     variant: engine.variant,

@@ -8,6 +8,7 @@ import { pino } from 'pino';
 
 import { VARIANTS } from '../vocabulary/ocr-vocabulary.js';
 import { loadModelConfig } from '../engine/model-config.js';
+import { pagesInHand } from '../engine/batch-size.js';
 import { OcrEngine } from '../engine/ocr-engine.js';
 import type { Stage } from '../jobs/job-types.js';
 import type { PageResultJson } from '../jobs/result-json.js';
@@ -84,7 +85,7 @@ async function runOcr({ options: values, positionals }: CommandLine<typeof OPTIO
     engine,
     checkpointId,
     synthetic: model.synthetic,
-    concurrency: 2 * engine.batch.size,
+    concurrency: pagesInHand(engine.batch.size),
     logger: pino({ level: 'silent' }),
   });
   if ('rejected' in read) {

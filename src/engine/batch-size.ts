@@ -28,6 +28,14 @@ export function resolveBatchSize(batch: BatchSize, backend: 'cpu' | 'vulkan'): R
   return { size: batch, why: 'given' };
 }
 
+/**
+ * Pages a reader holds for a batch of `batch` places: twice as many, so that while the batch decodes
+ * the next pages are fetched, rendered and encoded, ready to join.
+ */
+export function pagesInHand(batch: number): number {
+  return 2 * batch;
+}
+
 /** `--batch`: a positive integer or `auto`; undefined when the text is neither. */
 export function parseBatchSize(text: string): BatchSize | undefined {
   if (text === 'auto') return 'auto';

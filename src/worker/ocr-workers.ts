@@ -9,7 +9,7 @@ import os from 'node:os';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
-import type { BatchSize } from '../engine/batch-size.js';
+import { pagesInHand, type BatchSize } from '../engine/batch-size.js';
 import { OcrEngine } from '../engine/ocr-engine.js';
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { WeightQuantization } from '../engine/native-binding.js';
@@ -70,7 +70,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     OcrEngine.load(model.dir, { variant: options.variant, threads: options.threads, device: options.device, precision: options.precision, quantize: options.quantize, maxSequences: options.batch }),
     options.checkpointId,
   ]);
-  const concurrency = options.concurrency ?? 2 * engine.batch.size;
+  const concurrency = options.concurrency ?? pagesInHand(engine.batch.size);
   logger.info({ batch: engine.batch.size, why: engine.batch.why, concurrency }, 'continuous batch');
   const redis = new Redis(redisOptions(options.redisUrl, 'client'));
   // Reconnection is automatic; a failed heartbeat or counter is logged where it is used.
