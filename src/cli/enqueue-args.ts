@@ -21,6 +21,14 @@ export const QUEUE_TARGET_OPTIONS = {
   attempts: ATTEMPTS_OPTION,
 };
 
+/** Page jobs each variant's page queue may hold: beyond it `enqueue` waits and `serve` answers 429. */
+export const MAX_QUEUED_PAGES_OPTION = integer({ min: 1 }).orEnv('SCRIPTORIUM_MAX_QUEUED_PAGES');
+
+export const MAX_QUEUED_PAGES_USAGE = `  --max-queued-pages N
+                    page jobs each variant's page queue may hold, those being read included (default
+                    $SCRIPTORIUM_MAX_QUEUED_PAGES, else no limit); new work is also held back while Redis
+                    has used 90% of its maxmemory`;
+
 export const ENQUEUE_OPTIONS = { ...QUEUE_TARGET_OPTIONS, priority: PRIORITY_OPTION, ...OCR_JOB_OPTIONS };
 
 export const ENQUEUE_ARGS_USAGE = `  --to URL          storage for sources and results: ${STORAGE_URL_USAGE};

@@ -5,7 +5,7 @@ import { DEFAULT_MAX_DOCUMENT_BYTES, startApiServer } from '../server/api-server
 import { DEFAULT_RATE_LIMIT } from '../server/rate-limit.js';
 import { commandLogger } from './cli-logger.js';
 import { defineCommand, type CommandLine } from './command-line.js';
-import { QUEUE_TARGET_OPTIONS, variantOf } from './enqueue-args.js';
+import { MAX_QUEUED_PAGES_OPTION, MAX_QUEUED_PAGES_USAGE, QUEUE_TARGET_OPTIONS, variantOf } from './enqueue-args.js';
 import { openQueueRedis } from './queue-redis.js';
 import { serverStopMessages, shutdownSignal } from './shutdown-signals.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
@@ -16,7 +16,7 @@ const MIB = 1024 * 1024;
 const DEFAULT_PORT = 8080;
 
 const USAGE = `Usage: scriptorium serve [--host H] [--port P] [--to URL] [--model DIR | --variant v1|v2|v3] [--attempts N]
-                        [--max-document-mb N] [--rate-limit N]
+                        [--max-document-mb N] [--rate-limit N] [--max-queued-pages N]
 
 Serves the HTTP API at http://H:P/: POST /v1/documents (an upload, an s3:// URI or an allowed https
 URL), GET /v1/documents/{docId} (status), …/result and …/pages/{page} (results), DELETE (cancel);
@@ -25,6 +25,10 @@ URL), GET /v1/documents/{docId} (status), …/result and …/pages/{page} (resul
 
 Every request but GET /healthz and GET /readyz needs an API key (Authorization: Bearer KEY). Keys are
 configured hashed in $SCRIPTORIUM_API_KEYS: ${API_KEYS_FORMAT}.
+A key's class orders its work (interactive before bulk); pages-per-day and in-flight (documents not
+yet settled) are its quotas, shared by every server on the same Redis: beyond one a submission is
+answered 429 naming it. Beyond --max-queued-pages, too, submissions are answered 429, and 503 while
+Redis has used 90% of its maxmemory, each with Retry-After; GET /v1/capacity says where they stand.
 $SCRIPTORIUM_FETCH_HOSTS lists (comma-separated) the hosts whose https URLs may be submitted (none by default).
 Callbacks: with $SCRIPTORIUM_CALLBACK_SECRET set, a submission's callbackUrl (to a host that
 $SCRIPTORIUM_CALLBACK_HOSTS lists) receives one POST when the document settles, signed with
@@ -37,7 +41,8 @@ X-Scriptorium-Signature: sha256=<hex HMAC-SHA256 of the body>, retried with back
                       else the synthetic tiny V3 checkpoint); --variant names it instead
   --attempts N        tries per page before it is recorded as failed (default 3)
   --max-document-mb N largest document accepted, uploaded or fetched (default ${DEFAULT_MAX_DOCUMENT_BYTES / MIB})
-  --rate-limit N      requests per minute per API key (default ${DEFAULT_RATE_LIMIT.requests})`;
+  --rate-limit N      requests per minute per API key (default ${DEFAULT_RATE_LIMIT.requests})
+${MAX_QUEUED_PAGES_USAGE}`;
 
 const OPTIONS = {
   host: text().default('127.0.0.1'),
@@ -45,6 +50,7 @@ const OPTIONS = {
   ...QUEUE_TARGET_OPTIONS,
   'max-document-mb': integer({ min: 1 }).default(DEFAULT_MAX_DOCUMENT_BYTES / MIB),
   'rate-limit': integer({ min: 1 }).default(DEFAULT_RATE_LIMIT.requests),
+  'max-queued-pages': MAX_QUEUED_PAGES_OPTION,
 };
 
 export const serveCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: runServe });
@@ -76,6 +82,7 @@ async function runServe({ options: values }: CommandLine<typeof OPTIONS>): Promi
       attempts: values.attempts,
       fetchHosts,
       callbacks,
+      maxQueuedPages: values['max-queued-pages'],
       logger,
     });
     const signal = await shutdownSignal(serverStopMessages('the API server'));

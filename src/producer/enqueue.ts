@@ -45,6 +45,22 @@ export interface EnqueueOptions extends PageJobLifecycle {
   onDocument?: (document: QueuedDocument | RejectedInput) => void;
   /** Stops after the document in hand: the summary then covers the inputs settled so far. */
   signal?: AbortSignal;
+  /**
+   * Asked before each new flow is staged and added (not for documents done or queued already); it
+   * waits for room, or throws to refuse the document, which then stops the enqueue. Default: none.
+   */
+  admit?: (document: DocumentToQueue) => Promise<void>;
+}
+
+/** A document about to be queued, as `admit` is told of it. */
+export interface DocumentToQueue {
+  uri: string;
+  docId: string;
+  variant: OcrJobOptions['variant'];
+  /** Pages its page jobs read (those without a stored result). */
+  pages: number;
+  /** Its page jobs: one per page, or per V3 page group. */
+  pageJobs: number;
 }
 
 export type QueuedState = 'enqueued' | 'already-done' | 'already-queued' | 'retried';
@@ -137,9 +153,16 @@ async function enqueuePlanned(plan: PlannedDocument, options: EnqueueOptions, fl
     // since. BullMQ would ignore a flow with the same ids, so the old jobs go first.
     await existing.remove({ removeChildren: true });
   }
-  await stageSource(plan, options.storage);
   // Pages an earlier run stored are not read again; the assembler takes their stored results.
   const pageJobs = await pageJobsWithoutResults(plan.docId, plan.pageJobs, options.storage);
+  await options.admit?.({
+    uri: plan.documentJob.sourceUri,
+    docId: plan.docId,
+    variant: options.ocr.variant,
+    pages: pageJobs.reduce((sum, job) => sum + job.lastPage - job.firstPage + 1, 0),
+    pageJobs: pageJobs.length,
+  });
+  await stageSource(plan, options.storage);
   await flows.add(documentFlow({ ...plan, pageJobs }, options));
   return 'enqueued';
 }

@@ -1,5 +1,6 @@
-// A job's lifecycle in one place: how often a page is tried, how long finished jobs stay in Redis,
-// and the flow option that lets a document be assembled when some of its pages failed.
+// A job's lifecycle in one place: how often a page is tried, its priority (and the priority classes
+// of API keys), how long finished jobs stay in Redis, and the flow option that lets a document be
+// assembled when some of its pages failed.
 import type { JobsOptions } from 'bullmq';
 
 /** BullMQ's range: 1 is served first; jobs without a priority would be served before all of these. */
@@ -7,6 +8,18 @@ export const MIN_PRIORITY = 1;
 export const MAX_PRIORITY = 2 ** 21 - 1;
 /** Every job gets a priority, so that `--priority` can move work both ahead of and behind the default. */
 export const DEFAULT_PRIORITY = 1000;
+
+/** The priority classes of API keys: interactive work is served before bulk work. */
+export const PRIORITY_CLASSES = ['interactive', 'bulk'] as const;
+export type PriorityClass = (typeof PRIORITY_CLASSES)[number];
+
+/** Added to the priority of bulk work, so that it waits behind all interactive work of a priority below this. */
+export const BULK_PRIORITY_OFFSET = 2 ** 20;
+
+/** The job priority of work of `priorityClass` asked for at `priority`: bulk moves behind interactive, capped at MAX_PRIORITY. */
+export function classPriority(priorityClass: PriorityClass, priority: number): number {
+  return priorityClass === 'bulk' ? Math.min(MAX_PRIORITY, priority + BULK_PRIORITY_OFFSET) : priority;
+}
 
 export interface PageJobLifecycle {
   /** Tries per page job, the first included. Default DEFAULT_PAGE_ATTEMPTS. */

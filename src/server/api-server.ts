@@ -1,6 +1,8 @@
 // `scriptorium serve`: one Express server for the HTTP API, its OpenAPI document and the queue
 // dashboard. Only /healthz and /readyz answer without an API key; every other request needs one of
 // the configured keys, counts against that key's rate limit, and is logged with the key's name.
+// Submissions are admitted against the queue's capacity and the key's quotas (submit-admission.ts),
+// which GET /v1/capacity reports.
 import { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { Redis } from 'ioredis';
@@ -11,7 +13,7 @@ import { DOCUMENTS, type QueueName } from '../queue/queue-names.js';
 import { redactedRedisUrl, redisOptions } from '../queue/redis.js';
 import type { Storage } from '../storage/storage.js';
 import { matchApiKey, presentedApiKey, type ApiKey } from './api-keys.js';
-import type { ApiError, HealthAnswer, ReadinessAnswer } from './api-types.js';
+import type { ApiError, CapacityAnswer, HealthAnswer, ReadinessAnswer } from './api-types.js';
 import { DocumentCallbacks, type CallbackSettings } from './document-callbacks.js';
 import { DocumentEvents } from './document-events.js';
 import { documentRoutes } from './document-routes.js';
@@ -21,6 +23,7 @@ import { serveApp, type ServedApp } from './listen.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 import { queueDashboard } from './queue-dashboard.js';
 import { countRequest, DEFAULT_RATE_LIMIT, type RateLimit } from './rate-limit.js';
+import { SubmitAdmission } from './submit-admission.js';
 import { RedisHealthProbe } from '../queue/redis-health.js';
 
 export const DEFAULT_MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
@@ -50,6 +53,8 @@ export interface ApiServerOptions {
   fetchHosts?: readonly string[];
   /** Callback hosts and signing secret. Default: no callbacks (a submission naming one is refused). */
   callbacks?: CallbackSettings;
+  /** Page jobs each variant's page queue may hold before submissions are answered 429. Default: no limit. */
+  maxQueuedPages?: number;
   logger: Logger;
 }
 
@@ -76,6 +81,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
           logger,
         });
   const rateLimit = options.rateLimit ?? DEFAULT_RATE_LIMIT;
+  const admission = await SubmitAdmission.start(options.redisUrl, redis, options.apiKeys, options.maxQueuedPages);
 
   const app = express();
   app.disable('x-powered-by');
@@ -95,7 +101,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       const challenge = request.path.startsWith(DASHBOARD_PATH) ? 'Basic realm="scriptorium", charset="UTF-8"' : 'Bearer realm="scriptorium"';
       throw new HttpError(401, 'send a configured API key: Authorization: Bearer <key>', { 'WWW-Authenticate': challenge });
     }
-    response.locals.apiKey = key.name;
+    response.locals.apiKey = key;
     const decision = await countRequest(redis, key.name, rateLimit);
     if (!decision.allowed) {
       throw new HttpError(429, `over the rate limit of ${rateLimit.requests} requests per ${rateLimit.windowMs / 1000} s for this key`, {
@@ -108,6 +114,10 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   app.get('/openapi.json', (_request, response) => {
     response.json(OPENAPI_DOCUMENT);
   });
+  app.get('/v1/capacity', async (_request, response) => {
+    const answer: CapacityAnswer = await admission.capacity(response.locals.apiKey);
+    response.json(answer);
+  });
   app.use(
     documentRoutes({
       submit: {
@@ -118,6 +128,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         maxDocumentBytes: options.maxDocumentBytes ?? DEFAULT_MAX_DOCUMENT_BYTES,
         fetchHosts: (options.fetchHosts ?? []).map((host) => host.toLowerCase()),
         callbacks,
+        admission,
       },
       status: statusSources,
       events,
@@ -132,6 +143,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   const closeConnections = async () => {
     await callbacks?.close();
     await events.close();
+    await admission.close();
     health.close();
     redis.disconnect();
     await Promise.all([documents.close(), board.close()]);
@@ -170,7 +182,7 @@ function requestLog(logger: Logger) {
       const docId = /^\/v1\/documents\/([0-9a-f]{32})/.exec(request.path)?.[1];
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       logger.info(
-        { method: request.method, path: request.path, status: response.statusCode, key: response.locals.apiKey, docId, ms: Math.round(ms) },
+        { method: request.method, path: request.path, status: response.statusCode, key: response.locals.apiKey?.name, docId, ms: Math.round(ms) },
         'request',
       );
     });
@@ -183,9 +195,11 @@ function errorAnswer(logger: Logger) {
   return (error: unknown, request: Request, response: Response, _next: NextFunction) => {
     let status = 500;
     let message = 'internal error: see the server log';
+    let details = {};
     if (error instanceof HttpError) {
       status = error.status;
       message = error.message;
+      details = error.details;
       response.set(error.headers);
     } else if (isClientError(error)) {
       status = error.status;
@@ -194,7 +208,7 @@ function errorAnswer(logger: Logger) {
       logger.error({ err: error, method: request.method, path: request.path }, 'request failed');
     }
     if (response.headersSent) return;
-    const answer: ApiError = { error: message };
+    const answer: ApiError = { ...details, error: message };
     response.status(status).json(answer);
   };
 }

@@ -1,6 +1,9 @@
 // The shapes of the HTTP API (`scriptorium serve`), declared once: the server answers with them,
 // the client in src/client returns them, and openapi.ts describes them for everyone else.
 import type { OcrTask, Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
+import type { PriorityClass } from '../queue/job-options.js';
+import type { QuotaName } from '../queue/key-quotas.js';
+import type { VariantCapacity } from '../queue/queue-capacity.js';
 
 /** Submission options, as multipart form fields or JSON members; all optional (the server's defaults apply). */
 export interface SubmitOptions {
@@ -65,6 +68,39 @@ export interface DocumentStatus {
 
 export interface ApiError {
   error: string;
+}
+
+/** 429 to a submission over one of its key's quotas (with Retry-After). */
+export interface QuotaExceeded extends ApiError {
+  quota: QuotaName;
+  limit: number;
+  usage: number;
+  /** pages-per-day: the next UTC midnight (ISO 8601); documents-in-flight: null, a place frees when one of the key's documents settles. */
+  resetsAt: string | null;
+}
+
+/** GET /v1/capacity: what is queued, what can still be accepted, and the calling key's quotas. */
+export interface CapacityAnswer {
+  /** Per variant: page jobs queued or being read, the server's --max-queued-pages and the page jobs it still accepts (null: no limit). */
+  variants: Record<Variant, VariantCapacity>;
+  redis: {
+    usedMemoryBytes: number;
+    /** null: Redis has no maxmemory. */
+    maxMemoryBytes: number | null;
+    /** false while Redis is short of memory: submissions are answered 503. */
+    accepting: boolean;
+  };
+  key: {
+    name: string;
+    priorityClass: PriorityClass;
+    pagesToday: number;
+    /** null: no limit. */
+    pagesPerDay: number | null;
+    documentsInFlight: number;
+    documentsInFlightLimit: number | null;
+    /** When pagesToday starts again from 0: the next UTC midnight. */
+    resetsAt: string;
+  };
 }
 
 export interface HealthAnswer {

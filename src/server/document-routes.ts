@@ -37,7 +37,7 @@ export function documentRoutes(settings: DocumentRoutesSettings): express.Router
   const router = express.Router();
 
   router.post('/v1/documents', async (request, response) => {
-    response.status(202).json(await submitDocument(request, settings.submit));
+    response.status(202).json(await submitDocument(request, settings.submit, response.locals.apiKey));
   });
 
   router.get('/v1/documents/:docId', async (request, response) => {
@@ -84,6 +84,7 @@ export function documentRoutes(settings: DocumentRoutesSettings): express.Router
       throw new HttpError(409, `document ${docId} has settled already: there is nothing to cancel`);
     }
     await cancelQueuedPages(docId, settings.status.documents, storage);
+    await settings.submit.admission.cancelled(docId);
     response.status(202).json(await knownStatus(request, settings.status));
   });
 

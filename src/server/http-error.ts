@@ -7,6 +7,8 @@ export class HttpError extends Error {
     message: string,
     /** Extra response headers, such as Retry-After. */
     readonly headers: Record<string, string> = {},
+    /** Members of the JSON answer besides `error`, such as what a quota refusal names. */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message);
   }

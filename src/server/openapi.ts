@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 description of the HTTP API, served at /openapi.json. The API tests check that
 // every route the server has is described here and that real answers fit the schemas.
 import { OCR_TASKS, VARIANTS, VISION_MODES } from '../vocabulary/ocr-vocabulary.js';
-import { MAX_PRIORITY, MIN_PRIORITY } from '../queue/job-options.js';
+import { MAX_PRIORITY, MIN_PRIORITY, PRIORITY_CLASSES } from '../queue/job-options.js';
 import { PAGE_FORMATS, RESULT_FORMATS } from './api-types.js';
 import { UPLOAD_FIELD } from './submit-document.js';
 
@@ -36,6 +36,62 @@ export const OPENAPI_DOCUMENT = {
     securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API key>' } },
     schemas: {
       ApiError: { type: 'object', required: ['error'], properties: { error: { type: 'string' } } },
+      Refusal: {
+        type: 'object',
+        description: "a submission refused for now: over the key's rate limit, the queue's capacity, or one of the key's quotas (then quota, limit, usage and resetsAt say which)",
+        required: ['error'],
+        properties: {
+          error: { type: 'string' },
+          quota: { enum: ['pages-per-day', 'documents-in-flight'] },
+          limit: { type: 'integer' },
+          usage: { type: 'integer', description: 'pages submitted today, or documents in flight, before this submission' },
+          resetsAt: { type: ['string', 'null'], description: 'pages-per-day: the next UTC midnight; documents-in-flight: null, a place frees when a document of the key settles' },
+        },
+      },
+      Capacity: {
+        type: 'object',
+        required: ['variants', 'redis', 'key'],
+        properties: {
+          variants: {
+            type: 'object',
+            required: [...VARIANTS],
+            properties: Object.fromEntries(VARIANTS.map((variant) => [variant, { $ref: '#/components/schemas/VariantCapacity' }])),
+          },
+          redis: {
+            type: 'object',
+            required: ['usedMemoryBytes', 'maxMemoryBytes', 'accepting'],
+            properties: {
+              usedMemoryBytes: { type: 'integer' },
+              maxMemoryBytes: { type: ['integer', 'null'], description: 'null: Redis has no maxmemory' },
+              accepting: { type: 'boolean', description: 'false from 90% of maxmemory: submissions are answered 503' },
+            },
+          },
+          key: {
+            type: 'object',
+            description: "the calling key's priority class and quotas (null: no limit)",
+            required: ['name', 'priorityClass', 'pagesToday', 'pagesPerDay', 'documentsInFlight', 'documentsInFlightLimit', 'resetsAt'],
+            properties: {
+              name: { type: 'string' },
+              priorityClass: { enum: [...PRIORITY_CLASSES] },
+              pagesToday: { type: 'integer' },
+              pagesPerDay: { type: ['integer', 'null'] },
+              documentsInFlight: { type: 'integer' },
+              documentsInFlightLimit: { type: ['integer', 'null'] },
+              resetsAt: { type: 'string', description: 'when pagesToday starts again from 0: the next UTC midnight' },
+            },
+          },
+        },
+      },
+      VariantCapacity: {
+        type: 'object',
+        required: ['queue', 'queuedPages', 'maxQueuedPages', 'acceptingPages'],
+        properties: {
+          queue: { type: 'string' },
+          queuedPages: { type: 'integer', description: 'page jobs queued or being read (a V3 parse-multi page group is one)' },
+          maxQueuedPages: { type: ['integer', 'null'], description: "the server's --max-queued-pages; null: no limit" },
+          acceptingPages: { type: ['integer', 'null'], description: 'page jobs still accepted: 0 while Redis is short of memory; null: no limit' },
+        },
+      },
       Health: { type: 'object', required: ['status'], properties: { status: { const: 'ok' } } },
       Readiness: {
         type: 'object',
@@ -122,12 +178,20 @@ export const OPENAPI_DOCUMENT = {
         responses: {
           '202': { description: 'queued (or queued or finished earlier: see state)', content: json('SubmitAnswer') },
           ...refused,
+          '429': { description: "over the key's rate limit, the queue's --max-queued-pages, or a quota of the key; Retry-After says when to try again", content: json('Refusal') },
           '403': error("the url's or the callbackUrl's host is not allowed"),
-          '413': error('the document or a form field is over the size limit'),
+          '413': error("the document or a form field is over the size limit, or the document has more pages than the key's daily quota"),
           '415': error('neither multipart/form-data nor JSON'),
           '422': error('no usable document (unsupported type, damaged, encrypted without the right password)'),
           '502': error('the URL could not be fetched'),
+          '503': error('Redis is short of memory (90% of its maxmemory used); Retry-After says when to try again'),
         },
+      },
+    },
+    '/v1/capacity': {
+      get: {
+        summary: "what each variant's page queue holds and still accepts, Redis's memory, and the calling key's quotas",
+        responses: { '200': { description: 'capacity', content: json('Capacity') }, ...refused },
       },
     },
     '/v1/documents/{docId}': {

@@ -1,7 +1,8 @@
 // POST /v1/documents: one document, as a multipart upload (the file in the form field "document",
 // options as further fields), or as JSON naming an s3:// object or an https URL (options as further
 // members). Uploads and fetched URLs are streamed to staging under a size limit; then everything goes
-// through the producer's enqueue, exactly as `scriptorium enqueue` would queue it.
+// through the producer's enqueue, exactly as `scriptorium enqueue` would queue it, each new document
+// admitted first (submit-admission.ts: queue capacity and the key's quotas) at its key's priority class.
 import { Readable } from 'node:stream';
 
 import busboy from 'busboy';
@@ -9,13 +10,17 @@ import type { Request } from 'express';
 import type { RedisOptions } from 'ioredis';
 
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
-import { enqueueDocuments } from '../producer/enqueue.js';
+import { enqueueDocuments, type EnqueueSummary } from '../producer/enqueue.js';
 import type { ProducerInput } from '../producer/input-sources.js';
+import { classPriority } from '../queue/job-options.js';
+import type { Reservation } from '../queue/key-quotas.js';
 import type { Storage } from '../storage/storage.js';
+import type { ApiKey } from './api-keys.js';
 import type { SubmitAnswer } from './api-types.js';
 import type { DocumentCallbacks } from './document-callbacks.js';
 import { documentLinks } from './document-status.js';
 import { HttpError } from './http-error.js';
+import type { SubmitAdmission } from './submit-admission.js';
 import { checkSubmitOptions } from './submit-options.js';
 import { stageUpload, type StagedUpload } from './upload-staging.js';
 
@@ -40,13 +45,15 @@ export interface SubmitSettings {
   fetchHosts: readonly string[];
   /** Where callback URLs are registered; undefined: the server sends no callbacks. */
   callbacks?: DocumentCallbacks;
+  admission: SubmitAdmission;
 }
 
-export async function submitDocument(request: Request, settings: SubmitSettings): Promise<SubmitAnswer> {
+/** `key`: the key the request came with, whose quotas and priority class apply. */
+export async function submitDocument(request: Request, settings: SubmitSettings, key: ApiKey): Promise<SubmitAnswer> {
   if (request.is('multipart/form-data')) {
     const { upload, fields, filename } = await receiveUpload(request, settings);
     try {
-      return await enqueueOne({ kind: 'document', document: upload.asInput(`upload:${filename}`) }, fields, settings);
+      return await enqueueOne({ kind: 'document', document: upload.asInput(`upload:${filename}`) }, fields, settings, key);
     } finally {
       await upload.remove();
     }
@@ -58,18 +65,18 @@ export async function submitDocument(request: Request, settings: SubmitSettings)
   if ((uri === undefined) === (url === undefined)) throw new HttpError(400, 'give exactly one of "uri" (s3://bucket/key) and "url" (https://…)');
   if (uri !== undefined) {
     if (typeof uri !== 'string' || !/^s3:\/\/[^/]+\/.+/.test(uri)) throw new HttpError(400, '"uri" must be an s3://bucket/key URI');
-    return enqueueOne({ kind: 's3-object', url: uri }, fields, settings);
+    return enqueueOne({ kind: 's3-object', url: uri }, fields, settings, key);
   }
   const source = checkedFetchUrl(url, settings.fetchHosts);
   const upload = await fetchToStaging(source, settings);
   try {
-    return await enqueueOne({ kind: 'document', document: upload.asInput(source.href) }, fields, settings);
+    return await enqueueOne({ kind: 'document', document: upload.asInput(source.href) }, fields, settings, key);
   } finally {
     await upload.remove();
   }
 }
 
-async function enqueueOne(input: ProducerInput, fields: Record<string, unknown>, settings: SubmitSettings): Promise<SubmitAnswer> {
+async function enqueueOne(input: ProducerInput, fields: Record<string, unknown>, settings: SubmitSettings, key: ApiKey): Promise<SubmitAnswer> {
   const { callbackUrl, ...options } = fields;
   const { ocr, priority, pdfPassword } = checkSubmitOptions(options, settings.defaultVariant);
   let callback: string | undefined;
@@ -77,14 +84,28 @@ async function enqueueOne(input: ProducerInput, fields: Record<string, unknown>,
     if (settings.callbacks === undefined) throw new HttpError(400, 'this server sends no callbacks: it has no SCRIPTORIUM_CALLBACK_SECRET');
     callback = settings.callbacks.checkUrl(callbackUrl);
   }
-  const summary = await enqueueDocuments([input], {
-    ocr,
-    priority,
-    pdfPassword,
-    attempts: settings.attempts,
-    storage: settings.storage,
-    connection: settings.connection,
-  });
+  // An archive holds several documents: each is admitted, and those not queued when queueing fails are given back.
+  const notYetQueued = new Map<string, Reservation>();
+  let summary: EnqueueSummary;
+  try {
+    summary = await enqueueDocuments([input], {
+      ocr,
+      priority: classPriority(key.quota.priorityClass, priority),
+      pdfPassword,
+      attempts: settings.attempts,
+      storage: settings.storage,
+      connection: settings.connection,
+      admit: async (document) => {
+        notYetQueued.set(document.docId, await settings.admission.admit(key, document));
+      },
+      onDocument: (document) => {
+        if (document.state === 'enqueued') notYetQueued.delete(document.docId);
+      },
+    });
+  } catch (error) {
+    await settings.admission.release([...notYetQueued.values()]);
+    throw error;
+  }
   const rejected = summary.rejected[0];
   if (rejected !== undefined) throw new HttpError(422, `${rejected.uri}: ${rejected.reason}`);
   const queued = summary.queued[0];
