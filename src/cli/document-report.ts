@@ -13,6 +13,8 @@ type AssembledDocument = Extract<DocumentSettlement, { status: 'completed' }>;
 export const EXIT_ALL_DONE = 0;
 /** The command ran, but some inputs were rejected, some pages failed or some documents failed. */
 export const EXIT_SOME_FAILED = 3;
+/** `enqueue --no-wait` found no room for a document in the queue and stopped there (EX_TEMPFAIL: try again later). */
+export const EXIT_NO_ROOM = 75;
 /** Stopped by SIGINT or SIGTERM before every document had finished (128 + SIGINT). */
 export const EXIT_INTERRUPTED = 130;
 

@@ -2,13 +2,16 @@
 // their end, printing where each one's results are: `scriptorium enqueue [--wait]` and `scriptorium run`.
 // On a terminal, a progress line (enqueue-progress.ts) goes with the lines. With file storage, a
 // finished document's results are linked under by-input/, named after its input (output/input-links.ts).
+// With `room`, each new document waits until its page queue and Redis have room for it
+// (queue/queue-capacity.ts), or stops the enqueue with a NoRoomError.
 import path from 'node:path';
 
 import { documentResultKeys } from '../jobs/storage-layout.js';
 import { inputLinkName, linkResultsByInput } from '../output/input-links.js';
-import { enqueueDocuments, type EnqueueOptions, type EnqueueSummary, type QueuedDocument } from '../producer/enqueue.js';
+import { enqueueDocuments, type DocumentToQueue, type EnqueueOptions, type EnqueueSummary, type QueuedDocument } from '../producer/enqueue.js';
 import { DocumentWatcher, type DocumentSettlement } from '../queue/document-watcher.js';
 import { followPageJobs } from '../queue/page-job-events.js';
+import { NoRoomError, type QueueCapacity } from '../queue/queue-capacity.js';
 import { pageQueue } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 import { writeRunManifest } from '../producer/run-manifest.js';
@@ -30,7 +33,21 @@ export interface EnqueueAndFollowOptions {
   write?: (line: string) => void;
   /** Where progress is drawn (see progressTerminal). Default: nowhere. */
   progress?: ProgressTerminal;
+  /** Room to wait for before each new document is queued. Default: none (queued at once). */
+  room?: RoomSettings;
 }
+
+export interface RoomSettings {
+  capacity: QueueCapacity;
+  /** false (`enqueue --no-wait`): a document without room rejects with a NoRoomError instead of waiting. */
+  wait: boolean;
+  /** How often to look again. Default 5 s. */
+  pollMs?: number;
+  /** Where the line saying that it waits goes. Default: stderr. */
+  note?: (line: string) => void;
+}
+
+const DEFAULT_ROOM_POLL_MS = 5_000;
 
 /**
  * Resolves with the exit status: EXIT_ALL_DONE; EXIT_SOME_FAILED when an input, a page or a document
@@ -71,6 +88,7 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
       ...options.enqueue,
       connection: redisOptions(options.redisUrl, 'client'),
       signal: options.signal,
+      admit: options.room === undefined ? undefined : (document) => waitForRoom(document, options.room!, progress),
       onDocument: (document) => {
         progress?.inputSettled(document);
         if (document.state === 'already-done') finishedLines.push(markdownAt(document).then((at) => print(queuedLine(document, at))));
@@ -109,6 +127,28 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
     await pageEvents?.close();
     await watcher?.close();
   }
+}
+
+/**
+ * Resolves once the document's page queue and Redis have room for it, saying once that it waits (and
+ * on a terminal, why, on the progress line); without `wait`, rejects with a NoRoomError instead.
+ */
+async function waitForRoom(document: DocumentToQueue, room: RoomSettings, progress: EnqueueProgress | undefined): Promise<void> {
+  const pollMs = room.pollMs ?? DEFAULT_ROOM_POLL_MS;
+  const note = room.note ?? ((line: string) => process.stderr.write(`${line}\n`));
+  let waiting = false;
+  for (;;) {
+    const admission = await room.capacity.admit(document.variant, document.pageJobs);
+    if (admission.admitted) break;
+    if (!room.wait) throw new NoRoomError(document.uri, admission);
+    if (!waiting) {
+      note(`waiting for room for ${document.uri}: ${admission.message}; looking again every ${pollMs / 1000} s (Ctrl-C stops: what was queued stays queued)`);
+      waiting = true;
+    }
+    progress?.waitingForRoom(admission.message);
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+  if (waiting) progress?.waitingForRoom(undefined);
 }
 
 /** `work`'s result, or undefined once `signal` aborts. */

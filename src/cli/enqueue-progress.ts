@@ -1,5 +1,6 @@
 // The progress `enqueue` and `run` draw on a terminal: while inputs are staged and queued, how many
-// documents were found, queued, skipped and rejected and how many pages were queued; while waiting,
+// documents were found, queued, skipped and rejected and how many pages were queued, and why it waits
+// for room in the queue when it does; while waiting for the documents,
 // a bar over the pages finished, with the documents finished. The commands' own lines stay as they
 // are; when they go to the same terminal they are printed above the progress line.
 import { MultiBar, type SingleBar } from 'cli-progress';
@@ -24,7 +25,7 @@ export function progressTerminal(stdout: TerminalStream = process.stdout, stderr
 }
 
 // Documents skipped were done or queued before; the summary line afterwards tells the two apart.
-const QUEUEING_FORMAT = 'queueing: {found} found, {queued} queued, {skipped} skipped, {rejected} rejected, pages queued: {pages} | {duration_formatted}';
+const QUEUEING_FORMAT = 'queueing: {found} found, {queued} queued, {skipped} skipped, {rejected} rejected, pages queued: {pages} | {duration_formatted}{room}';
 const WAITING_FORMAT = 'waiting: [{bar}] pages {value}/{total}, documents {documents}/{documentsTotal} finished | {duration_formatted}';
 
 interface QueueingCounts {
@@ -55,7 +56,7 @@ export class EnqueueProgress {
   constructor(terminal: ProgressTerminal, write: (line: string) => void) {
     this.#terminal = terminal;
     this.#write = write;
-    this.#show(QUEUEING_FORMAT, 0, { ...this.#counts });
+    this.#show(QUEUEING_FORMAT, 0, { ...this.#counts, room: '' });
   }
 
   /** One of the command's lines. */
@@ -80,6 +81,11 @@ export class EnqueueProgress {
       counts.skipped++;
     }
     this.#display?.bar.update({ ...counts });
+  }
+
+  /** Why the next document waits for room in the queue (`reason`), or that it waits no more (undefined). */
+  waitingForRoom(reason: string | undefined): void {
+    this.#display?.bar.update({ room: reason === undefined ? '' : ` | waiting for room: ${reason}` });
   }
 
   /** Shows the waiting bar over these documents' pages. */
