@@ -37,6 +37,21 @@ const hex = (key: string) => hashApiKey(key).toString('hex');
 const API_KEYS = parseApiKeys(`alice:sha256:${hex(OPEN_KEY)},batch:sha256:${hex(BULK_KEY)}:class=bulk:pages-per-day=3:in-flight=1`);
 const OPTIONS = { variant: 'v1', mode: 'tiny', dpi: 36, maxTokens: 6 };
 
+test("SCRIPTORIUM_API_KEYS gives each key its class and quotas, and names a wrong setting", () => {
+  const hash = hex(OPEN_KEY);
+  assert.deepEqual(
+    parseApiKeys(`a:sha256:${hash},b:sha256:${hash}:in-flight=20:class=bulk:pages-per-day=5000`).map(({ name, quota }) => ({ name, quota })),
+    [
+      { name: 'a', quota: { priorityClass: 'interactive' } },
+      { name: 'b', quota: { priorityClass: 'bulk', pagesPerDay: 5000, documentsInFlight: 20 } },
+    ],
+  );
+  assert.throws(() => parseApiKeys(`b:sha256:${hash}:class=urgent`), /API key "b": class must be one of interactive, bulk \(got "urgent"\)/);
+  assert.throws(() => parseApiKeys(`b:sha256:${hash}:pages-per-day=0`), /pages-per-day must be a whole number from 1/);
+  assert.throws(() => parseApiKeys(`b:sha256:${hash}:in-flight=1:in-flight=2`), /in-flight is given twice/);
+  assert.throws(() => parseApiKeys(`b:sha256:${hash}:burst=3`), /unknown setting "burst"/);
+});
+
 describe('serve: capacity and quotas', { skip: REDIS_SERVER_MISSING }, () => {
   let redis: EmbeddedRedis;
   let client: Redis;
