@@ -1,6 +1,6 @@
 // `scriptorium status`: prints what src/queue/queue-status.ts reads from Redis: jobs per state, what
-// each kind of work completed lately and when it should be through, the live workers, and the latest
-// failed jobs with their reasons.
+// each kind of work completed lately and when it should be through, the live workers, the latest
+// failed jobs with their reasons, and each API key's usage of its quotas.
 import type { LiveWorker } from '../queue/live-workers.js';
 import { DOCUMENTS, fullQueueName, PAGE_QUEUES } from '../queue/queue-names.js';
 import { JOB_STATES, readQueueStatus, type QueueStatus, type WorkRate } from '../queue/queue-status.js';
@@ -19,8 +19,10 @@ each kind of page (variant-task-mode: kinds differ in speed many times over), wh
 last M minutes (--window: 10, 10m or 1h; default 10, at most ${MAX_WINDOW_MINUTES}), the rate, and at that rate the time left
 for the work still queued or running ("no live workers" while none is alive); the live workers (host,
 backend, the jobs they hold, pages done and failed, how long since their last heartbeat); and the
-latest failed jobs with their reasons (--failed N, default 20; 0 for none). A failed page job is kept
-in its document as a failed page; a failed document job is tried again by enqueueing its input again.`;
+latest failed jobs with their reasons (--failed N, default 20; 0 for none); and for each API key of
+\`scriptorium serve\`, by name, its priority class, the pages it submitted this UTC day and the
+documents it has in flight, beside its quotas. A failed page job is kept in its document as a failed
+page; a failed document job is tried again by enqueueing its input again.`;
 
 const MINUTE = 60_000;
 
@@ -81,6 +83,24 @@ export function statusLines(status: QueueStatus, redisDescription: string, windo
     lines.push(...table(['live worker', 'backend', 'variant', 'current jobs', 'pages done', 'failed', 'heartbeat'], status.liveWorkers.map((worker) => workerRow(worker, now))));
   } else {
     lines.push('no live workers (start one with `scriptorium work`)');
+  }
+
+  if (status.apiKeys.length > 0) {
+    const limit = (value: number | undefined) => (value === undefined ? '-' : String(value));
+    lines.push(
+      '',
+      ...table(
+        ['API key', 'class', 'pages today', 'per day', 'in flight', 'limit'],
+        status.apiKeys.map(({ name, quota, usage }) => [
+          name,
+          quota.priorityClass,
+          String(usage.pagesToday),
+          limit(quota.pagesPerDay),
+          String(usage.documentsInFlight),
+          limit(quota.documentsInFlight),
+        ]),
+      ),
+    );
   }
 
   for (const { queue, jobs } of status.failed) {

@@ -1,12 +1,13 @@
 // What `scriptorium status` shows, read from Redis: jobs per state of every queue, work completed in
 // a recent window and work left (pages per kind of page, since kinds differ in speed many times
-// over), the live workers, and the latest failed jobs.
+// over), the live workers, the latest failed jobs, and each API key's usage of its quotas.
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { parsePageJobData } from '../jobs/job-types.js';
 import { pagesOfJobId } from './job-ids.js';
+import { KeyQuotas, type KeyQuota, type KeyUsage } from './key-quotas.js';
 import { listLiveWorkers, type LiveWorker } from './live-workers.js';
 import { DOCUMENTS, jobKey, PAGE_QUEUES, pageQueue, type QueueName } from './queue-names.js';
 import { redisOptions } from './redis.js';
@@ -48,6 +49,8 @@ export interface QueueStatus {
   pages: WorkRate[];
   liveWorkers: LiveWorker[];
   failed: { queue: QueueName; jobs: FailedJob[] }[];
+  /** The API keys the last `serve` started recorded, by name, with their quotas and usage. */
+  apiKeys: { name: string; quota: KeyQuota; usage: KeyUsage }[];
 }
 
 export interface QueueStatusOptions {
@@ -106,6 +109,7 @@ export async function readQueueStatus(redisUrl: string, options: QueueStatusOpti
       pages: pageRates.filter((rate) => rate.completed > 0 || rate.left > 0),
       liveWorkers: await listLiveWorkers(client),
       failed,
+      apiKeys: await new KeyQuotas(client).recordedUsage(now),
     };
   } finally {
     await Promise.all(opened.map(({ bull }) => bull.close()));

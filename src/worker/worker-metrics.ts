@@ -4,10 +4,12 @@
 import http from 'node:http';
 
 import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, register } from 'prom-client';
 
 import type { Stage } from '../jobs/job-types.js';
+import { KeyQuotas, type KeyUsage } from '../queue/key-quotas.js';
 import { DOCUMENTS, fullQueueName, PAGE_QUEUES } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 import { WorkerHealth, type HealthAnswer } from './worker-health.js';
@@ -112,10 +114,30 @@ export interface MetricsServer {
 
 let queueDepthReader: (() => Promise<Array<{ queue: string; state: string; jobs: number }>>) | undefined;
 let queueDepthGauge: Gauge<'queue' | 'state'> | undefined;
+let keyUsageReader: (() => Promise<Array<{ name: string; usage: KeyUsage }>>) | undefined;
+let keyUsageGauges: Gauge<'key'>[] | undefined;
 let defaultMetricsStarted = false;
 
+/** A gauge of one figure of every API key's usage (by key name, never the key), read from Redis at each scrape. */
+function keyUsageGauge(name: string, help: string, figure: (usage: KeyUsage) => number, logger: Logger): Gauge<'key'> {
+  return new Gauge({
+    name,
+    help,
+    labelNames: ['key'],
+    async collect() {
+      this.reset();
+      try {
+        for (const { name: key, usage } of (await keyUsageReader?.()) ?? []) this.set({ key }, figure(usage));
+      } catch (error) {
+        logger.warn({ err: error }, 'metrics: cannot read the API keys\' usage');
+      }
+    },
+  });
+}
+
 /**
- * Serves GET /metrics: the worker metrics, the queue depths per state, and Node's process metrics;
+ * Serves GET /metrics: the worker metrics, the queue depths per state, each API key's usage of its
+ * quotas, and Node's process metrics;
  * GET /healthz and /readyz: the process's liveness and readiness as JSON, 200 or 503.
  */
 export async function serveMetrics(options: MetricsServerOptions): Promise<MetricsServer> {
@@ -144,6 +166,20 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
       }
     },
   });
+
+  const redis = new Redis(redisOptions(options.redisUrl, 'client'));
+  redis.on('error', () => undefined); // a scrape without Redis logs it and leaves these figures out
+  const quotas = new KeyQuotas(redis);
+  keyUsageReader = () => quotas.recordedUsage();
+  keyUsageGauges ??= [
+    keyUsageGauge('scriptorium_api_key_pages_today', 'Pages each API key of serve submitted this UTC day, by key name', (usage) => usage.pagesToday, logger),
+    keyUsageGauge(
+      'scriptorium_api_key_documents_in_flight',
+      'Documents each API key of serve has submitted and that have not settled, by key name',
+      (usage) => usage.documentsInFlight,
+      logger,
+    ),
+  ];
 
   const health = await WorkerHealth.start({ redisUrl: options.redisUrl, logger, eventLoopLimitMs: options.eventLoopLimitMs });
   const answer = (response: http.ServerResponse, { status, body }: HealthAnswer) =>
@@ -177,6 +213,7 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
     });
   } catch (error) {
     health.close();
+    redis.disconnect();
     await Promise.all(queues.map(({ queue }) => queue.close()));
     throw error;
   }
@@ -187,7 +224,9 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
     health,
     async close() {
       queueDepthReader = undefined;
+      keyUsageReader = undefined;
       health.close();
+      redis.disconnect();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await Promise.all(queues.map(({ queue }) => queue.close()));

@@ -1,5 +1,5 @@
 // What `scriptorium status` prints from a queue status: an ETA only while workers are alive, and
-// rates per kind of page, the slowest kind deciding when the pages are through.
+// rates per kind of page, the slowest kind deciding when the pages are through; each API key's usage.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
@@ -38,6 +38,7 @@ function status(liveWorkers: LiveWorker[]): QueueStatus {
     ],
     liveWorkers,
     failed: [],
+    apiKeys: [],
   };
 }
 
@@ -62,4 +63,27 @@ test('each kind of page has its own rate and time left; the slowest kind gives t
   // One rate over both kinds (51 a minute) would have promised 3 minutes.
   assert.match(rowOf(lines, 'pages (all variants)'), /510 pages\s+51\.0\s+130 pages\s+30 min$/);
   assert.match(rowOf(lines, 'scriptorium:documents'), /2 documents\s+0\.2\s+3 documents\s+15 min$/);
+});
+
+test("each API key's usage is shown by name beside its class and quotas ('-': no limit)", () => {
+  const resetsAt = '2030-01-02T00:00:00.000Z';
+  const lines = statusLines(
+    {
+      ...status([WORKER]),
+      apiKeys: [
+        { name: 'alice', quota: { priorityClass: 'interactive' }, usage: { pagesToday: 12, documentsInFlight: 1, resetsAt } },
+        { name: 'archive', quota: { priorityClass: 'bulk', pagesPerDay: 5000, documentsInFlight: 20 }, usage: { pagesToday: 4200, documentsInFlight: 20, resetsAt } },
+      ],
+    },
+    'redis://r',
+    10,
+    NOW,
+  );
+  assert.match(rowOf(lines, 'API key'), /^API key\s+class\s+pages today\s+per day\s+in flight\s+limit$/);
+  assert.match(rowOf(lines, 'alice'), /^alice\s+interactive\s+12\s+-\s+1\s+-$/);
+  assert.match(rowOf(lines, 'archive'), /^archive\s+bulk\s+4200\s+5000\s+20\s+20$/);
+});
+
+test('without recorded API keys there is no key table', () => {
+  assert.ok(!statusLines(status([WORKER]), 'redis://r', 10, NOW).some((line) => line.startsWith('API key')));
 });

@@ -17,6 +17,7 @@ import type { OcrJobOptions } from '../../src/jobs/job-types.js';
 import type { PageResultJson } from '../../src/jobs/result-json.js';
 import { enqueueDocuments } from '../../src/producer/enqueue.js';
 import { DocumentWatcher } from '../../src/queue/document-watcher.js';
+import { KeyQuotas } from '../../src/queue/key-quotas.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/queue/embedded-redis.js';
 import { listLiveWorkers } from '../../src/queue/live-workers.js';
 import { redisOptions } from '../../src/queue/redis.js';
@@ -110,6 +111,15 @@ describe('a running worker seen from outside', { skip: REDIS_SERVER_MISSING }, (
     } finally {
       await client.del('scriptorium:pages-v3:wait');
     }
+  });
+
+  test("the metrics hold each API key's usage by name, read at the scrape", async () => {
+    const quotas = new KeyQuotas(client);
+    await quotas.recordKeys([{ name: 'archive', quota: { priorityClass: 'bulk', documentsInFlight: 5 } }]);
+    await quotas.admit('archive', { priorityClass: 'bulk', documentsInFlight: 5 }, { docId: 'c'.repeat(32), pages: 7 });
+    const text = await scrape();
+    assert.match(text, /^scriptorium_api_key_pages_today\{key="archive"\} 7$/m);
+    assert.match(text, /^scriptorium_api_key_documents_in_flight\{key="archive"\} 1$/m);
   });
 
   test('the metrics name the backend and device the engine runs on', async () => {
