@@ -4,6 +4,7 @@
 import type { DocumentResultJson, PageResultJson } from '../jobs/result-json.js';
 import type {
   ApiError,
+  CapacityAnswer,
   DocumentStatus,
   HealthAnswer,
   PageFormat,
@@ -115,6 +116,11 @@ export class ScriptoriumClient {
   /** Cancels the pages still queued; pages being read finish. */
   async cancel(docId: string): Promise<DocumentStatus> {
     return (await this.#request('DELETE', `/v1/documents/${encodeURIComponent(docId)}`)).json() as Promise<DocumentStatus>;
+  }
+
+  /** What each variant's queue holds and still accepts, Redis's memory, and this key's quotas and usage. */
+  async capacity(): Promise<CapacityAnswer> {
+    return (await this.#request('GET', '/v1/capacity')).json() as Promise<CapacityAnswer>;
   }
 
   async openapi(): Promise<Record<string, unknown>> {

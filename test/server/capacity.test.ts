@@ -14,6 +14,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 
+import { ScriptoriumClient } from '../../src/client/scriptorium-client.js';
 import { hashApiKey, parseApiKeys } from '../../src/server/api-keys.js';
 import { startApiServer, type ApiServer, type ApiServerOptions } from '../../src/server/api-server.js';
 import type { CapacityAnswer } from '../../src/server/api-types.js';
@@ -180,6 +181,7 @@ describe('serve: capacity and quotas', { skip: REDIS_SERVER_MISSING }, () => {
       resetsAt: nextUtcMidnight(),
     });
     assert.equal((await capacity(server, OPEN_KEY)).key.pagesToday, 0, 'each key counts its own');
+    assert.equal((await new ScriptoriumClient({ baseUrl: server.url, apiKey: BULK_KEY }).capacity()).key.documentsInFlight, 1, 'the client reads it too');
 
     drainQueues();
     await waitUntil(async () => (await capacity(server, BULK_KEY)).key.documentsInFlight === 0, 30_000, 'the document settled');
