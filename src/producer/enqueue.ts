@@ -45,6 +45,8 @@ export interface EnqueueOptions extends PageJobLifecycle {
   onDocument?: (document: QueuedDocument | RejectedInput) => void;
   /** Stops after the document in hand: the summary then covers the inputs settled so far. */
   signal?: AbortSignal;
+  /** Queues only the page jobs covering one of these pages (a retry of chosen pages). Default: every page without a stored result. */
+  onlyPages?: readonly number[];
 }
 
 export type QueuedState = 'enqueued' | 'already-done' | 'already-queued' | 'retried';
@@ -139,7 +141,9 @@ async function enqueuePlanned(plan: PlannedDocument, options: EnqueueOptions, fl
   }
   await stageSource(plan, options.storage);
   // Pages an earlier run stored are not read again; the assembler takes their stored results.
-  const pageJobs = await pageJobsWithoutResults(plan.docId, plan.pageJobs, options.storage);
+  const pageJobs = (await pageJobsWithoutResults(plan.docId, plan.pageJobs, options.storage)).filter(
+    (job) => options.onlyPages === undefined || options.onlyPages.some((page) => page >= job.firstPage && page <= job.lastPage),
+  );
   await flows.add(documentFlow({ ...plan, pageJobs }, options));
   return 'enqueued';
 }
