@@ -138,6 +138,18 @@ describe('the viewer under serve', { skip: REDIS_SERVER_MISSING }, () => {
     const image = await fetch(url(`/viewer/documents/${docId}/pages/1/image.jpg`), { headers });
     assert.equal(image.headers.get('content-type'), 'image/jpeg');
   });
+
+  test('a retry of a page that did not fail is refused with the reason, and queues nothing', async () => {
+    const response = await fetch(url(`/viewer/documents/${docId}/pages/1/retry`), { method: 'POST', redirect: 'manual', headers: { authorization: `Bearer ${KEY}`, origin: origin() } });
+    assert.equal(response.status, 409);
+    assert.match(await response.text(), /Page 1 was not queued again: page 1 did not fail \(the failed pages: 3, 4\)/);
+    const pages = new Queue(pageQueue('v1').name, { connection: redisOptions(redis.url, 'client'), prefix: pageQueue('v1').prefix });
+    try {
+      assert.deepEqual(await pages.getJobs(['waiting', 'prioritized', 'delayed', 'paused']), []);
+    } finally {
+      await pages.close();
+    }
+  });
 });
 
 describe('the viewer of `view`', () => {
