@@ -44,6 +44,8 @@ COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules node_modules
 COPY --from=build /src/build/Release/*.node build/Release/
 COPY --from=build /src/dist/src dist/src
+# The page viewer's static script and style sheets, served and inlined as they are.
+COPY viewer viewer
 # Model checkpoints (`scriptorium model download v3 --dir /models/v3`); a named volume mounted here
 # inherits the node user's ownership.
 RUN mkdir /models && chown node:node /models

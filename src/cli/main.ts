@@ -15,6 +15,7 @@ import { serveCommand } from './serve-command.js';
 import { statusCommand } from './status-command.js';
 import { commandGroup, exitWith, runCommandLine, type CommandGroup } from './usage.js';
 import { watchCommand } from './watch-command.js';
+import { viewCommand } from './view-command.js';
 import { workCommand } from './work-command.js';
 
 const HELP = `scriptorium — batch OCR on native kernels
@@ -36,6 +37,7 @@ Commands:
   scriptorium dashboard [--host H] [--port P]                         bull-board and /healthz for the queues
   scriptorium serve [--host H] [--port P] [--to URL] [--variant V]    the HTTP API (submit, status, results) behind API keys
   scriptorium results DOCID [--storage URL] [--format md|json]        a finished document's results
+  scriptorium view [--storage URL] [--port P]                         the page viewer on 127.0.0.1: pages, boxes, text
   scriptorium samples --out DIR                                       a few mixed documents to try run on
   scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]   greedy text generation (streams)
   scriptorium devices [--json]                                        CPU kernel sets and Vulkan GPUs for --device
@@ -60,6 +62,7 @@ const SCRIPTORIUM: CommandGroup = {
     dashboard: dashboardCommand,
     serve: serveCommand,
     results: resultsCommand,
+    view: viewCommand,
     samples: samplesCommand,
     generate: generateCommand,
     devices: devicesCommand,

@@ -1,5 +1,5 @@
-// `scriptorium serve`: the HTTP API (submit, follow, fetch results, cancel), its OpenAPI document
-// and the queue dashboard, behind API keys, until SIGTERM or SIGINT.
+// `scriptorium serve`: the HTTP API (submit, follow, fetch results, cancel), its OpenAPI document,
+// the queue dashboard and the page viewer, behind API keys, until SIGTERM or SIGINT.
 import { parseApiKeys, API_KEYS_FORMAT } from '../server/api-keys.js';
 import { DEFAULT_MAX_DOCUMENT_BYTES, startApiServer } from '../server/api-server.js';
 import { DEFAULT_RATE_LIMIT } from '../server/rate-limit.js';
@@ -20,7 +20,8 @@ const USAGE = `Usage: scriptorium serve [--host H] [--port P] [--to URL] [--mode
 
 Serves the HTTP API at http://H:P/: POST /v1/documents (an upload, an s3:// URI or an allowed https
 URL), GET /v1/documents/{docId} (status), …/result and …/pages/{page} (results), DELETE (cancel);
-/openapi.json describes it all, /dashboard is the queue dashboard. Documents are queued on Redis
+/openapi.json describes it all, /dashboard is the queue dashboard, /viewer/ the page viewer (a browser
+signs in once with a key at /viewer/login and gets a session cookie). Documents are queued on Redis
 ($REDIS_URL, default redis://127.0.0.1:6379) for \`scriptorium work\` processes using the same storage.
 
 Every request but GET /healthz and GET /readyz needs an API key (Authorization: Bearer KEY). Keys are

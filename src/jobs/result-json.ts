@@ -7,10 +7,16 @@ import { documentTypeSchema, modeSchema, ocrJobOptionsSchema, stageSchema, stage
 
 const count = z.number().int().nonnegative();
 
+/** Mean and lowest probability (0..1) of the greedy choices of the generated tokens it covers. */
+const confidenceJsonSchema = z.object({ mean: z.number(), min: z.number() });
+export type ConfidenceJson = z.infer<typeof confidenceJsonSchema>;
+
 const ocrBlockJsonSchema = z.object({
   type: z.string(),
   text: z.string(),
   box: z.tuple([z.number(), z.number(), z.number(), z.number()]).optional(),
+  /** Over the tokens that produced this block; absent in results written before it was recorded. */
+  confidence: confidenceJsonSchema.optional(),
 });
 export type OcrBlockJson = z.infer<typeof ocrBlockJsonSchema>;
 
@@ -63,6 +69,12 @@ const pageResultJsonSchema = z.object({
   timings_ms: stageTimingsSchema,
   worker: z.object({ host: z.string().min(1), backend: z.string().min(1), attempt: z.number().int().positive() }),
   scriptorium: scriptoriumBuildJsonSchema,
+  /** The page's confidence; absent in results written before it was recorded. */
+  confidence: confidenceJsonSchema.optional(),
+  /** What a reviewer should know of the page; absent in results written before flags were recorded. */
+  flags: z.array(z.enum(['max_tokens', 'timeout', 'repetition', 'empty'])).optional(),
+  /** The page should be looked at by a person (max_tokens, timeout or repetition; an empty page is not). */
+  needs_review: z.boolean().optional(),
 });
 export type PageResultJson = z.infer<typeof pageResultJsonSchema>;
 
@@ -82,6 +94,16 @@ const documentResultJsonSchema = z.object({
   timings_ms: z.record(stageSchema, stageSummarySchema),
   completedAt: z.string(),
   scriptorium: scriptoriumBuildJsonSchema,
+  /** Over the done pages: their mean, a 10-bin histogram of page means, the least confident pages (lowest mean first). */
+  confidence: z
+    .object({
+      mean: z.number(),
+      histogram: z.array(z.number()),
+      leastConfident: z.array(z.object({ page: z.number().int().positive(), mean: z.number(), min: z.number() })),
+    })
+    .optional(),
+  /** The done pages that carry flags. */
+  flagged: z.array(z.object({ page: z.number().int().positive(), flags: z.array(z.string()) })).optional(),
 });
 export type DocumentResultJson = z.infer<typeof documentResultJsonSchema>;
 
@@ -102,6 +124,11 @@ export type FailedPagesMarkerJson = z.infer<typeof failedPagesMarkerJsonSchema>;
 /** A _FAILED_PAGES marker as stored, checked like a page result. */
 export function parseFailedPagesMarkerJson(text: string, key: string): FailedPagesMarkerJson {
   return parseBoundaryData(failedPagesMarkerJsonSchema, parseJson(text, key), key);
+}
+
+/** A document.json as stored, checked like a page result. */
+export function parseDocumentResultJson(text: string, key: string): DocumentResultJson {
+  return parseBoundaryData(documentResultJsonSchema, parseJson(text, key), key);
 }
 
 /** A page result about to be written, checked as it will be read: its provenance is never empty. */

@@ -1,43 +1,33 @@
-// HTML export of an assembled document: one standalone page, each document page a section rendered
-// from its markdown (CommonMark and GFM through marked). The models write tables as HTML, so raw HTML
-// is kept, but only table and simple text tags, with only colspan and rowspan attributes: anything
-// else a document's own text could smuggle in (scripts, event handlers, links) is shown as text.
-import { Marked } from 'marked';
-
-import type { DocumentResultJson } from '../jobs/result-json.js';
-import { documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
+// HTML export of an assembled document: one self-contained page, each document page in the same
+// side-by-side view as the viewer's (page-view.ts): the page image, embedded as a JPEG data: URI at a
+// moderate resolution, with the grounding boxes over it, beside the page's reading. It carries no
+// script; its only style is the page view's, inlined. A page whose image cannot be rendered (the
+// staged source was removed, or it is an encrypted PDF) is shown without it.
+import { DocumentError } from '../documents/document.js';
+import { parseDocumentResultJson, parsePageResultJson } from '../jobs/result-json.js';
+import { documentKeys, documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
 import type { Storage } from '../storage/storage.js';
+import { StorageError } from '../storage/storage-error.js';
+import { pageImageJpeg } from './page-image.js';
+import { pageViewCss, pageViewHtml } from './page-view.js';
+import { escapeHtml } from './safe-markdown.js';
 
-const ALLOWED_TAGS = new Set(['table', 'thead', 'tbody', 'tfoot', 'tr', 'td', 'th', 'caption', 'br', 'sup', 'sub', 'b', 'i', 'u', 'em', 'strong', 'center']);
-const ALLOWED_ATTRIBUTE = /\b(colspan|rowspan)\s*=\s*["']?(\d{1,3})["']?/gi;
-
-/** Links and images keep web and relative targets; other schemes (javascript:, data:) keep only their text. */
-const SAFE_URL = /^(https?:|[^:/?#]*(?:[/?#]|$))/i;
-
-const markdown = new Marked({
-  gfm: true,
-  async: false,
-  renderer: {
-    html: ({ text }) => allowedHtml(text),
-    link({ href, tokens }) {
-      const text = this.parser.parseInline(tokens);
-      return SAFE_URL.test(href) ? `<a href="${escapeHtml(href)}">${text}</a>` : text;
-    },
-    image: ({ href, text }) => (SAFE_URL.test(href) ? `<img src="${escapeHtml(href)}" alt="${escapeHtml(text)}">` : escapeHtml(text)),
-  },
-});
+/** Pixels on the longer side of the embedded page images. */
+export const EXPORT_IMAGE_LONGEST_SIDE = 1000;
 
 export async function documentHtml(docId: string, storage: Storage): Promise<string> {
-  const document = JSON.parse((await storage.get(documentResultKeys(docId).json)).toString('utf8')) as DocumentResultJson;
+  const jsonKey = documentResultKeys(docId).json;
+  const document = parseDocumentResultJson((await storage.get(jsonKey)).toString('utf8'), jsonKey);
   const failed = new Map(document.failedPages.map(({ page, reason }) => [page, reason]));
+  const source = await stagedSource(storage, documentKeys(docId, document.source.type).source);
   const sections: string[] = [];
   for (let page = 1; page <= document.source.pages; page++) {
-    const reason = failed.get(page);
-    const body =
-      reason === undefined
-        ? (markdown.parse((await storage.get(pageResultKey(docId, page, 'md'))).toString('utf8')) as string)
-        : `<p class="failed">This page could not be read: ${escapeHtml(reason)}</p>\n`;
-    sections.push(`<section class="page" id="page-${page}">\n${body}</section>`);
+    const failure = failed.get(page);
+    const key = pageResultKey(docId, page, 'json');
+    const result = failure === undefined ? parsePageResultJson((await storage.get(key)).toString('utf8'), key) : undefined;
+    const jpeg = source === undefined ? undefined : await pageJpegOrNone(source, document.source.type, page);
+    const imageSrc = jpeg === undefined ? undefined : `data:image/jpeg;base64,${jpeg.toString('base64')}`;
+    sections.push(pageViewHtml({ page, result, failure, imageSrc }));
   }
   const title = escapeHtml(document.source.uri);
   return `<!DOCTYPE html>
@@ -45,25 +35,32 @@ export async function documentHtml(docId: string, storage: Storage): Promise<str
 <head>
 <meta charset="utf-8">
 <title>${title}</title>
-<meta name="generator" content="Scriptorium ${escapeHtml(document.scriptorium?.version ?? '')} (${escapeHtml(document.scriptorium?.commit ?? '')})">
-<style>body{max-width:50em;margin:2em auto;font-family:sans-serif}section.page{border-bottom:1px solid #ccc;padding-bottom:1em}table{border-collapse:collapse}td,th{border:1px solid #999;padding:.2em .4em}.failed{color:#a00}</style>
+<meta name="generator" content="Scriptorium ${escapeHtml(document.scriptorium.version)} (${escapeHtml(document.scriptorium.commit)})">
+<style>body{font-family:sans-serif;margin:1em 2em}
+${await pageViewCss()}</style>
 </head>
 <body>
+<h1>${title}</h1>
 ${sections.join('\n')}
 </body>
 </html>
 `;
 }
 
-/** Raw HTML from a page: allowed tags keep their colspan and rowspan; every other tag is escaped. */
-function allowedHtml(html: string): string {
-  return html.replace(/<(\/?)([a-zA-Z][a-zA-Z0-9]*)([^>]*)>/g, (tag, slash: string, name: string, attributes: string) => {
-    if (!ALLOWED_TAGS.has(name.toLowerCase())) return escapeHtml(tag);
-    const kept = slash === '' ? [...attributes.matchAll(ALLOWED_ATTRIBUTE)].map((m) => ` ${m[1].toLowerCase()}="${m[2]}"`).join('') : '';
-    return `<${slash}${name.toLowerCase()}${kept}>`;
-  });
+async function stagedSource(storage: Storage, key: string): Promise<Buffer | undefined> {
+  try {
+    return await storage.get(key);
+  } catch (error) {
+    if (error instanceof StorageError && error.code === 'not_found') return undefined;
+    throw error;
+  }
 }
 
-function escapeHtml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+async function pageJpegOrNone(source: Buffer, type: Parameters<typeof pageImageJpeg>[1], page: number): Promise<Buffer | undefined> {
+  try {
+    return await pageImageJpeg(source, type, page, EXPORT_IMAGE_LONGEST_SIDE);
+  } catch (error) {
+    if (error instanceof DocumentError) return undefined;
+    throw error;
+  }
 }

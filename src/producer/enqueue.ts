@@ -50,6 +50,8 @@ export interface EnqueueOptions extends PageJobLifecycle {
    * waits for room, or throws to refuse the document, which then stops the enqueue. Default: none.
    */
   admit?: (document: DocumentToQueue) => Promise<void>;
+  /** Queues only the page jobs covering one of these pages (a retry of chosen pages). Default: every page without a stored result. */
+  onlyPages?: readonly number[];
 }
 
 /** A document about to be queued, as `admit` is told of it. */
@@ -154,7 +156,9 @@ async function enqueuePlanned(plan: PlannedDocument, options: EnqueueOptions, fl
     await existing.remove({ removeChildren: true });
   }
   // Pages an earlier run stored are not read again; the assembler takes their stored results.
-  const pageJobs = await pageJobsWithoutResults(plan.docId, plan.pageJobs, options.storage);
+  const pageJobs = (await pageJobsWithoutResults(plan.docId, plan.pageJobs, options.storage)).filter(
+    (job) => options.onlyPages === undefined || options.onlyPages.some((page) => page >= job.firstPage && page <= job.lastPage),
+  );
   await options.admit?.({
     uri: plan.documentJob.sourceUri,
     docId: plan.docId,

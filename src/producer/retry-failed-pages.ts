@@ -1,10 +1,11 @@
-// `scriptorium retry`: a document assembled with failed pages (its _FAILED_PAGES marker says which
-// and why) is queued again from its staged source with the options it was read with. The producer's
-// enqueue then queues exactly the pages without a stored result, that is the failed ones, and the
-// document is assembled again.
+// `scriptorium retry` and the viewer's retry button: a document assembled with failed pages (its
+// _FAILED_PAGES marker says which and why) is queued again from its staged source with the options it
+// was read with. The producer's enqueue then queues exactly the pages without a stored result, that
+// is the failed ones, or only the chosen ones of them, and the document is assembled again (a failed
+// page not chosen keeps its reason).
 import type { RedisOptions } from 'ioredis';
 
-import type { FailedPagesMarkerJson } from '../jobs/result-json.js';
+import { parseFailedPagesMarkerJson, type FailedPagesMarkerJson } from '../jobs/result-json.js';
 import { docIdOfFailedPagesMarker, documentKeys, documentResultKeys, RESULTS_FOLDER } from '../jobs/storage-layout.js';
 import { type Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
@@ -18,6 +19,8 @@ export interface RetryOptions {
   pdfPassword?: string;
   /** Tries per page. Default: enqueue's. */
   attempts?: number;
+  /** Only these failed pages. Default: every failed page. */
+  pages?: readonly number[];
 }
 
 export type RetryOutcome =
@@ -32,6 +35,11 @@ export async function retryFailedPages(docId: string, options: RetryOptions): Pr
     const done = await storage.exists(documentResultKeys(docId).done);
     return { docId, status: 'not-failed', reason: done ? 'every page of it succeeded' : 'it has no failed pages recorded (unknown, or still being read)' };
   }
+  const failed = new Set(marker.failedPages.map(({ page }) => page));
+  const notFailed = options.pages?.filter((page) => !failed.has(page)) ?? [];
+  if (notFailed.length > 0) {
+    return { docId, status: 'not-failed', reason: `page ${notFailed.join(', ')} did not fail (the failed pages: ${[...failed].join(', ')})` };
+  }
   const source = documentKeys(docId, marker.type).source;
   const size = (await storage.stat(source)).size;
   const summary = await enqueueDocuments([{ kind: 'document', document: { uri: marker.sourceUri, size, bytes: () => storage.get(source) } }], {
@@ -40,12 +48,13 @@ export async function retryFailedPages(docId: string, options: RetryOptions): Pr
     connection: options.connection,
     pdfPassword: options.pdfPassword,
     attempts: options.attempts,
+    onlyPages: options.pages,
   });
   const rejected: RejectedInput | undefined = summary.rejected[0];
   if (rejected !== undefined) return { docId, status: 'rejected', reason: rejected.reason };
   const queued = summary.queued[0];
   if (queued.docId !== docId) throw new Error(`the staged source of ${docId} now has the docId ${queued.docId}: it was replaced since`);
-  return { docId, status: 'requeued', failedPages: marker.failedPages.length, queued };
+  return { docId, status: 'requeued', failedPages: options.pages?.length ?? marker.failedPages.length, queued };
 }
 
 /** Every docId with a _FAILED_PAGES marker, in key order (one listing of results/). */
@@ -58,7 +67,8 @@ export async function* documentsWithFailedPages(storage: Storage): AsyncGenerato
 
 async function readMarker(docId: string, storage: Storage): Promise<FailedPagesMarkerJson | undefined> {
   try {
-    return JSON.parse((await storage.get(documentResultKeys(docId).failedPages)).toString('utf8')) as FailedPagesMarkerJson;
+    const key = documentResultKeys(docId).failedPages;
+    return parseFailedPagesMarkerJson((await storage.get(key)).toString('utf8'), key);
   } catch (error) {
     if (error instanceof StorageError && error.code === 'not_found') return undefined;
     throw error;

@@ -1,8 +1,9 @@
-// `scriptorium serve`: one Express server for the HTTP API, its OpenAPI document and the queue
-// dashboard. Only /healthz and /readyz answer without an API key; every other request needs one of
-// the configured keys, counts against that key's rate limit, and is logged with the key's name.
-// Submissions are admitted against the queue's capacity and the key's quotas (submit-admission.ts),
-// which GET /v1/capacity reports.
+// `scriptorium serve`: one Express server for the HTTP API, its OpenAPI document, the queue
+// dashboard and the page viewer. Only /healthz, /readyz, the viewer's login form and its static files
+// answer without an API key; every other request needs one of the configured keys (under /viewer a
+// browser may instead present the session its login opened), counts against that key's rate limit,
+// and is logged with the key's name. Submissions are admitted against the queue's capacity and the
+// key's quotas (submit-admission.ts), which GET /v1/capacity reports.
 import { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { Redis } from 'ioredis';
@@ -25,6 +26,10 @@ import { queueDashboard } from './queue-dashboard.js';
 import { countRequest, DEFAULT_RATE_LIMIT, type RateLimit } from './rate-limit.js';
 import { SubmitAdmission } from './submit-admission.js';
 import { RedisHealthProbe } from '../queue/redis-health.js';
+import { PageImageCache } from './page-image-cache.js';
+import { loginPage, VIEWER_PATH } from './viewer-pages.js';
+import { viewerPublicRoutes, viewerRoutes } from './viewer-routes.js';
+import { checkSameOrigin, ViewerSessions } from './viewer-sessions.js';
 
 export const DEFAULT_MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
 /** JSON request bodies: a submission by reference is a few hundred bytes. */
@@ -32,6 +37,10 @@ const MAX_JSON_BODY = '16kb';
 /** How long /readyz waits for the storage. */
 const STORAGE_PROBE_TIMEOUT_MS = 3_000;
 const DASHBOARD_PATH = '/dashboard';
+/** The login form's body: one key. */
+const MAX_FORM_BODY = '4kb';
+/** Rendered page images the viewer keeps in memory. */
+export const VIEWER_IMAGE_CACHE_BYTES = 64 * 1024 * 1024;
 
 export interface ApiServerOptions {
   host: string;
@@ -94,8 +103,30 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     const answer: ReadinessAnswer = { redis: await health.ping(), storage: await storageReachable(storage) };
     response.status(answer.redis === 'ok' && answer.storage === 'ok' ? 200 : 503).json(answer);
   });
+  const sessions = new ViewerSessions(redis, options.apiKeys, VIEWER_PATH);
+  app.use(viewerPublicRoutes());
+  app.get(`${VIEWER_PATH}/login`, (_request, response) => {
+    response.type('html').send(loginPage());
+  });
+  app.post(`${VIEWER_PATH}/login`, express.urlencoded({ extended: false, limit: MAX_FORM_BODY }), async (request, response) => {
+    checkSameOrigin(request);
+    const presented: unknown = (request.body as Record<string, unknown> | undefined)?.key;
+    const key = typeof presented === 'string' ? matchApiKey(options.apiKeys, presented) : undefined;
+    if (key === undefined) {
+      response.status(401).type('html').send(loginPage('That is not a configured API key.'));
+      return;
+    }
+    response.locals.apiKey = key;
+    response.set('set-cookie', await sessions.open(key, request)).redirect(303, `${VIEWER_PATH}/`);
+  });
   app.use(async (request, response, next) => {
-    const key = matchApiKey(options.apiKeys, presentedApiKey(request.headers.authorization) ?? '');
+    const inViewer = request.path === VIEWER_PATH || request.path.startsWith(`${VIEWER_PATH}/`);
+    const key =
+      matchApiKey(options.apiKeys, presentedApiKey(request.headers.authorization) ?? '') ?? (inViewer ? await sessions.keyOf(request) : undefined);
+    if (key === undefined && inViewer) {
+      response.status(401).type('html').send(loginPage());
+      return;
+    }
     if (key === undefined) {
       // Browsers ask for a key (as the password) only when told Basic; API clients send Bearer.
       const challenge = request.path.startsWith(DASHBOARD_PATH) ? 'Basic realm="scriptorium", charset="UTF-8"' : 'Bearer realm="scriptorium"';
@@ -132,6 +163,14 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       },
       status: statusSources,
       events,
+    }),
+  );
+  app.use(
+    viewerRoutes({
+      storage,
+      retry: { connection: redisOptions(options.redisUrl, 'client'), attempts: options.attempts },
+      images: new PageImageCache(VIEWER_IMAGE_CACHE_BYTES),
+      logger,
     }),
   );
   app.use(DASHBOARD_PATH, board.router);
@@ -175,11 +214,11 @@ async function storageReachable(storage: Storage): Promise<'ok' | 'unreachable'>
 }
 
 /** One log line per request, with the key's name (never the key) and any docId in the path. */
-function requestLog(logger: Logger) {
+export function requestLog(logger: Logger) {
   return (request: Request, response: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
     response.on('finish', () => {
-      const docId = /^\/v1\/documents\/([0-9a-f]{32})/.exec(request.path)?.[1];
+      const docId = /^\/(?:v1|viewer)\/documents\/([0-9a-f]{32})/.exec(request.path)?.[1];
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       logger.info(
         { method: request.method, path: request.path, status: response.statusCode, key: response.locals.apiKey?.name, docId, ms: Math.round(ms) },
@@ -191,7 +230,7 @@ function requestLog(logger: Logger) {
 }
 
 /** HttpErrors and body-parser's errors answer with their status and message; anything else is a logged 500. */
-function errorAnswer(logger: Logger) {
+export function errorAnswer(logger: Logger) {
   return (error: unknown, request: Request, response: Response, _next: NextFunction) => {
     let status = 500;
     let message = 'internal error: see the server log';

@@ -4,10 +4,11 @@
 // re-run or `scriptorium retry` reads those pages again). The marker goes last, so a crash part-way
 // never leaves a marker without the files, and assembling again after a crash rewrites the same files.
 // A page with no status from the queue (an earlier, interrupted run stored it, so it was not queued
-// again) is read from its stored result.
+// again) is read from its stored result; one without a stored result that failed before (a retry of
+// other pages) keeps the reason the earlier _FAILED_PAGES marker gave.
 import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
 import type { DocumentJobData, Stage } from '../jobs/job-types.js';
-import { parsePageResultJson, type DocumentResultJson, type FailedPagesMarkerJson, type PageResultJson } from '../jobs/result-json.js';
+import { parseFailedPagesMarkerJson, parsePageResultJson, type DocumentResultJson, type FailedPagesMarkerJson, type PageResultJson } from '../jobs/result-json.js';
 import { cancelledMarkerKey, documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
 import { scriptoriumBuild } from '../output/build-info.js';
 import type { Storage } from '../storage/storage.js';
@@ -42,7 +43,9 @@ type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJ
  * queue gave the job up. Storage errors other than a missing page reject, so the job can be retried.
  */
 export async function assembleDocument(job: DocumentJobData, statuses: readonly PageStatus[], storage: Storage): Promise<DocumentResultJson> {
-  const missingReason = (await storage.exists(cancelledMarkerKey(job.docId))) ? CANCELLED_PAGE_REASON : UNREPORTED_PAGE_REASON;
+  const cancelled = await storage.exists(cancelledMarkerKey(job.docId));
+  const earlierReasons = cancelled ? new Map<number, string>() : await earlierFailureReasons(job.docId, storage);
+  const missingReason = (page: number) => (cancelled ? CANCELLED_PAGE_REASON : (earlierReasons.get(page) ?? UNREPORTED_PAGE_REASON));
   const pages = await readPages(completeStatuses(job, statuses, missingReason), storage, job.docId);
   const done = pages.filter((page) => page.status === 'done');
   const summarize = (stage: Stage): StageSummary => summarizeStageTimes(done.map((page) => page.result.timings_ms[stage]));
@@ -102,7 +105,11 @@ export function failedPageNote(page: number, reason: string): string {
 }
 
 /** One status per page 1…pageCount, in order; a page reported done and failed (a retry) counts as done. */
-function completeStatuses({ docId, pageCount }: DocumentJobData, statuses: readonly PageStatus[], missingReason: string): Array<PageStatus | UnreportedPage> {
+function completeStatuses(
+  { docId, pageCount }: DocumentJobData,
+  statuses: readonly PageStatus[],
+  missingReason: (page: number) => string,
+): Array<PageStatus | UnreportedPage> {
   const byPage = new Map<number, PageStatus>();
   for (const status of statuses) {
     if (!(Number.isInteger(status.page) && status.page >= 1 && status.page <= pageCount)) {
@@ -113,8 +120,26 @@ function completeStatuses({ docId, pageCount }: DocumentJobData, statuses: reado
   return Array.from(
     { length: pageCount },
     (_, i): PageStatus | UnreportedPage =>
-      byPage.get(i + 1) ?? { page: i + 1, status: 'unreported', key: pageResultKey(docId, i + 1, 'json'), reason: missingReason },
+      byPage.get(i + 1) ?? { page: i + 1, status: 'unreported', key: pageResultKey(docId, i + 1, 'json'), reason: missingReason(i + 1) },
   );
+}
+
+/** The reasons of the pages an earlier assembly of the document recorded as failed; none when it had none (or its marker is damaged). */
+async function earlierFailureReasons(docId: string, storage: Storage): Promise<Map<number, string>> {
+  const key = documentResultKeys(docId).failedPages;
+  let text: string;
+  try {
+    text = (await storage.get(key)).toString('utf8');
+  } catch (error) {
+    if (error instanceof StorageError && error.code === 'not_found') return new Map();
+    throw error;
+  }
+  try {
+    return new Map(parseFailedPagesMarkerJson(text, key).failedPages.map(({ page, reason }) => [page, reason]));
+  } catch (error) {
+    if (error instanceof InvalidBoundaryDataError) return new Map(); // a damaged marker is replaced by this assembly's
+    throw error;
+  }
 }
 
 async function readPages(statuses: ReadonlyArray<PageStatus | UnreportedPage>, storage: Storage, docId: string): Promise<ReadPage[]> {

@@ -263,7 +263,7 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
     assert.equal((await client.result(upload.docId, 'json')).source.uri, 'upload:report.pdf');
     const html = await fetch(url(`${upload.links.result}?format=html`), { headers: { authorization: `Bearer ${KEY}` } });
     assert.match(html.headers.get('content-security-policy') ?? '', /default-src 'none'.*sandbox/);
-    assert.match(await html.text(), /<section class="page" id="page-2">/);
+    assert.match(await html.text(), /<section class="page-view" id="page-2" data-page="2">/);
     const searchable = await client.result(upload.docId, 'pdf');
     assert.equal(Buffer.from(searchable.subarray(0, 5)).toString('latin1'), '%PDF-');
     assert.deepEqual(await stagingObjects(), [], 'uploads are removed once staged under their docId');

@@ -92,6 +92,20 @@ test('a page without any reported status is listed as failed', async () => {
   assert.deepEqual(document.failedPages, [{ page: 2, reason: 'no page result was reported' }]);
 });
 
+test('a failed page that was not retried (another page of it was) keeps the reason its earlier assembly gave', async () => {
+  await storePage('kept-reason', 1, 'First page.', 5);
+  const first: PageStatus[] = [
+    { page: 1, status: 'done', key: pageKey('kept-reason', 1) },
+    { page: 2, status: 'failed', reason: 'the PDF is damaged' },
+    { page: 3, status: 'failed', reason: 'timed out after 600 s' },
+  ];
+  assert.equal((await assembleDocument(documentJob('kept-reason', 3), first, storage)).failedPages.length, 2);
+  // Page 3 retried alone: page 2 is reported by no job now, and keeps its reason.
+  await storePage('kept-reason', 3, 'Third page, retried alone.', 5);
+  const again = await assembleDocument(documentJob('kept-reason', 3), [{ page: 3, status: 'done', key: pageKey('kept-reason', 3) }], storage);
+  assert.deepEqual(again.failedPages, [{ page: 2, reason: 'the PDF is damaged' }]);
+});
+
 test('a page reported done whose JSON is missing is listed as failed', async () => {
   const document = await assembleDocument(documentJob('lost', 1), [{ page: 1, status: 'done', key: pageKey('lost', 1) }], storage);
   assert.deepEqual(document.failedPages, [{ page: 1, reason: `the page was reported done but results/${idOf('lost')}/pages/0001.json is missing` }]);
