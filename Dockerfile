@@ -34,8 +34,6 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends libvulkan1 mesa-vulkan-drivers \
  && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
-# Searchable PDFs embed DejaVu Sans for their Unicode text layer.
-RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends fonts-dejavu-core && rm -rf /var/lib/apt/lists/*
 # Stamped into every result: docker build --build-arg SCRIPTORIUM_COMMIT=$(git rev-parse HEAD) .
 ARG SCRIPTORIUM_COMMIT=unknown
 ENV SCRIPTORIUM_COMMIT=$SCRIPTORIUM_COMMIT

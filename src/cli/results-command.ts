@@ -5,7 +5,7 @@ import path from 'node:path';
 import { documentResultKeys, isDocId } from '../jobs/storage-layout.js';
 import { documentHtml } from '../output/document-html.js';
 import { docIdOfInput } from '../producer/run-manifest.js';
-import { searchablePdf } from '../output/searchable-pdf.js';
+import { searchablePdf, TEXT_LAYERS } from '../output/searchable-pdf.js';
 import type { Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
@@ -13,7 +13,7 @@ import { defineCommand, type CommandLine } from './command-line.js';
 import { choice, text } from './options.js';
 import { UsageError } from './usage.js';
 
-const USAGE = `Usage: scriptorium results DOCID|INPUT [--storage URL] [--format md|json|html|pdf]
+const USAGE = `Usage: scriptorium results DOCID|INPUT [--storage URL] [--format md|json|html|pdf] [--text-layer keep|add]
 
 Prints an assembled document's results (its _DONE marker exists, or _FAILED_PAGES when pages failed:
 they are then noted in the output, and \`scriptorium retry\` reads them again):
@@ -21,20 +21,25 @@ they are then noted in the output, and \`scriptorium retry\` reads them again):
   json  results/DOCID/document.json
   html  one HTML page of the whole document
   pdf   a searchable PDF: the original PDF's pages (an image document's images as pages) with the
-        text laid invisibly over them at the recognised boxes (binary: redirect it to a file)
+        text laid invisibly over them at the recognised boxes, in any script (binary: redirect it to
+        a file)
 DOCID is printed by \`scriptorium enqueue\` and \`scriptorium run\`; INPUT is a file path or s3:// URI as it
 was given to them (the newest run manifest in the storage that names it gives its DOCID).
 
-  --storage URL     ${STORAGE_URL_USAGE}`;
+  --storage URL     ${STORAGE_URL_USAGE}
+  --text-layer L    with --format pdf, for pages of the original PDF that already have text of their
+                    own: keep (default) lays no second text layer over them, add lays the reading over
+                    them as well (their text is then found twice)`;
 
 const FORMATS = ['md', 'json', 'html', 'pdf'] as const;
 
-const OPTIONS = { storage: text(), format: choice(FORMATS).default('md') };
+const OPTIONS = { storage: text(), format: choice(FORMATS).default('md'), 'text-layer': choice(TEXT_LAYERS) };
 
 export const resultsCommand = defineCommand({ usage: USAGE, options: OPTIONS, positionals: { name: 'DOCID or INPUT', min: 1, max: 1 }, run: printResults });
 
 async function printResults({ options: values, positionals }: CommandLine<typeof OPTIONS>): Promise<number> {
-  const { format } = values;
+  const { format, 'text-layer': textLayer } = values;
+  if (textLayer !== undefined && format !== 'pdf') throw new UsageError(`--text-layer applies to --format pdf only (got --format ${format})`);
   const storage = openCommandStorage(values.storage);
   const docId = await docIdOf(positionals[0], storage);
   const keys = documentResultKeys(docId);
@@ -46,7 +51,7 @@ async function printResults({ options: values, positionals }: CommandLine<typeof
     );
   }
   if (format === 'html') process.stdout.write(await documentHtml(docId, storage));
-  else if (format === 'pdf') process.stdout.write(await searchablePdf(docId, storage));
+  else if (format === 'pdf') process.stdout.write(await searchablePdf(docId, storage, { textLayer }));
   else process.stdout.write(await storage.get(format === 'md' ? keys.markdown : keys.json));
   return 0;
 }

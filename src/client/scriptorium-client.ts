@@ -13,6 +13,7 @@ import type {
   SubmitAnswer,
   SubmitByReference,
   SubmitOptions,
+  TextLayer,
 } from '../server/api-types.js';
 
 export type * from '../server/api-types.js';
@@ -98,9 +99,11 @@ export class ScriptoriumClient {
 
   result(docId: string, format: 'md' | 'html'): Promise<string>;
   result(docId: string, format: 'json'): Promise<DocumentResultJson>;
-  result(docId: string, format: 'pdf'): Promise<Uint8Array>;
-  async result(docId: string, format: ResultFormat): Promise<string | DocumentResultJson | Uint8Array> {
-    const response = await this.#request('GET', `/v1/documents/${encodeURIComponent(docId)}/result?format=${format}`);
+  /** `textLayer`: what the searchable PDF does on pages that already have text (the server's default: keep). */
+  result(docId: string, format: 'pdf', options?: { textLayer?: TextLayer }): Promise<Uint8Array>;
+  async result(docId: string, format: ResultFormat, { textLayer }: { textLayer?: TextLayer } = {}): Promise<string | DocumentResultJson | Uint8Array> {
+    const query = textLayer === undefined ? `format=${format}` : `format=${format}&textLayer=${textLayer}`;
+    const response = await this.#request('GET', `/v1/documents/${encodeURIComponent(docId)}/result?${query}`);
     if (format === 'json') return (await response.json()) as DocumentResultJson;
     if (format === 'pdf') return new Uint8Array(await response.arrayBuffer());
     return response.text();

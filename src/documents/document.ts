@@ -43,6 +43,11 @@ export async function openDocument(bytes: Buffer, options: DocumentOptions = {})
   return { type, pageCount: await imagePageCount(bytes, type) };
 }
 
+/** For each page of a PDF, whether it already carries extractable text; rejects with DocumentError for bad input. */
+export async function pdfPagesWithText(bytes: Buffer, options: DocumentOptions = {}): Promise<boolean[]> {
+  return pdfRendererOf(options).pagesWithText(bytes, { password: options.password });
+}
+
 /** One page as 8-bit RGB; `type` as openDocument returned it. */
 export async function renderPage(
   bytes: Buffer,

@@ -95,6 +95,22 @@ export class PdfDocument {
     }
   }
 
+  /**
+   * For each page, whether it already carries extractable text, visible or not (PDFium finds more
+   * than whitespace on it); a page PDFium cannot load has none. Every page stays loaded until
+   * close(): the wrapper closes a page only when it renders it.
+   */
+  pagesWithText(): boolean[] {
+    return Array.from({ length: this.pageCount }, (_, pageIndex) => {
+      try {
+        return this.document.getPage(pageIndex).getText().trim() !== '';
+      } catch (error) {
+        if (isWasmTrap(error)) throw error;
+        return false;
+      }
+    });
+  }
+
   /** Frees the document's WebAssembly memory; the object is unusable afterwards. */
   close(): void {
     this.document.destroy();

@@ -25,6 +25,13 @@ async function answer(request: PdfRequest): Promise<void> {
       reply({ id: request.id, ok: true, pageCount: document.pageCount, damage: document.damage });
       return;
     }
+    if (request.kind === 'text') {
+      const pagesWithText = document.pagesWithText();
+      // Reading the text left every page loaded: free them now rather than when the next document opens.
+      forgetCached();
+      reply({ id: request.id, ok: true, pageCount: document.pageCount, pagesWithText });
+      return;
+    }
     const image = await document.renderPage(request.pageIndex, request.size);
     const transfer = [image.data.buffer as ArrayBuffer];
     reply({ id: request.id, ok: true, pageCount: document.pageCount, image }, transfer);
@@ -43,12 +50,16 @@ function reply(message: PdfReply, transfer: ArrayBuffer[] = []): void {
 async function openCached(source: PdfSource, password: string | undefined): Promise<PdfDocument> {
   const key = `${await sourceKey(source)}\0${password ?? ''}`;
   if (cached?.key === key) return cached.document;
-  cached?.document.close();
-  cached = undefined;
+  forgetCached();
   const bytes = 'bytes' in source ? source.bytes : await readFile(source.path).catch(cannotRead(source.path));
   const document = await PdfDocument.open(bytes, password);
   cached = { key, document };
   return document;
+}
+
+function forgetCached(): void {
+  cached?.document.close();
+  cached = undefined;
 }
 
 async function sourceKey(source: PdfSource): Promise<string> {

@@ -1,5 +1,6 @@
-// Renders PDF pages in worker threads, so PDFium never blocks the event loop. Each worker keeps
-// its last opened document: send the pages of one document in a row to parse it once.
+// Renders PDF pages, and finds the pages that already carry text, in worker threads, so PDFium never
+// blocks the event loop. Each worker keeps its last opened document: send the pages of one document in
+// a row to parse it once.
 import { Worker } from 'node:worker_threads';
 
 import { DocumentError } from './document-error.js';
@@ -76,6 +77,16 @@ export class PdfRenderer {
     const reply = await this.#submit(input, options.password, { kind: 'render', pageIndex, size });
     if (reply.image === undefined) throw new Error('PDF render worker replied without an image');
     return reply.image;
+  }
+
+  /**
+   * For each page, whether it already carries extractable text (PdfDocument.pagesWithText). Rejects
+   * with DocumentError when the PDF cannot be opened.
+   */
+  async pagesWithText(input: PdfInput, { password }: { password?: string } = {}): Promise<boolean[]> {
+    const reply = await this.#submit(input, password, { kind: 'text' });
+    if (reply.pagesWithText === undefined) throw new Error('PDF render worker replied without the pages with text');
+    return reply.pagesWithText;
   }
 
   /** Stops the workers; requests still queued or running reject. */
@@ -184,5 +195,7 @@ function sameInput(last: string | WeakRef<Uint8Array> | undefined, input: PdfInp
 }
 
 function describe(request: PdfRequest): string {
-  return request.kind === 'count' ? 'counting PDF pages' : `rendering PDF page index ${request.pageIndex}`;
+  if (request.kind === 'count') return 'counting PDF pages';
+  if (request.kind === 'text') return 'finding the PDF pages with text';
+  return `rendering PDF page index ${request.pageIndex}`;
 }

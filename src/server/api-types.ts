@@ -113,6 +113,8 @@ export interface ReadinessAnswer {
 }
 
 export const RESULT_FORMATS = ['md', 'json', 'html', 'pdf'] as const;
+/** What a searchable PDF does on pages that already have text: see TEXT_LAYERS. */
+export type { TextLayer } from '../output/searchable-pdf.js';
 /** Formats of a single page's result. */
 export const PAGE_FORMATS = ['md', 'json'] as const;
 export type PageFormat = (typeof PAGE_FORMATS)[number];

@@ -7,7 +7,7 @@ import { documentJobId } from '../queue/job-ids.js';
 import { type Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
 import { documentHtml } from '../output/document-html.js';
-import { searchablePdf, SearchablePdfError } from '../output/searchable-pdf.js';
+import { searchablePdf, SearchablePdfError, TEXT_LAYERS, type TextLayer } from '../output/searchable-pdf.js';
 import { PAGE_FORMATS, RESULT_FORMATS, type DocumentStatus, type ResultFormat } from './api-types.js';
 import type { DocumentEvents } from './document-events.js';
 import { checkedDocId, documentStatus, isSettled, settledDocument, type DocumentStatusSources } from './document-status.js';
@@ -50,13 +50,15 @@ export function documentRoutes(settings: DocumentRoutesSettings): express.Router
 
   router.get('/v1/documents/:docId/result', async (request, response) => {
     const docId = checkedDocId(request.params.docId as string);
-    const format = formatOf(request, RESULT_FORMATS);
+    const format = queryChoice(request, 'format', RESULT_FORMATS, 'md');
+    const textLayer = queryChoice(request, 'textLayer', TEXT_LAYERS, 'keep');
+    if (request.query.textLayer !== undefined && format !== 'pdf') throw new HttpError(400, `textLayer applies to format=pdf only (got format=${format})`);
     if ((await settledDocument(docId, storage)) === undefined) await refuseUnsettled(request, settings.status);
     const keys = documentResultKeys(docId);
     if (format === 'html') {
       response.set('content-security-policy', HTML_POLICY).type(CONTENT_TYPES.html).send(await documentHtml(docId, storage));
     } else if (format === 'pdf') {
-      response.type(CONTENT_TYPES.pdf).send(Buffer.from(await searchablePdfOrRefuse(docId, storage)));
+      response.type(CONTENT_TYPES.pdf).send(Buffer.from(await searchablePdfOrRefuse(docId, storage, textLayer)));
     } else {
       await sendObject(response, storage, format === 'md' ? keys.markdown : keys.json, CONTENT_TYPES[format]);
     }
@@ -66,7 +68,7 @@ export function documentRoutes(settings: DocumentRoutesSettings): express.Router
     const docId = checkedDocId(request.params.docId as string);
     const page = Number(request.params.page);
     if (!(Number.isInteger(page) && page >= 1)) throw new HttpError(400, `page must be a page number from 1 (got "${request.params.page as string}")`);
-    const format = formatOf(request, PAGE_FORMATS);
+    const format = queryChoice(request, 'format', PAGE_FORMATS, 'md');
     const key = pageResultKey(docId, page, format);
     if (!(await storage.exists(key))) {
       await knownStatus(request, settings.status);
@@ -166,18 +168,19 @@ async function refuseUnsettled(request: Request, sources: DocumentStatusSources)
   throw new HttpError(409, `document ${status.docId} is ${status.state}: its result is written once every page has settled`);
 }
 
-function formatOf<F extends string>(request: Request, formats: readonly F[]): F {
-  const format = request.query.format ?? 'md';
-  if (typeof format !== 'string' || !(formats as readonly string[]).includes(format)) {
-    throw new HttpError(400, `format must be one of ${formats.join(', ')}`);
+/** The query parameter `name`, one of `choices`; `fallback` when it is absent. */
+function queryChoice<C extends string>(request: Request, name: string, choices: readonly C[], fallback: C): C {
+  const value = request.query[name] ?? fallback;
+  if (typeof value !== 'string' || !(choices as readonly string[]).includes(value)) {
+    throw new HttpError(400, `${name} must be one of ${choices.join(', ')}`);
   }
-  return format as F;
+  return value as C;
 }
 
-/** A PDF that pdf-lib cannot rewrite (encrypted, damaged) is the document's problem: 422. */
-async function searchablePdfOrRefuse(docId: string, storage: Storage): Promise<Uint8Array> {
+/** A PDF that pdf-lib cannot rewrite (encrypted, damaged), or whose own text cannot be looked for, is the document's problem: 422. */
+async function searchablePdfOrRefuse(docId: string, storage: Storage, textLayer: TextLayer): Promise<Uint8Array> {
   try {
-    return await searchablePdf(docId, storage);
+    return await searchablePdf(docId, storage, { textLayer });
   } catch (error) {
     if (error instanceof SearchablePdfError) throw new HttpError(422, error.message);
     throw error;

@@ -2,6 +2,7 @@
 // every route the server has is described here and that real answers fit the schemas.
 import { OCR_TASKS, VARIANTS, VISION_MODES } from '../vocabulary/ocr-vocabulary.js';
 import { MAX_PRIORITY, MIN_PRIORITY, PRIORITY_CLASSES } from '../queue/job-options.js';
+import { TEXT_LAYERS } from '../output/searchable-pdf.js';
 import { PAGE_FORMATS, RESULT_FORMATS } from './api-types.js';
 import { UPLOAD_FIELD } from './submit-document.js';
 
@@ -9,6 +10,13 @@ const json = (schema: string) => ({ 'application/json': { schema: { $ref: `#/com
 const error = (description: string) => ({ description, content: json('ApiError') });
 const docIdParameter = { name: 'docId', in: 'path', required: true, schema: { type: 'string', pattern: '^[0-9a-f]{32}$' } };
 const formatParameter = { name: 'format', in: 'query', required: false, schema: { type: 'string', enum: [...RESULT_FORMATS], default: 'md' } };
+const textLayerParameter = {
+  name: 'textLayer',
+  in: 'query',
+  required: false,
+  description: 'with format=pdf, for pages of the original PDF that already have text of their own: keep lays no second text layer over them, add lays the reading over them as well',
+  schema: { type: 'string', enum: [...TEXT_LAYERS], default: 'keep' },
+};
 const pageFormatParameter = { name: 'format', in: 'query', required: false, schema: { type: 'string', enum: [...PAGE_FORMATS], default: 'md' } };
 const refused = {
   '400': error('a malformed request or docId'),
@@ -221,7 +229,7 @@ export const OPENAPI_DOCUMENT = {
     '/v1/documents/{docId}/result': {
       get: {
         summary: "the document's result: markdown, JSON, HTML, or a searchable PDF (the original pages with an invisible text layer at the grounding boxes)",
-        parameters: [docIdParameter, formatParameter],
+        parameters: [docIdParameter, formatParameter, textLayerParameter],
         responses: {
           '200': {
             description: 'document.md, document.json, the HTML export or the searchable PDF',
@@ -230,7 +238,7 @@ export const OPENAPI_DOCUMENT = {
           ...refused,
           '404': error('unknown docId'),
           '409': error('not settled yet'),
-          '422': error('a searchable PDF cannot be written: the original PDF cannot be rewritten (encrypted, damaged)'),
+          '422': error("a searchable PDF cannot be written: the original PDF cannot be rewritten (encrypted, damaged), or its own text cannot be looked for"),
         },
       },
     },

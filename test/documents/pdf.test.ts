@@ -1,4 +1,4 @@
-// PDF page counting and rendering in PdfRenderer's worker threads.
+// PDF page counting, rendering and finding the pages with text in PdfRenderer's worker threads.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -6,6 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { promisify } from 'node:util';
+
+import { PDFDocument, setTextRenderingMode, StandardFonts, TextRenderingMode } from 'pdf-lib';
 
 import { DocumentError } from '../../src/documents/document-error.js';
 import { MAX_RENDER_PIXELS, pdfPagePixels } from '../../src/documents/pdf-render-size.js';
@@ -142,6 +144,27 @@ test('a truncated PDF of which no page can be read is rejected as damaged', asyn
     name: 'DocumentError',
     reason: 'damaged PDF: it is truncated or its cross-reference table is broken, and none of its 4 pages can be read',
   });
+});
+
+test('pagesWithText: pages with text of their own, visible or invisible, and pages without', async () => {
+  const pdf = await PDFDocument.create();
+  const font = await pdf.embedFont(StandardFonts.Helvetica);
+  pdf.addPage(LETTER).drawText('Printed text', { x: 72, y: 700, size: 12, font });
+  pdf.addPage(LETTER).drawRectangle({ x: 72, y: 600, width: 144, height: 72 });
+  const invisible = pdf.addPage(LETTER);
+  invisible.pushOperators(setTextRenderingMode(TextRenderingMode.Invisible));
+  invisible.drawText('An earlier OCR layer', { x: 72, y: 700, size: 12, font });
+  pdf.addPage(LETTER).drawText('   ', { x: 72, y: 700, size: 12, font });
+  const bytes = await pdf.save();
+  assert.deepEqual(await renderer.pagesWithText(bytes), [true, false, true, false]);
+  // The document it read is closed: rendering it next opens it again rather than using the closed one.
+  assert.equal((await renderer.render(bytes, 1, { dpi: 72 })).width, 612);
+});
+
+test('pagesWithText of a rebuilt PDF: the pages PDFium cannot load have none', async () => {
+  assert.deepEqual(await renderer.pagesWithText(await makeTruncatedPdf(0.6)), [true, true, false, false]);
+  await assert.rejects(renderer.pagesWithText(makeEncryptedPdf('s3cret')), { name: 'DocumentError', reason: /a password is required/ });
+  assert.deepEqual(await renderer.pagesWithText(makeEncryptedPdf('s3cret'), { password: 's3cret' }), [false]);
 });
 
 test('a page index past the end fails with the page count in the reason', async () => {

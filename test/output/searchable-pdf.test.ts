@@ -1,18 +1,22 @@
 // The searchable PDF of an assembled document, read back with pdftotext (poppler-utils): the
-// recognised text is in the original PDF's page, invisible, at its grounding boxes, Unicode intact;
-// an image document becomes image pages with the same text layer.
+// recognised text is in the original PDF's page, invisible, at its grounding boxes, in any script
+// (right-to-left ones in reading order); an image document becomes image pages with the same text
+// layer; a page that has text of its own keeps it as its only text layer unless `add` is asked for.
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import type { DocumentResultJson, PageResultJson } from '../../src/jobs/result-json.js';
-import { documentKeys, documentResultKeys, pageResultKey } from '../../src/jobs/storage-layout.js';
+import type { PageResultJson } from '../../src/jobs/result-json.js';
+import { pageResultKey } from '../../src/jobs/storage-layout.js';
+import { PDFDocument, StandardFonts } from 'pdf-lib';
+
 import { searchablePdf } from '../../src/output/searchable-pdf.js';
 import { FileStorage } from '../../src/storage/file-storage.js';
 import { LETTER, makePdf, makePng } from '../support/make-documents.js';
+import { pageResult, storeAssembledDocument } from '../support/stored-results.js';
 
 const PDFTOTEXT_MISSING = spawnSync('pdftotext', ['-v']).error === undefined ? false : 'pdftotext is not installed (apt-get install poppler-utils)';
 const PDF_DOC = 'ab'.repeat(16);
@@ -28,9 +32,9 @@ interface Word {
   yMax: number;
 }
 
-/** The words pdftotext finds on the first page, with their boxes in points from the top left. */
-function wordsOf(file: string): Word[] {
-  const html = execFileSync('pdftotext', ['-bbox', file, '-'], { encoding: 'utf8' });
+/** The words pdftotext finds on page `page` (the first by default), with their boxes in points from the top left. */
+function wordsOf(file: string, page = 1): Word[] {
+  const html = execFileSync('pdftotext', ['-bbox', '-f', String(page), '-l', String(page), file, '-'], { encoding: 'utf8' });
   return [...html.matchAll(/<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)<\/word>/g)].map((m) => ({
     xMin: Number(m[1]),
     yMin: Number(m[2]),
@@ -40,34 +44,17 @@ function wordsOf(file: string): Word[] {
   }));
 }
 
-function pageJson(docId: string, render: PageResultJson['render'], blocks: PageResultJson['blocks']): PageResultJson {
-  return {
-    docId,
-    source: { uri: 'test', page: 1 },
-    render,
-    model: { variant: 'v1', task: 'markdown', mode: 'tiny', checkpoint: 'sha256:test', synthetic: true },
-    markdown: blocks.map((block) => block.text).join('\n\n'),
-    blocks,
-    tokens: { prompt: 1, image: 1, generated: 1 },
-    finish: 'eos',
-    timings_ms: { queued: 0, fetch: 0, render: 0, preprocess: 0, encode: 0, prefill: 0, decode: 0, postprocess: 0, store: 0, total: 0 },
-    worker: { host: 'test', backend: 'cpu', attempt: 1 },
-    scriptorium: { version: '0.1.0', commit: 'unknown' },
-  };
+/** The text pdftotext extracts from each page. */
+function pageTexts(file: string): string[] {
+  return execFileSync('pdftotext', [file, '-'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).split('\f').slice(0, -1);
 }
 
-async function storeDocument(storage: FileStorage, docId: string, type: 'pdf' | 'png', source: Buffer, page: PageResultJson): Promise<void> {
-  await storage.put(documentKeys(docId, type).source, source);
-  await storage.put(pageResultKey(docId, 1, 'json'), Buffer.from(JSON.stringify(page)));
-  const document = {
-    docId,
-    source: { uri: 'test', type, pages: 1 },
-    model: page.model,
-    pages: [{ page: 1, status: 'done', key: pageResultKey(docId, 1, 'json') }],
-    failedPages: [],
-    completedAt: new Date(0).toISOString(),
-  } as unknown as DocumentResultJson;
-  await storage.put(documentResultKeys(docId).json, Buffer.from(JSON.stringify(document)));
+/**
+ * Text compared whitespace aside, and without the directional embeddings (U+202A…U+202E) with which
+ * pdftotext wraps every right-to-left run it outputs.
+ */
+function bare(text: string): string {
+  return text.replace(/[\s\u202a-\u202e]/gu, '');
 }
 
 describe('searchable PDF', { skip: PDFTOTEXT_MISSING }, () => {
@@ -83,7 +70,7 @@ describe('searchable PDF', { skip: PDFTOTEXT_MISSING }, () => {
   test('a PDF page gets its text at the grounding boxes, in points, Unicode included', async () => {
     // US Letter rendered at 144 dpi: 2 pixels per point.
     const render = { width: 1224, height: 1584, dpi: 144, pdfPage: { width: 612, height: 792 } };
-    await storeDocument(storage, PDF_DOC, 'pdf', await makePdf([LETTER], 0), pageJson(PDF_DOC, render, [
+    await storeAssembledDocument(storage, PDF_DOC, 'pdf', await makePdf([LETTER], 0), pageResult(PDF_DOC, render, [
       { type: 'title', text: 'Quarterly Übersicht café', box: [144, 144, 1008, 200] },
       { type: 'text', text: 'Revenue grew\nCosts fell', box: [200, 400, 700, 480] },
     ]));
@@ -106,7 +93,7 @@ describe('searchable PDF', { skip: PDFTOTEXT_MISSING }, () => {
     const png = await makePng();
     const sharp = (await import('sharp')).default;
     const { width = 0, height = 0 } = await sharp(png).metadata();
-    await storeDocument(storage, PNG_DOC, 'png', png, pageJson(PNG_DOC, { width, height }, [{ type: 'text', text: 'Invoice', box: [2, 2, width - 2, Math.round(height / 2)] }]));
+    await storeAssembledDocument(storage, PNG_DOC, 'png', png, pageResult(PNG_DOC, { width, height }, [{ type: 'text', text: 'Invoice', box: [2, 2, width - 2, Math.round(height / 2)] }]));
     const file = path.join(dir, 'png-doc.pdf');
     await writeFile(file, await searchablePdf(PNG_DOC, storage));
     const [word] = wordsOf(file);
@@ -114,5 +101,103 @@ describe('searchable PDF', { skip: PDFTOTEXT_MISSING }, () => {
     assert.ok(Math.abs(word.xMin - 2) <= TOLERANCE_PT, `left edge ${word.xMin}`);
     const pageSize = /<page width="([\d.]+)" height="([\d.]+)"/.exec(execFileSync('pdftotext', ['-bbox', file, '-'], { encoding: 'utf8' }));
     assert.deepEqual([Number(pageSize?.[1]), Number(pageSize?.[2])], [width, height]);
+  });
+
+  test('readings in any script come back from pdftotext as read, each word inside its block', async () => {
+    const readings = {
+      chinese: '光学字符识别 把档案变成可以搜索的文字',
+      japanese: '𠮷野家で牛丼を食べる　東京の図書館',
+      arabic: 'مرحبا بالعالم، هذا نص عربي يحتوي على الرقم 42 في وسطه.',
+      arabicWithVowelMarks: 'مَرْحَبًا بِالعَالَم',
+      hebrew: 'שָׁלוֹם עולם! זהו טקסט בעברית עם המספר 1,000 בתוכו.',
+      thai: 'ภาษาไทยไม่เว้นวรรคระหว่างคำ แต่เว้นระหว่างประโยค',
+      mathematics: '∑ᵢ xᵢ² ≤ ∫₀^∞ f(x) dx → ∞, ∀ε > 0 ∃δ: √2 ≠ π ± ½',
+      emoji: 'Emoji 👍🏽 👨‍👩‍👧 🎉 ❤️ and a combining acute: Cafe\u0301',
+    };
+    // One reading per page: pdftotext picks each page's main direction from its characters.
+    const render = { width: 1224, height: 1584, dpi: 144, pdfPage: { width: 612, height: 792 } };
+    const docId = 'e1'.repeat(16);
+    const entries = Object.entries(readings);
+    await storeAssembledDocument(
+      storage,
+      docId,
+      'pdf',
+      await makePdf(entries.map(() => LETTER), 0),
+      ...entries.map(([, text]) => pageResult(docId, render, [{ type: 'text', text, box: [144, 300, 1080, 360] }])),
+    );
+    const file = path.join(dir, 'scripts.pdf');
+    await writeFile(file, await searchablePdf(docId, storage));
+    const texts = pageTexts(file);
+    entries.forEach(([script, reading], index) => {
+      assert.equal(bare(texts[index]), bare(reading), `${script}: ${texts[index]}`);
+      // The block is x 72…540 pt, y 150…180 pt: the line fills its width, no word leaves it.
+      const words = wordsOf(file, index + 1);
+      const left = Math.min(...words.map((word) => word.xMin));
+      const right = Math.max(...words.map((word) => word.xMax));
+      assert.ok(Math.abs(left - 72) <= TOLERANCE_PT && Math.abs(right - 540) <= TOLERANCE_PT, `${script}: the line spans ${left}…${right} pt`);
+      for (const word of words) {
+        assert.ok(word.yMin >= 150 - TOLERANCE_PT && word.yMax <= 180 + TOLERANCE_PT, `${script}: "${word.text}" at y ${word.yMin}…${word.yMax} pt`);
+      }
+    });
+    // A right-to-left line is laid in the order it is printed: its first word at the right.
+    const arabicWords = wordsOf(file, entries.findIndex(([script]) => script === 'arabic') + 1);
+    assert.ok(Math.abs(Math.max(...arabicWords.map((word) => word.xMax)) - 540) <= TOLERANCE_PT);
+    assert.equal(arabicWords.at(-1)?.text, 'ابحرم', 'pdftotext reports words as they are laid out, the first at the right');
+  });
+
+  test('more distinct characters than one font holds are carried by a second font', async () => {
+    // 70,000 distinct ideographs (the BMP's and Extension B's), 35,000 per page: one font holds 65,535.
+    const ideographs: string[] = [];
+    for (const [first, last] of [[0x4e00, 0x9fff], [0x3400, 0x4dbf], [0x20000, 0x2a6df]]) {
+      for (let code = first; code <= last && ideographs.length < 70_000; code++) ideographs.push(String.fromCodePoint(code));
+    }
+    const pageText = (half: string[]) => Array.from({ length: half.length / 500 }, (_, line) => half.slice(line * 500, (line + 1) * 500).join('')).join('\n');
+    const halves = [ideographs.slice(0, 35_000), ideographs.slice(35_000)];
+    const render = { width: 1224, height: 1584, dpi: 144, pdfPage: { width: 612, height: 792 } };
+    const docId = 'e2'.repeat(16);
+    await storeAssembledDocument(
+      storage,
+      docId,
+      'pdf',
+      await makePdf([LETTER, LETTER], 0),
+      ...halves.map((half) => pageResult(docId, render, [{ type: 'text', text: pageText(half), box: [0, 0, 1224, 1584] }])),
+    );
+    const file = path.join(dir, 'ideographs.pdf');
+    await writeFile(file, await searchablePdf(docId, storage));
+    const fonts = execFileSync('pdffonts', [file], { encoding: 'utf8' }).split('\n').filter((line) => line.startsWith('GlyphLessFont'));
+    assert.equal(fonts.length, 2);
+    assert.deepEqual(pageTexts(file).map(bare), halves.map((half) => half.join('')));
+  });
+
+  test('a page with text of its own keeps it as its only text layer, unless the reading is added', async () => {
+    // Page 1 is born digital, page 2 a blank scan; both were read.
+    const original = await PDFDocument.create();
+    const font = await original.embedFont(StandardFonts.Helvetica);
+    original.addPage(LETTER).drawText('Annual report of the archive', { x: 72, y: 700, size: 14, font });
+    original.addPage(LETTER);
+    const render = { width: 1224, height: 1584, dpi: 144, pdfPage: { width: 612, height: 792 } };
+    const docId = 'e3'.repeat(16);
+    await storeAssembledDocument(
+      storage,
+      docId,
+      'pdf',
+      await original.save(),
+      pageResult(docId, render, [{ type: 'title', text: 'Annual report of the archive', box: [144, 170, 1000, 200] }]),
+      pageResult(docId, render, [{ type: 'text', text: 'Handwritten note', box: [144, 300, 800, 340] }]),
+    );
+    const kept = path.join(dir, 'kept.pdf');
+    await writeFile(kept, await searchablePdf(docId, storage));
+    assert.deepEqual(pageTexts(kept).map(bare), ['Annualreportofthearchive', 'Handwrittennote']);
+    const added = path.join(dir, 'added.pdf');
+    await writeFile(added, await searchablePdf(docId, storage, { textLayer: 'add' }));
+    assert.deepEqual(pageTexts(added).map(bare), ['AnnualreportofthearchiveAnnualreportofthearchive', 'Handwrittennote']);
+
+    // A searchable PDF made searchable again: its invisible layer is the page's own text now.
+    const againId = 'e4'.repeat(16);
+    const [first, second] = await Promise.all([1, 2].map(async (page) => JSON.parse((await storage.get(pageResultKey(docId, page, 'json'))).toString()) as PageResultJson));
+    await storeAssembledDocument(storage, againId, 'pdf', await readFile(kept), first, second);
+    const again = path.join(dir, 'again.pdf');
+    await writeFile(again, await searchablePdf(againId, storage));
+    assert.deepEqual(pageTexts(again).map(bare), ['Annualreportofthearchive', 'Handwrittennote']);
   });
 });

@@ -266,6 +266,18 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
     assert.match(await html.text(), /<section class="page-view" id="page-2" data-page="2">/);
     const searchable = await client.result(upload.docId, 'pdf');
     assert.equal(Buffer.from(searchable.subarray(0, 5)).toString('latin1'), '%PDF-');
+    const added = await client.result(upload.docId, 'pdf', { textLayer: 'add' });
+    assert.equal(Buffer.from(added.subarray(0, 5)).toString('latin1'), '%PDF-');
+    for (const [query, reason] of [
+      ['format=md&textLayer=add', /textLayer applies to format=pdf only \(got format=md\)/],
+      ['format=pdf&textLayer=replace', /textLayer must be one of keep, add/],
+    ] as const) {
+      const refused = await fetch(url(`${upload.links.result}?${query}`), { headers: { authorization: `Bearer ${KEY}` } });
+      const body = await refused.json();
+      checkAnswer('GET', '/v1/documents/{docId}/result', refused.status, body);
+      assert.equal(refused.status, 400, query);
+      assert.match(body.error, reason);
+    }
     assert.deepEqual(await stagingObjects(), [], 'uploads are removed once staged under their docId');
     const again = await client.submitFile(pdf, 'report-again.pdf', OPTIONS);
     assert.deepEqual({ docId: again.docId, state: again.state }, { docId: upload.docId, state: 'already-done' });
