@@ -1,7 +1,8 @@
 // A worker process, shared by `scriptorium work` and `scriptorium run` (which only parse options
 // and print): the model loaded once, a page worker that reads page jobs through it, a document
 // worker that assembles finished documents, the heartbeat that lists the process among the live
-// workers, a clean close, and the exit status of a process whose engine hung.
+// workers, a clean close, the exit status of a process whose engine hung, and the limits past which
+// the process asks to be recycled (worker-recycling.ts).
 import type { DeviceSpec } from '../engine/compute-device.js';
 import type { Precision } from '../engine/precision.js';
 import os from 'node:os';
@@ -21,6 +22,7 @@ import { startDocumentWorker } from './document-worker.js';
 import { PagePipeline } from './page-pipeline.js';
 import { startPageWorker, type PageWorkerOptions } from './page-worker.js';
 import { WorkerActivity } from './worker-activity.js';
+import { WorkerRecycling, type RecycleLimits, type RecycleReason } from './worker-recycling.js';
 import { workerMetrics } from './worker-metrics.js';
 
 /** Exit status of a worker process whose engine hung: its supervisor should start a fresh one. */
@@ -53,6 +55,8 @@ export interface OcrWorkersOptions extends PageFaultOptions {
   logger: Logger;
   /** Interval of the live-worker heartbeat. Default DEFAULT_HEARTBEAT_MS. */
   heartbeatMs?: number;
+  /** Pages and resident memory past which the process asks to be recycled. Default: no limits. */
+  recycle?: RecycleLimits;
 }
 
 export interface OcrWorkers {
@@ -60,6 +64,11 @@ export interface OcrWorkers {
   checkpointId: string;
   /** Page jobs this process holds now. */
   claimedPages(): number;
+  /**
+   * Resolves once a recycle limit is passed: the process takes no new page from then on, and should
+   * close and exit with EXIT_WORKER_RECYCLED. Never resolves without limits.
+   */
+  recycled: Promise<RecycleReason>;
   /** Stops claiming jobs, waits for the claimed ones to finish, unregisters, closes the Redis connections. */
   close(): Promise<void>;
 }
@@ -105,6 +114,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
   );
   const connection = redisOptions(options.redisUrl, 'worker');
   const telemetry = await queueTelemetry();
+  const recycling = new WorkerRecycling(options.recycle ?? {});
   const pages = startPageWorker({
     telemetry,
     pipeline,
@@ -117,6 +127,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     lockDurationMs: options.lockDurationMs,
     stalledIntervalMs: options.stalledIntervalMs,
     maxStalledCount: options.maxStalledCount,
+    admit: (pageCount) => recycling.admit(pageCount),
     onEngineHung: () => {
       logger.fatal({ exitCode: EXIT_ENGINE_HUNG }, 'the engine is hung: closing the workers and exiting so that a fresh process takes over');
       void close().finally(() => process.exit(EXIT_ENGINE_HUNG));
@@ -131,6 +142,8 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     stalledIntervalMs: options.stalledIntervalMs,
   });
   activity.watchPages(pages);
+  pages.on('completed', () => recycling.pageSettled());
+  pages.on('failed', () => recycling.pageSettled());
   activity.watchDocuments(documents);
   await Promise.all([pages.waitUntilReady(), documents.waitUntilReady()]);
   logger.info(
@@ -147,9 +160,15 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
       threads: engine.model.threads,
       storage: storage.url,
       worker: heartbeat.key,
+      rssBytes: process.memoryUsage.rss(),
+      ...options.recycle,
     },
     'worker ready',
   );
+  const maxRssBytes = options.recycle?.maxRssBytes;
+  if (maxRssBytes !== undefined && process.memoryUsage.rss() > maxRssBytes) {
+    logger.warn({ rssBytes: process.memoryUsage.rss(), maxRssBytes }, 'the loaded worker is already past its resident-memory limit: it is recycled after each page job it takes');
+  }
 
   let closing: Promise<void> | undefined;
   function close(): Promise<void> {
@@ -162,5 +181,5 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     })();
     return closing;
   }
-  return { engine, checkpointId, claimedPages: () => activity.progress().currentJobs.length, close };
+  return { engine, checkpointId, claimedPages: () => activity.progress().currentJobs.length, recycled: recycling.requested, close };
 }
