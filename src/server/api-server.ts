@@ -22,6 +22,7 @@ import { OPENAPI_DOCUMENT } from './openapi.js';
 import { queueDashboard } from './queue-dashboard.js';
 import { countRequest, DEFAULT_RATE_LIMIT, type RateLimit } from './rate-limit.js';
 import { RedisHealthProbe } from '../queue/redis-health.js';
+import { RedisDataWatch, redisDataLossMessage } from '../queue/redis-data-watch.js';
 
 export const DEFAULT_MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
 /** JSON request bodies: a submission by reference is a few hundred bytes. */
@@ -61,6 +62,10 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   const health = await RedisHealthProbe.open(options.redisUrl, logger);
   const redis = new Redis(redisOptions(options.redisUrl, 'client'));
   redis.on('error', () => undefined); // the health connection reports outages
+  // Redis emptied under the server: it keeps serving and says what to do.
+  const dataWatch = await RedisDataWatch.start(redis, {
+    onLost: (loss) => logger.error({ redis: redactedRedisUrl(options.redisUrl), storage: storage.url, ...loss }, redisDataLossMessage(storage.url)),
+  });
   const documents = openQueue(DOCUMENTS, options.redisUrl);
   const board = queueDashboard(options.redisUrl, DASHBOARD_PATH);
   const statusSources: DocumentStatusSources = { documents, pages: board.pages, redis, storage };
@@ -133,6 +138,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     await callbacks?.close();
     await events.close();
     health.close();
+    dataWatch.stop();
     redis.disconnect();
     await Promise.all([documents.close(), board.close()]);
   };

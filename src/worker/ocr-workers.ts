@@ -15,7 +15,8 @@ import { OcrEngine } from '../engine/ocr-engine.js';
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { WeightQuantization } from '../engine/native-binding.js';
 import { LiveWorkerHeartbeat } from '../queue/live-workers.js';
-import { redisOptions } from '../queue/redis.js';
+import { redactedRedisUrl, redisOptions } from '../queue/redis.js';
+import { RedisDataWatch, redisDataLossMessage } from '../queue/redis-data-watch.js';
 import { flushTraces, queueTelemetry } from '../queue/tracing.js';
 import type { Storage } from '../storage/storage.js';
 import { startDocumentWorker } from './document-worker.js';
@@ -112,6 +113,11 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     () => activity.progress(),
     { intervalMs: options.heartbeatMs, onError: (error) => logger.warn({ err: error }, 'live-worker heartbeat failed; retrying at the next one') },
   );
+  // Redis emptied under the worker: it keeps running (BullMQ reconnects and waits for jobs) and says what to do.
+  const dataWatch = await RedisDataWatch.start(redis, {
+    onLost: (loss) => logger.error({ redis: redactedRedisUrl(options.redisUrl), storage: storage.url, ...loss }, redisDataLossMessage(storage.url)),
+    onError: (error) => logger.debug({ err: error }, 'could not check whether Redis kept its data; checking again shortly'),
+  });
   const connection = redisOptions(options.redisUrl, 'worker');
   const telemetry = await queueTelemetry();
   const recycling = new WorkerRecycling(options.recycle ?? {});
@@ -174,6 +180,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
   function close(): Promise<void> {
     closing ??= (async () => {
       await Promise.all([pages.close(), documents.close()]);
+      dataWatch.stop();
       await heartbeat.stop().catch((error: unknown) => logger.warn({ err: error }, 'could not remove the live-worker entry; it expires on its own'));
       redis.disconnect();
       workerMetrics().workerInfo.remove(engineLabels);
