@@ -4,8 +4,10 @@
 # Build stage: compiles the C++ addon (node-gyp, run by `npm ci` through the package's install
 # script) and the TypeScript. Runtime stage: only what runs, as a non-root user.
 
-FROM node:20-bookworm AS build
-# The addon's tool chain; node:20-bookworm ships it already, naming it keeps a base image change from
+# Node.js 24, the current LTS, on Debian bookworm (the build image and its -slim runtime twin); the
+# code also runs on Node 20.10+ and 22 (package.json engines).
+FROM node:24-bookworm AS build
+# The addon's tool chain; node:24-bookworm ships it already, naming it keeps a base image change from
 # dropping it silently.
 # libvulkan-dev and glslc build the Vulkan GPU backend (native/vulkan); without them it is left out.
 RUN apt-get update \
@@ -27,7 +29,7 @@ COPY tsconfig.json ./
 COPY src src
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 # The Vulkan loader, and Mesa's drivers for AMD and Intel GPUs (NVIDIA's driver is mounted into the
 # container by the NVIDIA Container Toolkit; see the gpu-worker service in docker-compose.yml).
 RUN apt-get update \

@@ -7,6 +7,7 @@ import { enqueueCommand } from './enqueue-command.js';
 import { generateCommand } from './generate-command.js';
 import { modelCommands } from './model-command.js';
 import { ocrCommand } from './ocr-command.js';
+import { reconcileCommand } from './reconcile-command.js';
 import { resultsCommand } from './results-command.js';
 import { retryCommand } from './retry-command.js';
 import { runCommand } from './run-command.js';
@@ -33,6 +34,7 @@ Commands:
   scriptorium watch (--redis-list KEY | --webhook-port P | --sqs-queue URL) [--to URL] [--variant V] [--task T]
                                                                       queue objects as they land in a bucket (S3 events)
   scriptorium retry DOCID...|--failed [--storage URL]                 queue the failed pages of documents again
+  scriptorium reconcile [--storage URL] [--prefix P] [--dry-run]      after Redis lost its data: queue unfinished documents again
   scriptorium status [--failed N]                                     queue depths, workers, failed jobs
   scriptorium dashboard [--host H] [--port P]                         bull-board and /healthz for the queues
   scriptorium serve [--host H] [--port P] [--to URL] [--variant V]    the HTTP API (submit, status, results) behind API keys
@@ -58,6 +60,7 @@ const SCRIPTORIUM: CommandGroup = {
     work: workCommand,
     watch: watchCommand,
     retry: retryCommand,
+    reconcile: reconcileCommand,
     status: statusCommand,
     dashboard: dashboardCommand,
     serve: serveCommand,

@@ -100,6 +100,18 @@ export function positiveNumber(): ValueOption<number> {
   });
 }
 
+const BYTE_UNITS = { '': 1, K: 2 ** 10, M: 2 ** 20, G: 2 ** 30, T: 2 ** 40 } as const;
+
+/** A size in bytes, written 12G, 512M or 12GiB (binary units, as Docker's memory limits), or bare bytes. */
+export function byteSize(): ValueOption<number> {
+  return valueOption((given, name) => {
+    const match = /^(\d+(?:\.\d+)?)(?:([KMGT])(?:i?B?)?|B)?$/i.exec(given);
+    const bytes = match === null ? Number.NaN : Math.round(Number(match[1]) * BYTE_UNITS[(match[2]?.toUpperCase() ?? '') as keyof typeof BYTE_UNITS]);
+    if (!(bytes >= 1)) throw new UsageError(`${name} must be a size: bytes, or a number with K, M, G or T (binary: 12G is 12 GiB) (got "${given}")`);
+    return bytes;
+  });
+}
+
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, min: 60_000, h: 3_600_000 } as const;
 
 export interface DurationRange {

@@ -1,5 +1,6 @@
 // `scriptorium work`: a worker process: loads one model, takes page jobs from Redis, decodes them together and
-// assembles finished documents, until SIGTERM or SIGINT (then it finishes the jobs it holds).
+// assembles finished documents, until SIGTERM or SIGINT (then it finishes the jobs it holds), or
+// until a recycle limit (--max-pages, --max-rss) has it stop the same way and exit for a fresh process.
 import { VARIANTS } from '../vocabulary/ocr-vocabulary.js';
 import {
   DEFAULT_HANG_GRACE_MS,
@@ -14,13 +15,14 @@ import { commandLogger } from './cli-logger.js';
 import { checkpointIdentity } from '../model/checkpoint-identity.js';
 import { resolveModelDir } from '../model/model-resolve.js';
 import { EXIT_ENGINE_HUNG, startOcrWorkers } from '../worker/ocr-workers.js';
+import { EXIT_WORKER_RECYCLED } from '../worker/worker-recycling.js';
 import { openQueueRedis } from './queue-redis.js';
 import { onShutdownSignal } from './shutdown-signals.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { COMMAND_DEFAULT_PRECISION } from '../engine/precision.js';
 import { BATCH_OPTION, BATCH_USAGE, ENGINE_OPTIONS, engineChoices } from './engine-options.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
-import { choice, duration, integer, port, text } from './options.js';
+import { byteSize, choice, duration, integer, port, text } from './options.js';
 import { UsageError } from './usage.js';
 
 const S = 1000;
@@ -28,6 +30,7 @@ const S = 1000;
 const USAGE = `Usage: scriptorium work [--model DIR|s3://bucket/prefix/] [--model-cache DIR] [--variant v1|v2|v3] [--storage URL]
                        [--batch N|auto] [--concurrency N] [--threads T] [--device D] [--precision exact|fast] [--quantize none|int8] [--metrics-port P [--metrics-host H]]
                        [--page-timeout S] [--hang-grace S] [--lock-duration S] [--stalled-interval S] [--max-stalled N]
+                       [--max-pages N] [--max-rss SIZE]
 
 Takes page jobs from Redis ($REDIS_URL, default redis://127.0.0.1:6379), reads them with the model
 and writes results/<docId>/pages/* to the storage; assembles each document once all its pages have
@@ -65,6 +68,11 @@ ${BATCH_USAGE}
   --stalled-interval S  how often to look for such jobs (default ${DEFAULT_STALLED_INTERVAL_MS / S})
   --max-stalled N     a page whose worker died more than N times fails (default ${DEFAULT_MAX_STALLED_COUNT}); a worker
                       that lost a page's lock but is alive does not count
+  --max-pages N       recycle the process after it has taken N pages (default $SCRIPTORIUM_MAX_PAGES, else no limit)
+  --max-rss SIZE      recycle the process once its resident memory is past SIZE, read as each page
+                      settles: 12G, 512M, binary units (default $SCRIPTORIUM_MAX_RSS, else no limit).
+                      Recycling takes no new page, finishes the pages taken, closes as on SIGTERM and
+                      exits with status ${EXIT_WORKER_RECYCLED}, for its supervisor to start a fresh process
 
 Durations S are whole seconds: 90, or with a unit, 90s, 5m or 2h.`;
 
@@ -84,6 +92,8 @@ const OPTIONS = {
   'lock-duration': duration({ unit: 's', min: S }).default(DEFAULT_LOCK_DURATION_MS),
   'stalled-interval': duration({ unit: 's', min: S }).default(DEFAULT_STALLED_INTERVAL_MS),
   'max-stalled': integer({ min: 0 }).default(DEFAULT_MAX_STALLED_COUNT),
+  'max-pages': integer({ min: 1 }).orEnv('SCRIPTORIUM_MAX_PAGES'),
+  'max-rss': byteSize().orEnv('SCRIPTORIUM_MAX_RSS'),
 };
 
 export const workCommand = defineCommand({ usage: USAGE, options: OPTIONS, run: runWork });
@@ -109,18 +119,31 @@ async function runWork({ options: values }: CommandLine<typeof OPTIONS>): Promis
       logger.info({ url: metrics.url }, 'serving metrics');
     }
     const model = await resolveModelDir(values.model, { cacheDir: values['model-cache'], logger });
-    const workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, ...engineChoices(values), storage, redisUrl: redis.url, batch, concurrency: values.concurrency, logger, ...faults });
+    const recycle = { maxPages: values['max-pages'], maxRssBytes: values['max-rss'] };
+    const workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, ...engineChoices(values), storage, redisUrl: redis.url, batch, concurrency: values.concurrency, logger, ...faults, recycle });
     metrics?.health.modelLoaded();
     logger.info({ redis: redis.description, ...faults }, 'taking jobs');
-    await new Promise<void>((resolve, reject) => {
-      onShutdownSignal((signal) => {
+    // A signal and a recycle limit stop the worker the same way; whichever comes first sets the exit status.
+    let stopped: Promise<void> | undefined;
+    const stop = (fields: Record<string, unknown>, message: string): Promise<void> => {
+      if (stopped === undefined) {
         metrics?.health.stopping();
-        logger.info({ signal }, 'stopping: finishing claimed jobs');
-        workers.close().then(resolve, reject);
-      });
+        logger.info(fields, message);
+        stopped = workers.close();
+      }
+      return stopped;
+    };
+    const exitCode = await new Promise<number>((resolve, reject) => {
+      onShutdownSignal((signal) => stop({ signal }, 'stopping: finishing claimed jobs').then(() => resolve(0), reject));
+      void workers.recycled.then((recycled) =>
+        stop({ ...recycled, exitCode: EXIT_WORKER_RECYCLED }, 'recycling: a limit was passed; finishing claimed jobs, then exiting for a fresh process').then(
+          () => resolve(EXIT_WORKER_RECYCLED),
+          reject,
+        ),
+      );
     });
-    logger.info('stopped');
-    return 0;
+    logger.info({ exitCode }, 'stopped');
+    return exitCode;
   } finally {
     await metrics?.close();
     await redis.close();

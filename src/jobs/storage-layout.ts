@@ -1,6 +1,7 @@
 // Every key the pipeline reads or writes below a storage root, built and recognised here only:
 //
 //   staging/<docId>/source.<type>          the document's bytes, staged once by the producer
+//   staging/<docId>/job.json               its document job (source uri, options), for `reconcile`
 //   results/<docId>/pages/<nnnn>.json|.md  one page's result (1-based page, four digits)
 //   results/<docId>/images/<nnnn>_<n>.png  the n-th image region of a page, as its markdown links it
 //   results/<docId>/document.md|.json      the assembled document
@@ -73,6 +74,28 @@ export function checkDocId(docId: string): string {
 /** staging/<docId>/source.<type> and results/<docId>/; the document type is the extension ('pdf', 'jpeg', 'tiff', …). */
 export function documentKeys(docId: string, type: DocumentType): DocumentKeys {
   return { source: joinKey(STAGING, checkDocId(docId), `source.${type}`), results: resultsFolder(docId) };
+}
+
+/** staging/<docId>/job.json: the document job it was queued with, to queue it again after Redis lost it. */
+export function stagedJobKey(docId: string): string {
+  return joinKey(STAGING, checkDocId(docId), 'job.json');
+}
+
+/**
+ * staging/<docId prefix>: where `reconcile` lists staged documents, all of them or those whose docId
+ * starts with `docIdPrefix` (lowercase hex digits).
+ */
+export function stagedDocumentsFolder(docIdPrefix = ''): string {
+  if (!/^[0-9a-f]*$/.test(docIdPrefix) || docIdPrefix.length > DOC_ID_HEX_DIGITS) {
+    throw new RangeError(`a docId prefix is up to ${DOC_ID_HEX_DIGITS} lowercase hex digits; got ${JSON.stringify(docIdPrefix)}`);
+  }
+  return `${STAGING}/${docIdPrefix}`;
+}
+
+/** The docId of a key under staging/<docId>/; undefined for any other key (uploads included). */
+export function docIdOfStagedKey(key: string): string | undefined {
+  const match = new RegExp(`^${STAGING}/([0-9a-f]{${DOC_ID_HEX_DIGITS}})/`).exec(key);
+  return match?.[1];
 }
 
 /** results/<docId>/ */

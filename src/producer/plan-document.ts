@@ -4,7 +4,7 @@
 import { DocumentError, openDocument, sealPdfPassword, type DocumentType, type OpenedDocument } from '../documents/document.js';
 import { planPageGroups } from '../engine/v3-page-groups.js';
 import type { DocumentJobData, OcrJobOptions, PageJobData } from '../jobs/job-types.js';
-import { documentKeys, documentResultKeys, type DocumentKeys } from '../jobs/storage-layout.js';
+import { documentKeys, documentResultKeys, stagedJobKey, type DocumentKeys } from '../jobs/storage-layout.js';
 import type { Storage } from '../storage/storage.js';
 import { describeCause, StorageError } from '../storage/storage-error.js';
 import { documentId } from './doc-id.js';
@@ -131,10 +131,13 @@ function pageRanges(pageCount: number, options: OcrJobOptions): Array<[number, n
 
 /**
  * Uploads the planned document's source to staging/<docId>/source.<ext>, unless an object of the same
- * size is already there (an earlier run staged it: same docId, same bytes).
+ * size is already there (an earlier run staged it: same docId, same bytes), and its document job to
+ * staging/<docId>/job.json unless that is there, from which `reconcile` queues it again should
+ * Redis lose its jobs.
  */
 export async function stageSource(planned: PlannedDocument, storage: Storage): Promise<'uploaded' | 'already-staged'> {
   const key = planned.keys.source;
+  const jobKey = stagedJobKey(planned.docId);
   const staged = await storage.stat(key).then(
     (object) => object.size === planned.bytes.length,
     (error: unknown) => {
@@ -142,9 +145,11 @@ export async function stageSource(planned: PlannedDocument, storage: Storage): P
       throw error;
     },
   );
-  if (staged) return 'already-staged';
-  await storage.put(key, planned.bytes, { contentType: mimeType(planned.documentJob.type) });
-  return 'uploaded';
+  if (!staged) await storage.put(key, planned.bytes, { contentType: mimeType(planned.documentJob.type) });
+  if (!staged || !(await storage.exists(jobKey))) {
+    await storage.put(jobKey, Buffer.from(`${JSON.stringify(planned.documentJob, null, 2)}\n`), { contentType: 'application/json' });
+  }
+  return staged ? 'already-staged' : 'uploaded';
 }
 
 function mimeType(type: DocumentType): string {

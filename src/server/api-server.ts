@@ -30,6 +30,7 @@ import { PageImageCache } from './page-image-cache.js';
 import { loginPage, VIEWER_PATH } from './viewer-pages.js';
 import { viewerPublicRoutes, viewerRoutes } from './viewer-routes.js';
 import { checkSameOrigin, ViewerSessions } from './viewer-sessions.js';
+import { RedisDataWatch, redisDataLossMessage } from '../queue/redis-data-watch.js';
 
 export const DEFAULT_MAX_DOCUMENT_BYTES = 256 * 1024 * 1024;
 /** JSON request bodies: a submission by reference is a few hundred bytes. */
@@ -75,6 +76,10 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   const health = await RedisHealthProbe.open(options.redisUrl, logger);
   const redis = new Redis(redisOptions(options.redisUrl, 'client'));
   redis.on('error', () => undefined); // the health connection reports outages
+  // Redis emptied under the server: it keeps serving and says what to do.
+  const dataWatch = await RedisDataWatch.start(redis, {
+    onLost: (loss) => logger.error({ redis: redactedRedisUrl(options.redisUrl), storage: storage.url, ...loss }, redisDataLossMessage(storage.url)),
+  });
   const documents = openQueue(DOCUMENTS, options.redisUrl);
   const board = queueDashboard(options.redisUrl, DASHBOARD_PATH);
   const statusSources: DocumentStatusSources = { documents, pages: board.pages, redis, storage };
@@ -184,6 +189,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     await events.close();
     await admission.close();
     health.close();
+    dataWatch.stop();
     redis.disconnect();
     await Promise.all([documents.close(), board.close()]);
   };

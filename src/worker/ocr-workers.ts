@@ -1,7 +1,8 @@
 // A worker process, shared by `scriptorium work` and `scriptorium run` (which only parse options
 // and print): the model loaded once, a page worker that reads page jobs through it, a document
 // worker that assembles finished documents, the heartbeat that lists the process among the live
-// workers, a clean close, and the exit status of a process whose engine hung.
+// workers, a clean close, the exit status of a process whose engine hung, and the limits past which
+// the process asks to be recycled (worker-recycling.ts).
 import type { DeviceSpec } from '../engine/compute-device.js';
 import type { Precision } from '../engine/precision.js';
 import os from 'node:os';
@@ -14,13 +15,15 @@ import { OcrEngine } from '../engine/ocr-engine.js';
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { WeightQuantization } from '../engine/native-binding.js';
 import { LiveWorkerHeartbeat } from '../queue/live-workers.js';
-import { redisOptions } from '../queue/redis.js';
+import { redactedRedisUrl, redisOptions } from '../queue/redis.js';
+import { RedisDataWatch, redisDataLossMessage } from '../queue/redis-data-watch.js';
 import { flushTraces, queueTelemetry } from '../queue/tracing.js';
 import type { Storage } from '../storage/storage.js';
 import { startDocumentWorker } from './document-worker.js';
 import { PagePipeline } from './page-pipeline.js';
 import { startPageWorker, type PageWorkerOptions } from './page-worker.js';
 import { WorkerActivity } from './worker-activity.js';
+import { WorkerRecycling, type RecycleLimits, type RecycleReason } from './worker-recycling.js';
 import { workerMetrics } from './worker-metrics.js';
 
 /** Exit status of a worker process whose engine hung: its supervisor should start a fresh one. */
@@ -53,6 +56,8 @@ export interface OcrWorkersOptions extends PageFaultOptions {
   logger: Logger;
   /** Interval of the live-worker heartbeat. Default DEFAULT_HEARTBEAT_MS. */
   heartbeatMs?: number;
+  /** Pages and resident memory past which the process asks to be recycled. Default: no limits. */
+  recycle?: RecycleLimits;
 }
 
 export interface OcrWorkers {
@@ -60,6 +65,11 @@ export interface OcrWorkers {
   checkpointId: string;
   /** Page jobs this process holds now. */
   claimedPages(): number;
+  /**
+   * Resolves once a recycle limit is passed: the process takes no new page from then on, and should
+   * close and exit with EXIT_WORKER_RECYCLED. Never resolves without limits.
+   */
+  recycled: Promise<RecycleReason>;
   /** Stops claiming jobs, waits for the claimed ones to finish, unregisters, closes the Redis connections. */
   close(): Promise<void>;
 }
@@ -103,8 +113,14 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     () => activity.progress(),
     { intervalMs: options.heartbeatMs, onError: (error) => logger.warn({ err: error }, 'live-worker heartbeat failed; retrying at the next one') },
   );
+  // Redis emptied under the worker: it keeps running (BullMQ reconnects and waits for jobs) and says what to do.
+  const dataWatch = await RedisDataWatch.start(redis, {
+    onLost: (loss) => logger.error({ redis: redactedRedisUrl(options.redisUrl), storage: storage.url, ...loss }, redisDataLossMessage(storage.url)),
+    onError: (error) => logger.debug({ err: error }, 'could not check whether Redis kept its data; checking again shortly'),
+  });
   const connection = redisOptions(options.redisUrl, 'worker');
   const telemetry = await queueTelemetry();
+  const recycling = new WorkerRecycling(options.recycle ?? {});
   const pages = startPageWorker({
     telemetry,
     pipeline,
@@ -117,6 +133,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     lockDurationMs: options.lockDurationMs,
     stalledIntervalMs: options.stalledIntervalMs,
     maxStalledCount: options.maxStalledCount,
+    admit: (pageCount) => recycling.admit(pageCount),
     onEngineHung: () => {
       logger.fatal({ exitCode: EXIT_ENGINE_HUNG }, 'the engine is hung: closing the workers and exiting so that a fresh process takes over');
       void close().finally(() => process.exit(EXIT_ENGINE_HUNG));
@@ -131,6 +148,8 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     stalledIntervalMs: options.stalledIntervalMs,
   });
   activity.watchPages(pages);
+  pages.on('completed', () => recycling.pageSettled());
+  pages.on('failed', () => recycling.pageSettled());
   activity.watchDocuments(documents);
   await Promise.all([pages.waitUntilReady(), documents.waitUntilReady()]);
   logger.info(
@@ -147,14 +166,21 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
       threads: engine.model.threads,
       storage: storage.url,
       worker: heartbeat.key,
+      rssBytes: process.memoryUsage.rss(),
+      ...options.recycle,
     },
     'worker ready',
   );
+  const maxRssBytes = options.recycle?.maxRssBytes;
+  if (maxRssBytes !== undefined && process.memoryUsage.rss() > maxRssBytes) {
+    logger.warn({ rssBytes: process.memoryUsage.rss(), maxRssBytes }, 'the loaded worker is already past its resident-memory limit: it is recycled after each page job it takes');
+  }
 
   let closing: Promise<void> | undefined;
   function close(): Promise<void> {
     closing ??= (async () => {
       await Promise.all([pages.close(), documents.close()]);
+      dataWatch.stop();
       await heartbeat.stop().catch((error: unknown) => logger.warn({ err: error }, 'could not remove the live-worker entry; it expires on its own'));
       redis.disconnect();
       workerMetrics().workerInfo.remove(engineLabels);
@@ -162,5 +188,5 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
     })();
     return closing;
   }
-  return { engine, checkpointId, claimedPages: () => activity.progress().currentJobs.length, close };
+  return { engine, checkpointId, claimedPages: () => activity.progress().currentJobs.length, recycled: recycling.requested, close };
 }

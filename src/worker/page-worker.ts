@@ -92,6 +92,11 @@ export interface PageWorkerOptions {
    * non-zero. Default: only logged.
    */
   onEngineHung?: (error: EngineHungError) => void;
+  /**
+   * Asked before a claimed job is read, with its page count: false hands the job back to the queue
+   * untried (the process is being recycled, worker-recycling.ts). Default: every job is read.
+   */
+  admit?: (pages: number) => boolean;
 }
 
 /** Why a page job failed when the deadline stopped its decode. */
@@ -174,6 +179,10 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
     async (job: Job<PageJobData>, token?: string) => {
       const data = checkedJobData(parsePageJobData, job.data);
       await leaveForeignStorageJob(job, token, data.storage, pipeline.storageUrl, logger);
+      if (options.admit?.(data.lastPage - data.firstPage + 1) === false) {
+        await job.moveToWait(token);
+        throw new WaitingError();
+      }
       const jobId = job.id ?? '';
       const claim = token ?? '';
       const pageJob: PageJob = { data, attempt: job.attemptsStarted, jobId };

@@ -8,6 +8,7 @@ import { describe, test } from 'node:test';
 
 import { defineCommand, parseCommandLine, type OptionSpecs, type PositionalSpec } from '../../src/cli/command-line.js';
 import {
+  byteSize,
   checkedChoice,
   choice,
   choices,
@@ -102,6 +103,18 @@ describe('kinds of option', () => {
     assert.equal(read(minutes, ['--x', '120s']), 120_000);
     const wrong = (given: string) => `--x must be a duration in whole minutes, from 1m to 1h: 10 (minutes), 10m or 1h (got "${given}")`;
     for (const bad of ['90s', '61', '2h', '0']) refused(() => read(minutes, ['--x', bad]), wrong(bad));
+  });
+
+  test('byteSize: bytes, or K, M, G, T in binary units (12G, 12Gi, 12GiB alike)', () => {
+    const size = byteSize();
+    assert.equal(read(size, ['--x', '4096']), 4096);
+    assert.equal(read(size, ['--x', '512M']), 512 * 2 ** 20);
+    for (const same of ['12G', '12g', '12Gi', '12GiB', '12GB']) assert.equal(read(size, ['--x', same]), 12 * 2 ** 30);
+    assert.equal(read(size, ['--x', '1.5K']), 1536);
+    assert.equal(read(size, [], { MAX_RSS: '2T' }), undefined);
+    assert.equal(read(byteSize().orEnv('MAX_RSS'), [], { MAX_RSS: '2T' }), 2 * 2 ** 40);
+    const wrong = (given: string) => `--x must be a size: bytes, or a number with K, M, G or T (binary: 12G is 12 GiB) (got "${given}")`;
+    for (const bad of ['0', '12 G', '12P', '-1G', 'G', 'lots']) refused(() => read(size, [`--x=${bad}`]), wrong(bad));
   });
 
   test('choice and choices: words of a fixed set', () => {

@@ -2,9 +2,11 @@
 // support kustomize) and every object validated against the Kubernetes 1.27 and KEDA schemas of the
 // kubernetes-models packages, then the properties the workers rely on: graceful termination past
 // the page deadline, probes on the worker's health endpoints, threads from the CPU limit, Redis with
-// AOF and noeviction, secrets only from a Secret, and a ScaledObject that scales from zero on the
-// dashboard's /queue-depth.
+// AOF and noeviction, secrets only from a Secret, a ScaledObject that scales from zero on the
+// dashboard's /queue-depth, GPU workers on the GPU with the driver's Vulkan files mounted; and the
+// Node.js the images are built on.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +25,13 @@ import { containersOf, kustomize, readYamlDocuments, strategicMerge, type K8sObj
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const OVERLAYS = ['cpu', 'gpu'] as const;
+/** The Node.js major the images are built on: the current LTS. */
+const IMAGE_NODE_MAJOR = 24;
+/**
+ * Environment variables a container may set as literals: the container runtime's settings, which are
+ * no configuration of Scriptorium's (that comes from the ConfigMap) and no secret.
+ */
+const RUNTIME_VARIABLES = ['NVIDIA_DRIVER_CAPABILITIES'];
 
 /** The schema model of each kind the manifests may hold; any other kind fails the test. */
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
@@ -146,7 +155,9 @@ for (const name of OVERLAYS) {
       for (const key of Object.keys(config)) assert.doesNotMatch(key, /SECRET|PASSWORD|TOKEN|ACCESS_KEY/);
       for (const object of objects) {
         for (const container of containersOf(object) as Container[]) {
-          for (const variable of container.env ?? []) assert.equal(variable.value, undefined, `${object.metadata.name}: ${variable.name} is a literal`);
+          for (const variable of container.env ?? []) {
+            if (!RUNTIME_VARIABLES.includes(variable.name)) assert.equal(variable.value, undefined, `${object.metadata.name}: ${variable.name} is a literal`);
+          }
           if (object.metadata.name.startsWith('scriptorium-redis')) continue;
           assert.deepEqual(container.envFrom, [
             { configMapRef: { name: 'scriptorium-config' } },
@@ -190,6 +201,78 @@ for (const name of OVERLAYS) {
 test('the GPU overlay asks for a GPU per worker and the CPU overlay for none', () => {
   assert.equal(workerContainer(overlay('gpu')).resources?.limits?.['nvidia.com/gpu'], '1');
   assert.equal(workerContainer(overlay('cpu')).resources?.limits?.['nvidia.com/gpu'], undefined);
+});
+
+/** The `--device` a worker's arguments give, and the driver capabilities its container asks the NVIDIA runtime for. */
+function deviceAndCapabilities(container: { args?: string[]; command?: string[]; env?: unknown }): { device?: string; capabilities: string[] } {
+  const args = container.args ?? container.command ?? [];
+  const at = args.indexOf('--device');
+  const env = container.env ?? [];
+  const value = Array.isArray(env)
+    ? (env as { name: string; value?: string }[]).find((variable) => variable.name === 'NVIDIA_DRIVER_CAPABILITIES')?.value
+    : (env as Record<string, string>).NVIDIA_DRIVER_CAPABILITIES;
+  return { device: at === -1 ? undefined : args[at + 1], capabilities: value === undefined ? [] : value.split(',') };
+}
+
+test("GPU workers decode on the GPU and have the NVIDIA runtime mount the driver's Vulkan files (graphics)", () => {
+  const [compose] = readYamlDocuments(path.join(ROOT, 'docker-compose.yml')) as { services: Record<string, { command?: string[]; environment?: Record<string, string> }> }[];
+  const gpuWorkers = {
+    'the Kubernetes gpu overlay': workerContainer(overlay('gpu')),
+    "compose's gpu-worker": { command: compose.services['gpu-worker'].command, env: compose.services['gpu-worker'].environment },
+  };
+  for (const [where, container] of Object.entries(gpuWorkers)) {
+    const { device, capabilities } = deviceAndCapabilities(container);
+    assert.equal(device, 'gpu', where);
+    for (const capability of ['compute', 'utility', 'graphics']) assert.ok(capabilities.includes(capability), `${where}: NVIDIA_DRIVER_CAPABILITIES lacks ${capability}`);
+  }
+  assert.deepEqual(deviceAndCapabilities(workerContainer(overlay('cpu'))), { device: undefined, capabilities: [] });
+});
+
+/** Whether `version` (major.minor.patch) satisfies an npm engines range made of `>=`, `<`, `||` and spaces. */
+function satisfies(version: string, range: string): boolean {
+  const numbers = (text: string) => text.split('.').map(Number).concat(0, 0, 0).slice(0, 3);
+  const compare = (a: number[], b: number[]) => a.map((part, i) => part - b[i]).find((difference) => difference !== 0) ?? 0;
+  const actual = numbers(version);
+  return range.split('||').some((alternative) =>
+    alternative
+      .trim()
+      .split(/\s+/)
+      .every((comparator) => {
+        const match = /^(>=|<)(\d+(?:\.\d+){0,2})$/.exec(comparator);
+        assert.ok(match, `engines comparator "${comparator}" is not one this check reads`);
+        const difference = compare(actual, numbers(match[2]));
+        return match[1] === '>=' ? difference >= 0 : difference < 0;
+      }),
+  );
+}
+
+test(`the images are built on Node.js ${IMAGE_NODE_MAJOR} (LTS, Debian bookworm), a Node the code supports`, () => {
+  const stages = [...readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8').matchAll(/^FROM\s+(\S+)(?:\s+AS\s+(\S+))?/gim)].map(([, image, stage]) => ({ image, stage }));
+  assert.deepEqual(
+    stages.map(({ stage }) => stage),
+    ['build', 'runtime'],
+  );
+  for (const { image, stage } of stages) {
+    const tag = /^node:(\d+)-bookworm(-slim)?$/.exec(image);
+    assert.ok(tag, `${stage}: ${image} is no node:<major>-bookworm[-slim] image`);
+    assert.equal(Number(tag[1]), IMAGE_NODE_MAJOR, `${stage}: ${image}`);
+    assert.equal(tag[2] !== undefined, stage === 'runtime', `${stage}: only the runtime image is slim`);
+  }
+  const { engines } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
+  assert.ok(satisfies(`${IMAGE_NODE_MAJOR}.0.0`, engines.node), `package.json engines "${engines.node}" refuses Node ${IMAGE_NODE_MAJOR}`);
+  assert.ok(satisfies(process.versions.node, engines.node), `package.json engines "${engines.node}" refuses this Node, ${process.versions.node}`);
+  // Every Scriptorium container is that image: compose builds it, the manifests name it.
+  const [compose] = readYamlDocuments(path.join(ROOT, 'docker-compose.yml')) as { services: Record<string, { image?: string; build?: string }> }[];
+  for (const [name, service] of Object.entries(compose.services).filter(([, service]) => service.image === 'scriptorium:local')) {
+    assert.equal(service.build, '.', `compose service ${name} is built from the Dockerfile`);
+  }
+  for (const name of OVERLAYS) {
+    for (const object of overlay(name)) {
+      for (const container of containersOf(object)) {
+        if (!object.metadata.name.startsWith('scriptorium-redis')) assert.match(String(container.image), /scriptorium/, `${object.metadata.name}: the Scriptorium image`);
+      }
+    }
+  }
 });
 
 test('the serve component validates: a Deployment, its Service and a PodDisruptionBudget', () => {

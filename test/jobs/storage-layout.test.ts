@@ -4,6 +4,7 @@ import { test } from 'node:test';
 
 import {
   checkDocId,
+  docIdOfStagedKey,
   documentKeys,
   documentResultKeys,
   inputLinkKey,
@@ -11,6 +12,8 @@ import {
   pageResultKey,
   rejectedInputKey,
   resultsFolder,
+  stagedDocumentsFolder,
+  stagedJobKey,
 } from '../../src/jobs/storage-layout.js';
 
 const DOC_ID = '0123456789abcdef0123456789abcdef';
@@ -18,6 +21,16 @@ const DOC_ID = '0123456789abcdef0123456789abcdef';
 test('a document stages its source under staging/ with its type as extension, and its results under results/', () => {
   assert.deepEqual(documentKeys(DOC_ID, 'jpeg'), { source: `staging/${DOC_ID}/source.jpeg`, results: `results/${DOC_ID}/` });
   assert.equal(resultsFolder(DOC_ID), `results/${DOC_ID}/`);
+});
+
+test("a staged document's job is staging/<docId>/job.json; staged keys give their docId back, uploads none", () => {
+  assert.equal(stagedJobKey(DOC_ID), `staging/${DOC_ID}/job.json`);
+  assert.equal(docIdOfStagedKey(`staging/${DOC_ID}/job.json`), DOC_ID);
+  assert.equal(docIdOfStagedKey(documentKeys(DOC_ID, 'pdf').source), DOC_ID);
+  for (const key of ['staging/uploads/5f0c4e1a-1b2c-4d3e-8f90-123456789abc', `results/${DOC_ID}/_DONE`, `staging/${DOC_ID}`]) assert.equal(docIdOfStagedKey(key), undefined);
+  assert.equal(stagedDocumentsFolder(), 'staging/');
+  assert.equal(stagedDocumentsFolder('0a'), 'staging/0a');
+  for (const bad of ['0A', 'up', '../', '0'.repeat(33)]) assert.throws(() => stagedDocumentsFolder(bad), RangeError);
 });
 
 test('a page result is results/<docId>/pages/<nnnn>.json or .md, 1-based and four digits', () => {

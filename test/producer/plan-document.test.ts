@@ -1,5 +1,5 @@
 // planDocument: from an input document to its docId, keys and jobs, or a rejection with a reason;
-// stageSource: the source uploaded once.
+// stageSource: the source and its document job uploaded once.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -7,7 +7,8 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { openSealedPdfPassword } from '../../src/documents/document.js';
-import type { OcrJobOptions } from '../../src/jobs/job-types.js';
+import { parseDocumentJobData, type OcrJobOptions } from '../../src/jobs/job-types.js';
+import { stagedJobKey } from '../../src/jobs/storage-layout.js';
 import { documentId } from '../../src/producer/doc-id.js';
 import type { InputDocument } from '../../src/producer/input-sources.js';
 import { planDocument, stageSource, type PlannedDocument, type RejectedDocument } from '../../src/producer/plan-document.js';
@@ -158,8 +159,16 @@ test('stageSource uploads the source once: a second call finds it staged', async
   const plan = await planned(threePages, { ...V2, mode: 'base' });
   assert.equal(await stageSource(plan, counting), 'uploaded');
   assert.equal(await stageSource(plan, counting), 'already-staged');
-  assert.deepEqual(counting.puts, [plan.keys.source]);
+  assert.deepEqual(counting.puts, [plan.keys.source, stagedJobKey(plan.docId)]);
   assert.deepEqual(await storage.get(plan.keys.source), threePages);
+  assert.deepEqual(parseDocumentJobData(JSON.parse((await storage.get(stagedJobKey(plan.docId))).toString('utf8'))), plan.documentJob);
+});
+
+test('stageSource records the document job of a source staged without one (by an earlier version)', async () => {
+  const plan = await planned(threePages, { ...V2, mode: 'small' });
+  await storage.put(plan.keys.source, threePages);
+  assert.equal(await stageSource(plan, storage), 'already-staged');
+  assert.deepEqual(JSON.parse((await storage.get(stagedJobKey(plan.docId))).toString('utf8')), plan.documentJob);
 });
 
 test('stageSource uploads again over a staged object of another size', async () => {

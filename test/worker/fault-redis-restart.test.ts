@@ -83,6 +83,10 @@ describe('Redis restarted mid-run', { skip: REDIS_SERVER_MISSING }, () => {
     assert.ok(times.some((time) => time > restartedAt), 'no page done after the restart');
   });
 
+  test('a restart that kept the data is no data loss: no worker says Redis lost it', () => {
+    for (const worker of workers) assert.ok(!worker.stderr.includes('Redis lost its data'), worker.stderr);
+  });
+
   test('every document is complete with every page', async () => {
     const results = await readdir(path.join(storage.root, 'results'));
     assert.equal(results.length, DOCUMENTS);
