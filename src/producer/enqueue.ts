@@ -1,7 +1,7 @@
 // From inputs to queued work (docs/design.md "Data flow"): every input document is planned, its source
 // staged once, and one BullMQ flow added per document: the parent 'document <docId>' on
-// scriptorium:documents with one child per page (V3 parse-multi: per page group) on the page queue
-// of the document's variant (scriptorium:pages-v3), which only workers of that variant take from.
+// {scriptorium}:documents with one child per page (V3 parse-multi: per page group) on the page queue
+// of the document's variant ({scriptorium}:pages-v3), which only workers of that variant take from.
 // Job ids come from the docId, so enqueueing the same input again adds nothing.
 //
 // What happens to each input, as the summary reports it:
@@ -14,7 +14,6 @@
 //   password, or left out while expanding the inputs). Rejected inputs have no docId: each reason is
 //   recorded in storage at rejected/<sha256 of the uri>.json, listed in the summary, and printed by the CLI.
 import { FlowProducer, Queue, type FlowJob } from 'bullmq';
-import type { RedisOptions } from 'ioredis';
 
 import type { OcrJobOptions } from '../jobs/job-types.js';
 import { rejectedInputKey, type DocumentKeys } from '../jobs/storage-layout.js';
@@ -26,6 +25,7 @@ import type { Storage } from '../storage/storage.js';
 import { expandInputs, type ExpandInputsOptions, type ProducerInput } from './input-sources.js';
 import { pageJobsWithoutResults } from './page-resume.js';
 import { planDocument, stageSource, type PlannedDocument } from './plan-document.js';
+import type { RedisConnectionOptions } from '../queue/redis.js';
 
 export interface EnqueueOptions extends PageJobLifecycle {
   /** The options that change the output; the same for every document. */
@@ -38,7 +38,7 @@ export interface EnqueueOptions extends PageJobLifecycle {
    */
   pdfPassword?: string;
   /** Options for a `client` connection (see redisOptions). */
-  connection: RedisOptions;
+  connection: RedisConnectionOptions;
   /** Archive limits and S3 settings for the inputs. Default: expandInputs's defaults. */
   inputs?: Omit<ExpandInputsOptions, 'onSkip'>;
   /** Told about each input as soon as it is settled. Default: none. */

@@ -3,12 +3,11 @@
 // the configured keys, counts against that key's rate limit, and is logged with the key's name.
 import { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { DOCUMENTS, type QueueName } from '../queue/queue-names.js';
-import { redactedRedisUrl, redisOptions } from '../queue/redis.js';
+import { connectRedis, redactedRedisUrl, redisOptions } from '../queue/redis.js';
 import type { Storage } from '../storage/storage.js';
 import { matchApiKey, presentedApiKey, type ApiKey } from './api-keys.js';
 import type { ApiError, HealthAnswer, ReadinessAnswer } from './api-types.js';
@@ -59,7 +58,7 @@ export type ApiServer = ServedApp;
 export async function startApiServer(options: ApiServerOptions): Promise<ApiServer> {
   const { storage, logger } = options;
   const health = await RedisHealthProbe.open(options.redisUrl, logger);
-  const redis = new Redis(redisOptions(options.redisUrl, 'client'));
+  const redis = connectRedis(redisOptions(options.redisUrl, 'client'));
   redis.on('error', () => undefined); // the health connection reports outages
   const documents = openQueue(DOCUMENTS, options.redisUrl);
   const board = queueDashboard(options.redisUrl, DASHBOARD_PATH);

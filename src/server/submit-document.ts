@@ -6,7 +6,6 @@ import { Readable } from 'node:stream';
 
 import busboy from 'busboy';
 import type { Request } from 'express';
-import type { RedisOptions } from 'ioredis';
 
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { enqueueDocuments } from '../producer/enqueue.js';
@@ -18,6 +17,7 @@ import { documentLinks } from './document-status.js';
 import { HttpError } from './http-error.js';
 import { checkSubmitOptions } from './submit-options.js';
 import { stageUpload, type StagedUpload } from './upload-staging.js';
+import type { RedisConnectionOptions } from '../queue/redis.js';
 
 export const UPLOAD_FIELD = 'document';
 /** Form fields besides the file, and the bytes of one field. */
@@ -29,7 +29,7 @@ const FETCH_TIMEOUT_MS = 120_000;
 export interface SubmitSettings {
   storage: Storage;
   /** Options for `client` connections (see redisOptions). */
-  connection: RedisOptions;
+  connection: RedisConnectionOptions;
   /** The variant of a submission that names none. */
   defaultVariant: Variant;
   /** Tries per page (enqueue's --attempts). Default: enqueue's. */

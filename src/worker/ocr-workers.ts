@@ -6,7 +6,6 @@ import type { DeviceSpec } from '../engine/compute-device.js';
 import type { Precision } from '../engine/precision.js';
 import os from 'node:os';
 
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
 import { pagesInHand, type BatchSize } from '../engine/batch-size.js';
@@ -14,7 +13,7 @@ import { OcrEngine } from '../engine/ocr-engine.js';
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { WeightQuantization } from '../engine/native-binding.js';
 import { LiveWorkerHeartbeat } from '../queue/live-workers.js';
-import { redisOptions } from '../queue/redis.js';
+import { connectRedis, redisOptions } from '../queue/redis.js';
 import { flushTraces, queueTelemetry } from '../queue/tracing.js';
 import type { Storage } from '../storage/storage.js';
 import { startDocumentWorker } from './document-worker.js';
@@ -72,7 +71,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
   ]);
   const concurrency = options.concurrency ?? pagesInHand(engine.batch.size);
   logger.info({ batch: engine.batch.size, why: engine.batch.why, concurrency }, 'continuous batch');
-  const redis = new Redis(redisOptions(options.redisUrl, 'client'));
+  const redis = connectRedis(redisOptions(options.redisUrl, 'client'));
   // Reconnection is automatic; a failed heartbeat or counter is logged where it is used.
   redis.on('error', (error) => logger.debug({ err: error }, 'worker status connection: Redis error'));
   const activity = new WorkerActivity(redis, logger);

@@ -14,6 +14,7 @@ import { startOcrWorkers, type OcrWorkers } from '../../src/worker/ocr-workers.j
 import { ScriptoriumApiError, ScriptoriumClient } from '../../src/client/scriptorium-client.js';
 import { UPLOADS_FOLDER } from '../../src/jobs/storage-layout.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/queue/embedded-redis.js';
+import { DOCUMENTS } from '../../src/queue/queue-names.js';
 import { redisOptions } from '../../src/queue/redis.js';
 import { parseApiKeys } from '../../src/server/api-keys.js';
 import { startApiServer, type ApiServer } from '../../src/server/api-server.js';
@@ -278,7 +279,7 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
     try {
       const submitted = await client.submitFile(await makePng(), 'called-back.png', { ...OPTIONS, dpi: 38, callbackUrl: receiver.url });
       await waitUntil(() => receiver.received.some(({ answered }) => answered === 200), 120_000, 'a callback answered 200');
-      const callbacks = new Queue('callbacks', { prefix: 'scriptorium', connection: redisOptions(redis.url, 'client') });
+      const callbacks = new Queue('callbacks', { prefix: DOCUMENTS.prefix, connection: redisOptions(redis.url, 'client') });
       try {
         const jobs = await callbacks.getJobs(['completed', 'active', 'waiting', 'delayed', 'failed']);
         const [job] = jobs.filter((candidate) => candidate.data.docId === submitted.docId);
