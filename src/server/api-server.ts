@@ -39,8 +39,10 @@ export interface ApiServerOptions {
   apiKeys: readonly ApiKey[];
   /** Default DEFAULT_RATE_LIMIT (600 requests a minute per key). */
   rateLimit?: RateLimit;
-  /** Largest document uploaded or fetched. Default DEFAULT_MAX_DOCUMENT_BYTES. */
+  /** Largest document uploaded, fetched or named by its s3:// URI. Default DEFAULT_MAX_DOCUMENT_BYTES. */
   maxDocumentBytes?: number;
+  /** Documents of more pages are refused. Default: no limit. */
+  maxDocumentPages?: number;
   /** The variant of submissions that name none. */
   defaultVariant: Variant;
   /** Tries per page. Default: enqueue's. */
@@ -115,6 +117,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         defaultVariant: options.defaultVariant,
         attempts: options.attempts,
         maxDocumentBytes: options.maxDocumentBytes ?? DEFAULT_MAX_DOCUMENT_BYTES,
+        maxDocumentPages: options.maxDocumentPages,
         fetchHosts: (options.fetchHosts ?? []).map((host) => host.toLowerCase()),
         callbacks,
       },

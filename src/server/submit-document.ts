@@ -34,8 +34,10 @@ export interface SubmitSettings {
   defaultVariant: Variant;
   /** Tries per page (enqueue's --attempts). Default: enqueue's. */
   attempts?: number;
-  /** Largest document accepted, uploaded or fetched. */
+  /** Largest document accepted, uploaded, fetched or named by its s3:// URI. */
   maxDocumentBytes: number;
+  /** Documents of more pages are refused (422, with the reason). Default: no limit. */
+  maxDocumentPages?: number;
   /** Hosts whose https URLs may be submitted (lowercase); empty: none. */
   fetchHosts: readonly string[];
   /** Where callback URLs are registered; undefined: the server sends no callbacks. */
@@ -84,6 +86,7 @@ async function enqueueOne(input: ProducerInput, fields: Record<string, unknown>,
     attempts: settings.attempts,
     storage: settings.storage,
     connection: settings.connection,
+    limits: { maxBytes: settings.maxDocumentBytes, maxPages: settings.maxDocumentPages },
   });
   const rejected = summary.rejected[0];
   if (rejected !== undefined) throw new HttpError(422, `${rejected.uri}: ${rejected.reason}`);
