@@ -142,7 +142,7 @@ function syntheticPlan(index: number, pageCount: number): PlannedDocument {
   const common = { docId, sourceUri: `s3://archive/box-${Math.floor(index / 1000)}/scan-${index}.pdf`, type: 'pdf' as const, storage: STORAGE_URL, keys, options: OCR, enqueuedAt: Date.now() };
   const documentJob: DocumentJobData = { ...common, pageCount };
   const pageJobs: PageJobData[] = Array.from({ length: pageCount }, (_, i) => ({ ...common, firstPage: i + 1, lastPage: i + 1 }));
-  return { status: 'planned', docId, keys, documentJob, pageJobs, alreadyDone: false, bytes: Buffer.alloc(0) };
+  return { status: 'planned', docId, keys, documentJob, pageJobs, alreadyDone: false, source: Buffer.alloc(0), size: 0 };
 }
 
 /** Claim loops on the V3 page queue, each with its own BullMQ worker (and Redis connections). */

@@ -11,6 +11,7 @@ import { resolveModelDir } from '../model/model-resolve.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { BATCH_OPTION, BATCH_USAGE, ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE, engineChoices } from './engine-options.js';
 import { EXIT_INTERRUPTED } from './document-report.js';
+import { DOCUMENT_LIMIT_OPTIONS, DOCUMENT_LIMITS_USAGE, documentLimitsOf } from './enqueue-args.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
 import { progressTerminal } from './enqueue-progress.js';
 import { OCR_JOB_ARGS_USAGE, OCR_JOB_OPTIONS, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
@@ -43,6 +44,7 @@ documents are left; the same command again reads them.
   --model DIR       checkpoint (default $SCRIPTORIUM_MODEL, else the synthetic tiny V3 checkpoint)
   --variant V       overrides the variant detected from config.json
 ${OCR_JOB_ARGS_USAGE}
+${DOCUMENT_LIMITS_USAGE}
 ${BATCH_USAGE}
   --threads T       engine threads (default: one per CPU)
 ${ENGINE_OPTIONS_USAGE}
@@ -61,6 +63,7 @@ const OPTIONS = {
   threads: integer({ min: 1 }),
   ...ENGINE_OPTIONS,
   ...OCR_JOB_OPTIONS,
+  ...DOCUMENT_LIMIT_OPTIONS,
 };
 
 export const runCommand = defineCommand({ usage: USAGE, options: OPTIONS, positionals: { name: 'INPUT', min: 1 }, run: runPipeline });
@@ -93,7 +96,7 @@ async function runPipeline({ options: values, positionals }: CommandLine<typeof 
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
     return await enqueueAndFollow({
       inputs: positionals,
-      enqueue: { ocr, storage, pdfPassword },
+      enqueue: { ocr, storage, pdfPassword, limits: documentLimitsOf(values) },
       redisUrl: redis.url,
       wait: true,
       signal: interrupted.signal,

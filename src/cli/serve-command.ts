@@ -5,7 +5,7 @@ import { DEFAULT_MAX_DOCUMENT_BYTES, startApiServer } from '../server/api-server
 import { DEFAULT_RATE_LIMIT } from '../server/rate-limit.js';
 import { commandLogger } from './cli-logger.js';
 import { defineCommand, type CommandLine } from './command-line.js';
-import { MAX_QUEUED_PAGES_OPTION, MAX_QUEUED_PAGES_USAGE, QUEUE_TARGET_OPTIONS, variantOf } from './enqueue-args.js';
+import { DOCUMENT_LIMIT_OPTIONS, MAX_QUEUED_PAGES_OPTION, MAX_QUEUED_PAGES_USAGE, QUEUE_TARGET_OPTIONS, variantOf } from './enqueue-args.js';
 import { openQueueRedis } from './queue-redis.js';
 import { serverStopMessages, shutdownSignal } from './shutdown-signals.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
@@ -16,7 +16,7 @@ const MIB = 1024 * 1024;
 const DEFAULT_PORT = 8080;
 
 const USAGE = `Usage: scriptorium serve [--host H] [--port P] [--to URL] [--model DIR | --variant v1|v2|v3] [--attempts N]
-                        [--max-document-mb N] [--rate-limit N] [--max-queued-pages N]
+                        [--max-document-mb N] [--max-document-pages N] [--rate-limit N] [--max-queued-pages N]
 
 Serves the HTTP API at http://H:P/: POST /v1/documents (an upload, an s3:// URI or an allowed https
 URL), GET /v1/documents/{docId} (status), …/result and …/pages/{page} (results), DELETE (cancel);
@@ -41,7 +41,11 @@ X-Scriptorium-Signature: sha256=<hex HMAC-SHA256 of the body>, retried with back
   --model DIR         the checkpoint workers run, to take the default variant from (default $SCRIPTORIUM_MODEL,
                       else the synthetic tiny V3 checkpoint); --variant names it instead
   --attempts N        tries per page before it is recorded as failed (default 3)
-  --max-document-mb N largest document accepted, uploaded or fetched (default ${DEFAULT_MAX_DOCUMENT_BYTES / MIB})
+  --max-document-mb N largest document accepted, uploaded, fetched or named by s3:// URI (default
+                      $SCRIPTORIUM_MAX_DOCUMENT_MB, else ${DEFAULT_MAX_DOCUMENT_BYTES / MIB})
+  --max-document-pages N
+                      documents of more pages are refused with the reason (default
+                      $SCRIPTORIUM_MAX_DOCUMENT_PAGES, else no limit)
   --rate-limit N      requests per minute per API key (default ${DEFAULT_RATE_LIMIT.requests})
 ${MAX_QUEUED_PAGES_USAGE}`;
 
@@ -49,7 +53,8 @@ const OPTIONS = {
   host: text().default('127.0.0.1'),
   port: port({ anyFreePort: true }).default(DEFAULT_PORT),
   ...QUEUE_TARGET_OPTIONS,
-  'max-document-mb': integer({ min: 1 }).default(DEFAULT_MAX_DOCUMENT_BYTES / MIB),
+  'max-document-mb': DOCUMENT_LIMIT_OPTIONS['max-document-mb'].default(DEFAULT_MAX_DOCUMENT_BYTES / MIB),
+  'max-document-pages': DOCUMENT_LIMIT_OPTIONS['max-document-pages'],
   'rate-limit': integer({ min: 1 }).default(DEFAULT_RATE_LIMIT.requests),
   'max-queued-pages': MAX_QUEUED_PAGES_OPTION,
 };
@@ -79,6 +84,7 @@ async function runServe({ options: values }: CommandLine<typeof OPTIONS>): Promi
       apiKeys,
       rateLimit: { requests: values['rate-limit'], windowMs: DEFAULT_RATE_LIMIT.windowMs },
       maxDocumentBytes: values['max-document-mb'] * MIB,
+      maxDocumentPages: values['max-document-pages'],
       defaultVariant,
       attempts: values.attempts,
       fetchHosts,

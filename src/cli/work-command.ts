@@ -41,7 +41,7 @@ While it runs, \`scriptorium status\` lists it among the live workers.
   --model M           checkpoint folder, or s3://bucket/prefix/ holding the checkpoint files and a
                       SHA256SUMS of them (\`sha256sum * > SHA256SUMS\`), fetched and verified once into
                       the cache (default $SCRIPTORIUM_MODEL, else the synthetic tiny V3 checkpoint);
-                      the worker takes page jobs of its variant's queue only (scriptorium:pages-v3)
+                      the worker takes page jobs of its variant's queue only ({scriptorium}:pages-v3)
   --model-cache DIR   where s3:// models are kept, as DIR/<bucket>/<prefix>/ (default ~/.cache/scriptorium/models)
   --variant V         overrides the variant detected from config.json
   --storage URL       ${STORAGE_URL_USAGE}; the producer's storage

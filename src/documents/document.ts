@@ -1,5 +1,7 @@
 // The documents façade: what the CLI, the producer and the workers call. Every failure caused by
 // the input is a DocumentError, so a caller records "document failed: <reason>" and goes on.
+import { open, readFile } from 'node:fs/promises';
+
 import type { RgbImage } from './rgb-image.js';
 import { detectDocumentType, type DocumentType } from './document-type.js';
 import { decodeImagePage, imagePageCount } from './image-document.js';
@@ -36,11 +38,31 @@ function pdfRendererOf(options: DocumentOptions): PdfRenderer {
   return options.pdfRenderer ?? (sharedPdfRenderer ??= new PdfRenderer());
 }
 
+/**
+ * A document's bytes, or the path of the local file that holds them. A PDF file is read by the
+ * renderer's worker thread, never into this thread's memory; an image file is read whole.
+ */
+export type DocumentSource = Buffer | string;
+
+/** Bytes enough to tell every supported type (and name common unsupported ones). */
+const TYPE_HEAD_BYTES = 4096;
+
 /** Detects the type by content and counts pages; rejects with DocumentError for bad input. */
-export async function openDocument(bytes: Buffer, options: DocumentOptions = {}): Promise<OpenedDocument> {
-  const type = detectDocumentType(bytes);
-  if (type === 'pdf') return { type, ...(await pdfRendererOf(options).open(bytes, { password: options.password })) };
-  return { type, pageCount: await imagePageCount(bytes, type) };
+export async function openDocument(source: DocumentSource, options: DocumentOptions = {}): Promise<OpenedDocument> {
+  const type = detectDocumentType(typeof source === 'string' ? await readHead(source) : source);
+  if (type === 'pdf') return { type, ...(await pdfRendererOf(options).open(source, { password: options.password })) };
+  return { type, pageCount: await imagePageCount(typeof source === 'string' ? await readFile(source) : source, type) };
+}
+
+async function readHead(filePath: string): Promise<Buffer> {
+  const file = await open(filePath);
+  try {
+    const head = Buffer.alloc(TYPE_HEAD_BYTES);
+    const { bytesRead } = await file.read(head, 0, TYPE_HEAD_BYTES, 0);
+    return head.subarray(0, bytesRead);
+  } finally {
+    await file.close();
+  }
 }
 
 /** For each page of a PDF, whether it already carries extractable text; rejects with DocumentError for bad input. */

@@ -7,7 +7,7 @@ import type { DocumentType } from '../documents/document-type.js';
 import { OCR_TASKS, VARIANTS, VISION_MODES } from '../vocabulary/ocr-vocabulary.js';
 import { parseBoundaryData } from './boundary-data.js';
 
-export const DOCUMENTS_QUEUE = 'scriptorium:documents';
+export const DOCUMENTS_QUEUE = '{scriptorium}:documents';
 
 const positiveInteger = z.number().int().positive();
 

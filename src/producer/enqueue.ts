@@ -1,8 +1,10 @@
 // From inputs to queued work (docs/design.md "Data flow"): every input document is planned, its source
 // staged once, and one BullMQ flow added per document: the parent 'document <docId>' on
-// scriptorium:documents with one child per page (V3 parse-multi: per page group) on the page queue
-// of the document's variant (scriptorium:pages-v3), which only workers of that variant take from.
-// Job ids come from the docId, so enqueueing the same input again adds nothing.
+// {scriptorium}:documents with one child per page (V3 parse-multi: per page group) on the page queue
+// of the document's variant ({scriptorium}:pages-v3), which only workers of that variant take from.
+// Job ids come from the docId, so enqueueing the same input again adds nothing. A document of more
+// than PAGE_JOB_CHUNK page jobs is added in chunks, so that no single transaction (nor its command in
+// memory) grows with the document (addDocumentJobs).
 //
 // What happens to each input, as the summary reports it:
 // - enqueued: a new flow was added. For a document an earlier run left unfinished or with failed
@@ -13,19 +15,28 @@
 // - rejected: no usable document (unreadable, unsupported, damaged, encrypted without the right
 //   password, or left out while expanding the inputs). Rejected inputs have no docId: each reason is
 //   recorded in storage at rejected/<sha256 of the uri>.json, listed in the summary, and printed by the CLI.
-import { FlowProducer, Queue, type FlowJob } from 'bullmq';
-import type { RedisOptions } from 'ioredis';
+import { FlowProducer, Queue, type FlowJob, type Job } from 'bullmq';
 
-import type { OcrJobOptions } from '../jobs/job-types.js';
+import type { OcrJobOptions, PageJobData } from '../jobs/job-types.js';
 import { rejectedInputKey, type DocumentKeys } from '../jobs/storage-layout.js';
 import { documentJobId, documentJobName, pageJobId, pageJobName } from '../queue/job-ids.js';
 import { documentJobOptions, pageJobOptions, type PageJobLifecycle } from '../queue/job-options.js';
-import { DOCUMENTS, pageQueue } from '../queue/queue-names.js';
+import { DOCUMENTS, fullQueueName, pageQueue } from '../queue/queue-names.js';
 import { flushTraces, queueTelemetry } from '../queue/tracing.js';
 import type { Storage } from '../storage/storage.js';
 import { expandInputs, type ExpandInputsOptions, type ProducerInput } from './input-sources.js';
 import { pageJobsWithoutResults } from './page-resume.js';
-import { planDocument, stageSource, type PlannedDocument } from './plan-document.js';
+import { planDocument, stageSource, type DocumentLimits, type PlannedDocument } from './plan-document.js';
+
+/** Page jobs added in one transaction; a document of more is added in chunks of this many. */
+export const PAGE_JOB_CHUNK = 500;
+/**
+ * How long the page job that holds a chunked document's job back waits when the producer stops before
+ * releasing it; then the document is assembled from the page jobs that were added (the others listed
+ * as failed, for `retry` or another enqueue to queue).
+ */
+const HOLDING_PAGE_DELAY_MS = 10 * 60_000;
+import type { RedisConnectionOptions } from '../queue/redis.js';
 
 export interface EnqueueOptions extends PageJobLifecycle {
   /** The options that change the output; the same for every document. */
@@ -38,7 +49,9 @@ export interface EnqueueOptions extends PageJobLifecycle {
    */
   pdfPassword?: string;
   /** Options for a `client` connection (see redisOptions). */
-  connection: RedisOptions;
+  connection: RedisConnectionOptions;
+  /** Documents over these are rejected with the reason. Default: no limits. */
+  limits?: DocumentLimits;
   /** Archive limits and S3 settings for the inputs. Default: expandInputs's defaults. */
   inputs?: Omit<ExpandInputsOptions, 'onSkip'>;
   /** Told about each input as soon as it is settled. Default: none. */
@@ -108,15 +121,17 @@ export async function enqueueDocuments(inputs: readonly ProducerInput[], options
   // With tracing on, each document's flow starts a trace that its page jobs and assembly continue.
   const flows = new FlowProducer({ connection: options.connection, prefix: DOCUMENTS.prefix, telemetry: await queueTelemetry() });
   const documents = new Queue(DOCUMENTS.name, { connection: options.connection, prefix: DOCUMENTS.prefix });
+  const pageJobs = new Queue(pageQueue(options.ocr.variant).name, { connection: options.connection, prefix: DOCUMENTS.prefix });
   try {
     for await (const input of expandInputs(inputs, { ...options.inputs, onSkip: reject })) {
       if (options.signal?.aborted) break;
-      const plan = await planDocument(input, options.ocr, { storage: options.storage, whenUnreachable: options.inputs?.whenUnreachable }, options.pdfPassword);
+      const deps = { storage: options.storage, whenUnreachable: options.inputs?.whenUnreachable, limits: options.limits };
+      const plan = await planDocument(input, options.ocr, deps, options.pdfPassword);
       if (plan.status === 'rejected') {
         reject(plan.uri, plan.reason);
         continue;
       }
-      const state = await enqueuePlanned(plan, options, flows, documents);
+      const state = await enqueuePlanned(plan, options, { flows, documents, pageJobs });
       const { pageCount: pages, damage } = plan.documentJob;
       const queued: QueuedDocument = { state, uri: input.uri, docId: plan.docId, pages, keys: plan.keys, ...(damage === undefined ? {} : { damage }) };
       summary.queued.push(queued);
@@ -131,7 +146,7 @@ export async function enqueueDocuments(inputs: readonly ProducerInput[], options
       options.onDocument?.(queued);
     }
   } finally {
-    await Promise.all([flows.close(), documents.close(), flushTraces()]);
+    await Promise.all([flows.close(), documents.close(), pageJobs.close(), flushTraces()]);
   }
   // Rejected inputs have no docId; their reasons stay in storage beside the results.
   for (const { uri, reason } of summary.rejected) {
@@ -141,7 +156,14 @@ export async function enqueueDocuments(inputs: readonly ProducerInput[], options
   return summary;
 }
 
-async function enqueuePlanned(plan: PlannedDocument, options: EnqueueOptions, flows: FlowProducer, documents: Queue): Promise<QueuedState> {
+interface EnqueueQueues {
+  flows: FlowProducer;
+  documents: Queue;
+  /** The page queue of the options' variant. */
+  pageJobs: Queue;
+}
+
+async function enqueuePlanned(plan: PlannedDocument, options: EnqueueOptions, { flows, documents, pageJobs: queue }: EnqueueQueues): Promise<QueuedState> {
   if (plan.alreadyDone) return 'already-done';
   const existing = await documents.getJob(documentJobId(plan.docId));
   if (existing !== undefined) {
@@ -167,8 +189,36 @@ async function enqueuePlanned(plan: PlannedDocument, options: EnqueueOptions, fl
     pageJobs: pageJobs.length,
   });
   await stageSource(plan, options.storage);
-  await flows.add(documentFlow({ ...plan, pageJobs }, options));
+  await addDocumentJobs({ ...plan, pageJobs }, options, flows, queue);
   return 'enqueued';
+}
+
+/**
+ * The document's flow, in one transaction up to PAGE_JOB_CHUNK page jobs. A larger document's job
+ * would be released as soon as the page jobs added so far have settled, so its flow first holds one
+ * page job only, delayed: the other page jobs are added to it in chunks, and that first one is
+ * released last. Adding again what exists adds nothing, as for a whole flow.
+ */
+async function addDocumentJobs(plan: PlannedDocument, lifecycle: PageJobLifecycle, flows: FlowProducer, pages: Queue): Promise<void> {
+  if (plan.pageJobs.length <= PAGE_JOB_CHUNK) {
+    await flows.add(documentFlow(plan, lifecycle));
+    return;
+  }
+  const [holding, ...others] = plan.pageJobs;
+  const flow = documentFlow({ ...plan, pageJobs: [holding] }, lifecycle);
+  const [holdingChild] = flow.children ?? [];
+  holdingChild.opts = { ...holdingChild.opts, delay: HOLDING_PAGE_DELAY_MS };
+  await flows.add(flow);
+  const parent = { id: documentJobId(plan.docId), queue: fullQueueName(DOCUMENTS) };
+  for (let start = 0; start < others.length; start += PAGE_JOB_CHUNK) {
+    const chunk = others.slice(start, start + PAGE_JOB_CHUNK).map((data) => {
+      const job = pageJob(plan.docId, data, lifecycle);
+      return { ...job, opts: { ...job.opts, parent } };
+    });
+    await pages.addBulk(chunk);
+  }
+  const held: Job | undefined = await pages.getJob(pageJobId(plan.docId, holding.firstPage, holding.lastPage));
+  if (held !== undefined && (await held.isDelayed())) await held.promote();
 }
 
 /**
@@ -182,11 +232,11 @@ export function documentFlow(plan: PlannedDocument, lifecycle: PageJobLifecycle 
     queueName: DOCUMENTS.name,
     data: documentJob,
     opts: documentJobOptions(documentJobId(docId), lifecycle.priority),
-    children: pageJobs.map((data) => ({
-      name: pageJobName(docId, data.firstPage, data.lastPage),
-      queueName: pageQueue(data.options.variant).name,
-      data,
-      opts: pageJobOptions(pageJobId(docId, data.firstPage, data.lastPage), lifecycle),
-    })),
+    children: pageJobs.map((data) => ({ ...pageJob(docId, data, lifecycle), queueName: pageQueue(data.options.variant).name })),
   };
+}
+
+/** One page job's name, data and options. */
+function pageJob(docId: string, data: PageJobData, lifecycle: PageJobLifecycle): { name: string; data: PageJobData; opts: ReturnType<typeof pageJobOptions> } {
+  return { name: pageJobName(docId, data.firstPage, data.lastPage), data, opts: pageJobOptions(pageJobId(docId, data.firstPage, data.lastPage), lifecycle) };
 }

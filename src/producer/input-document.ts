@@ -8,6 +8,8 @@ export interface InputDocument {
   size: number;
   /** The whole document; files and S3 objects are read on each call, archive entries are held in memory. */
   bytes(): Promise<Buffer>;
+  /** A local file: planned and staged by reading it as a stream (PDFs: by the renderer's thread), never into memory whole. */
+  path?: string;
 }
 
 /**

@@ -116,6 +116,6 @@ async function* fileDocuments(filePath: string, size: number, limits: ArchiveLim
   } else if (kind === 'tar' || kind === 'tar.gz') {
     yield* tarDocuments(filePath, kind === 'tar.gz' ? 'gzip' : 'none', limits, skip);
   } else {
-    yield { uri: filePath, size, bytes: () => readFile(filePath) };
+    yield { uri: filePath, size, bytes: () => readFile(filePath), path: filePath };
   }
 }

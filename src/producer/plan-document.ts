@@ -1,13 +1,18 @@
 // From one input document to what the queueing layer enqueues: type and page count by content, the
 // docId, the storage keys, the document job and its page jobs (V3 multi-page: page groups), and
-// whether a previous run already finished it. stageSource then uploads the source once.
-import { DocumentError, openDocument, sealPdfPassword, type DocumentType, type OpenedDocument } from '../documents/document.js';
+// whether a previous run already finished it. stageSource then uploads the source once. A local file
+// is hashed, counted and staged as a stream, so a huge document is never held in memory here; the
+// per-document limits refuse what is too large before anything is staged or queued.
+import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+
+import { DocumentError, openDocument, sealPdfPassword, type DocumentSource, type DocumentType, type OpenedDocument } from '../documents/document.js';
 import { planPageGroups } from '../engine/v3-page-groups.js';
 import type { DocumentJobData, OcrJobOptions, PageJobData } from '../jobs/job-types.js';
 import { documentKeys, documentResultKeys, stagedJobKey, type DocumentKeys } from '../jobs/storage-layout.js';
 import type { Storage } from '../storage/storage.js';
 import { describeCause, StorageError } from '../storage/storage-error.js';
-import { documentId } from './doc-id.js';
+import { documentId, documentIdOfFile } from './doc-id.js';
 import type { InputDocument, UnreachableInputPolicy } from './input-document.js';
 
 /** Output tokens reserved per page in a V3 parse-multi request when options.maxNewTokens is not set. */
@@ -24,9 +29,21 @@ export interface PlannedDocument {
   pageJobs: PageJobData[];
   /** results/<docId>/_DONE exists: a previous run finished this document; there is nothing to stage or enqueue. */
   alreadyDone: boolean;
-  /** The source as read, for stageSource; drop the plan once it is staged. */
-  bytes: Buffer;
+  /** The source as read, or the local file holding it, for stageSource; drop the plan once it is staged. */
+  source: DocumentSource;
+  /** The source's size in bytes. */
+  size: number;
 }
+
+/** What one document may be; unset: no limit. */
+export interface DocumentLimits {
+  /** Larger documents are rejected before they are read. */
+  maxBytes?: number;
+  /** Documents of more pages are rejected once counted, before anything is staged or queued. */
+  maxPages?: number;
+}
+
+const MIB = 1024 * 1024;
 
 /** An input that is no usable document (unreadable, unsupported type, damaged, encrypted): record it and go on. */
 export interface RejectedDocument {
@@ -40,6 +57,8 @@ export interface PlanDocumentDeps {
   storage: Storage;
   /** An input whose storage stays unreachable after retries. Default 'reject' (see UnreachableInputPolicy). */
   whenUnreachable?: UnreachableInputPolicy;
+  /** Default: none. */
+  limits?: DocumentLimits;
 }
 
 /**
@@ -52,9 +71,20 @@ export async function planDocument(
   deps: PlanDocumentDeps,
   pdfPassword?: string,
 ): Promise<PlannedDocument | RejectedDocument> {
-  let bytes: Buffer;
+  const limits = deps.limits ?? {};
+  if (limits.maxBytes !== undefined && input.size > limits.maxBytes) {
+    return { status: 'rejected', uri: input.uri, reason: `too large: ${megabytes(input.size)}, over the limit of ${megabytes(limits.maxBytes)} per document (--max-document-mb)` };
+  }
+  let source: DocumentSource;
+  let docId: string;
   try {
-    bytes = await input.bytes();
+    if (input.path === undefined) {
+      source = await input.bytes();
+      docId = documentId(source, options);
+    } else {
+      source = input.path;
+      docId = await documentIdOfFile(input.path, options);
+    }
   } catch (error) {
     // Gone since it was listed, unreadable, too large for a Buffer: this document's problem. Unreachable: as the policy says.
     if (error instanceof StorageError && error.code === 'transient' && deps.whenUnreachable === 'throw') throw error;
@@ -62,13 +92,15 @@ export async function planDocument(
   }
   let opened: OpenedDocument & { password?: string };
   try {
-    opened = await openWithPassword(bytes, pdfPassword);
+    opened = await openWithPassword(source, pdfPassword);
   } catch (error) {
     if (error instanceof DocumentError) return { status: 'rejected', uri: input.uri, reason: error.reason };
     throw error;
   }
   const { type, pageCount, damage } = opened;
-  const docId = documentId(bytes, options);
+  if (limits.maxPages !== undefined && pageCount > limits.maxPages) {
+    return { status: 'rejected', uri: input.uri, reason: `too many pages: ${pageCount}, over the limit of ${limits.maxPages} per document (--max-document-pages)` };
+  }
   const keys = documentKeys(docId, type);
   const enqueuedAt = Date.now();
   const storage = deps.storage.url;
@@ -83,7 +115,8 @@ export async function planDocument(
     enqueuedAt,
     ...(damage === undefined ? {} : { damage }),
   };
-  const sealed = opened.password === undefined ? {} : { pdfPassword: sealPdfPassword(opened.password, bytes) };
+  // Sealing hashes the whole PDF: an encrypted file is read once more for it.
+  const sealed = opened.password === undefined ? {} : { pdfPassword: sealPdfPassword(opened.password, typeof source === 'string' ? await readFile(source) : source) };
   const pageJobs = pageRanges(pageCount, options).map(([firstPage, lastPage]): PageJobData => ({
     docId,
     sourceUri: input.uri,
@@ -97,19 +130,24 @@ export async function planDocument(
     enqueuedAt,
   }));
   const alreadyDone = await deps.storage.exists(documentResultKeys(docId).done);
-  return { status: 'planned', docId, keys, documentJob, pageJobs, alreadyDone, bytes };
+  const size = typeof source === 'string' ? input.size : source.length;
+  return { status: 'planned', docId, keys, documentJob, pageJobs, alreadyDone, source, size };
+}
+
+function megabytes(bytes: number): string {
+  return `${(bytes / MIB).toFixed(1)} MB`;
 }
 
 /**
  * Opens the document without the password first, so that `password` is set only on a document that
  * cannot be opened without it; with a wrong password, the DocumentError says so.
  */
-async function openWithPassword(bytes: Buffer, pdfPassword: string | undefined): Promise<OpenedDocument & { password?: string }> {
+async function openWithPassword(source: DocumentSource, pdfPassword: string | undefined): Promise<OpenedDocument & { password?: string }> {
   try {
-    return await openDocument(bytes);
+    return await openDocument(source);
   } catch (error) {
     if (!(error instanceof DocumentError) || pdfPassword === undefined) throw error;
-    return { ...(await openDocument(bytes, { password: pdfPassword })), password: pdfPassword };
+    return { ...(await openDocument(source, { password: pdfPassword })), password: pdfPassword };
   }
 }
 
@@ -139,13 +177,16 @@ export async function stageSource(planned: PlannedDocument, storage: Storage): P
   const key = planned.keys.source;
   const jobKey = stagedJobKey(planned.docId);
   const staged = await storage.stat(key).then(
-    (object) => object.size === planned.bytes.length,
+    (object) => object.size === planned.size,
     (error: unknown) => {
       if (error instanceof StorageError && error.code === 'not_found') return false;
       throw error;
     },
   );
-  if (!staged) await storage.put(key, planned.bytes, { contentType: mimeType(planned.documentJob.type) });
+  if (!staged) {
+    const body = typeof planned.source === 'string' ? createReadStream(planned.source) : planned.source;
+    await storage.put(key, body, { contentType: mimeType(planned.documentJob.type) });
+  }
   if (!staged || !(await storage.exists(jobKey))) {
     await storage.put(jobKey, Buffer.from(`${JSON.stringify(planned.documentJob, null, 2)}\n`), { contentType: 'application/json' });
   }

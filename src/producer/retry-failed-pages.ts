@@ -3,18 +3,18 @@
 // was read with. The producer's enqueue then queues exactly the pages without a stored result, that
 // is the failed ones, or only the chosen ones of them, and the document is assembled again (a failed
 // page not chosen keeps its reason).
-import type { RedisOptions } from 'ioredis';
 
 import { parseFailedPagesMarkerJson, type FailedPagesMarkerJson } from '../jobs/result-json.js';
 import { docIdOfFailedPagesMarker, documentKeys, documentResultKeys, RESULTS_FOLDER } from '../jobs/storage-layout.js';
 import { type Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
 import { enqueueDocuments, type QueuedDocument, type RejectedInput } from './enqueue.js';
+import type { RedisConnectionOptions } from '../queue/redis.js';
 
 export interface RetryOptions {
   storage: Storage;
   /** Options for a `client` connection (see redisOptions). */
-  connection: RedisOptions;
+  connection: RedisConnectionOptions;
   /** Opens an encrypted PDF again (its sealed password stayed with the old jobs). */
   pdfPassword?: string;
   /** Tries per page. Default: enqueue's. */

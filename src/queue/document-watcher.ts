@@ -3,11 +3,11 @@
 // is still being enqueued is not missed. Only final outcomes appear there: BullMQ writes 'failed'
 // once a job has no tries left.
 import { QueueEvents } from 'bullmq';
-import { Redis, type RedisOptions } from 'ioredis';
 
 import { parseDocumentOutcome, type DocumentOutcome } from '../jobs/job-types.js';
 import { documentJobId } from './job-ids.js';
 import { DOCUMENTS, eventStreamKey } from './queue-names.js';
+import { connectRedis, type RedisConnectionOptions } from './redis.js';
 
 export type DocumentSettlement =
   | { docId: string; status: 'completed'; returnvalue: DocumentOutcome }
@@ -25,8 +25,8 @@ export class DocumentWatcher {
   }
 
   /** `connection`: options for a `worker` connection (see redisOptions), as its reads block. */
-  static async start(connection: RedisOptions): Promise<DocumentWatcher> {
-    const client = new Redis(connection);
+  static async start(connection: RedisConnectionOptions): Promise<DocumentWatcher> {
+    const client = connectRedis(connection);
     let lastEventId: string;
     try {
       const [last] = await client.xrevrange(eventStreamKey(DOCUMENTS), '+', '-', 'COUNT', 1);

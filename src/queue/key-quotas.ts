@@ -1,8 +1,8 @@
 // Quotas per API key, counted in Redis so that every `serve` replica shares them: pages per UTC day
 // and documents in flight (submitted and not yet settled). Each key name has
-// - scriptorium:quota:pages:<name>:<YYYY-MM-DD>: the pages admitted that day, expiring two days later;
-// - scriptorium:quota:in-flight:<name>: a sorted set of its docIds in flight, scored by admission time;
-// and scriptorium:quota:keys holds each configured key's quota, as the last server started wrote it,
+// - {scriptorium}:quota:pages:<name>:<YYYY-MM-DD>: the pages admitted that day, expiring two days later;
+// - {scriptorium}:quota:in-flight:<name>: a sorted set of its docIds in flight, scored by admission time;
+// and {scriptorium}:quota:keys holds each configured key's quota, as the last server started wrote it,
 // for `status` and the metrics. Admission is one Lua script: it checks both quotas and charges both,
 // so replicas admitting at the same moment never pass a limit together.
 //
@@ -12,7 +12,7 @@
 // workers and the document still in flight, as it is; a job removed from Redis (or a submission whose
 // flow was never added) frees its place after ADMISSION_GRACE_MS, the time a flow may take to be
 // added after its admission. So no event that was missed, and no process that died, can leak a place.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 import type { PriorityClass } from './job-options.js';
 import { jobKey, DOCUMENTS } from './queue-names.js';
@@ -53,11 +53,14 @@ export interface Reservation {
 /** How long an admitted docId whose document job is not in Redis keeps its place: staging and adding the flow take less. */
 export const ADMISSION_GRACE_MS = 10 * 60_000;
 const DAY_COUNTER_TTL_S = 2 * 24 * 3600;
-const KEYS_KEY = 'scriptorium:quota:keys';
+// Under the queues' hash tag: the admission script reads the document jobs' keys too, so on a Redis
+// Cluster every key it touches must live in their slot.
+const QUOTA_PREFIX = `${DOCUMENTS.prefix}:quota`;
+const KEYS_KEY = `${QUOTA_PREFIX}:keys`;
 const DOCUMENT_JOB_PREFIX = jobKey(DOCUMENTS, '');
 
-const inFlightKey = (keyName: string) => `scriptorium:quota:in-flight:${keyName}`;
-const dayKey = (keyName: string, day: string) => `scriptorium:quota:pages:${keyName}:${day}`;
+const inFlightKey = (keyName: string) => `${QUOTA_PREFIX}:in-flight:${keyName}`;
+const dayKey = (keyName: string, day: string) => `${QUOTA_PREFIX}:pages:${keyName}:${day}`;
 const utcDay = (now: number) => new Date(now).toISOString().slice(0, 10);
 const nextUtcMidnight = (now: number) => new Date(Math.floor(now / 86_400_000 + 1) * 86_400_000).toISOString();
 
@@ -113,7 +116,7 @@ return 0
 
 export class KeyQuotas {
   /** `redis`: a `client` connection, the caller's. */
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: RedisClient) {}
 
   /** Checks both quotas of `keyName` and charges the document to them, atomically; a refusal charges nothing. */
   async admit(

@@ -3,11 +3,11 @@
 // that closes removes its hash at once. `scriptorium status` lists them.
 import { randomBytes } from 'node:crypto';
 
-import type { Redis } from 'ioredis';
 
 import { DOCUMENTS } from './queue-names.js';
+import { scanKeys, type RedisClient } from './redis.js';
 
-/** scriptorium:workers:<host>:<pid>:<random> */
+/** {scriptorium}:workers:<host>:<pid>:<random> */
 export const LIVE_WORKER_KEY_PREFIX = `${DOCUMENTS.prefix}:workers:`;
 export const DEFAULT_HEARTBEAT_MS = 5_000;
 /** A worker's hash outlives its last heartbeat by this many intervals. */
@@ -44,7 +44,7 @@ export interface LiveWorkerHeartbeatOptions {
 
 export class LiveWorkerHeartbeat {
   readonly key: string;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #identity: LiveWorkerIdentity;
   readonly #progress: () => LiveWorkerProgress;
   readonly #intervalMs: number;
@@ -52,7 +52,7 @@ export class LiveWorkerHeartbeat {
   readonly #onError: (error: unknown) => void;
   #beating: Promise<void> | undefined;
 
-  private constructor(redis: Redis, identity: LiveWorkerIdentity, progress: () => LiveWorkerProgress, options: LiveWorkerHeartbeatOptions) {
+  private constructor(redis: RedisClient, identity: LiveWorkerIdentity, progress: () => LiveWorkerProgress, options: LiveWorkerHeartbeatOptions) {
     this.key = `${LIVE_WORKER_KEY_PREFIX}${identity.host}:${identity.pid}:${randomBytes(3).toString('hex')}`;
     this.#redis = redis;
     this.#identity = identity;
@@ -65,7 +65,7 @@ export class LiveWorkerHeartbeat {
 
   /** Registers the worker (resolves once its hash is written) and keeps it registered until stop(). */
   static async start(
-    redis: Redis,
+    redis: RedisClient,
     identity: LiveWorkerIdentity,
     progress: () => LiveWorkerProgress,
     options: LiveWorkerHeartbeatOptions = {},
@@ -112,15 +112,9 @@ export class LiveWorkerHeartbeat {
 }
 
 /** Every registered worker, ordered by host and pid. */
-export async function listLiveWorkers(redis: Redis): Promise<LiveWorker[]> {
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${LIVE_WORKER_KEY_PREFIX}*`, 'COUNT', 1000);
-    keys.push(...found);
-    cursor = next;
-  } while (cursor !== '0');
-  const hashes = await Promise.all([...new Set(keys)].map((key) => redis.hgetall(key)));
+export async function listLiveWorkers(redis: RedisClient): Promise<LiveWorker[]> {
+  const keys = await scanKeys(redis, `${LIVE_WORKER_KEY_PREFIX}*`);
+  const hashes = await Promise.all(keys.map((key) => redis.hgetall(key)));
   return hashes
     .filter((hash) => hash.host !== undefined) // expired between SCAN and HGETALL
     .map(

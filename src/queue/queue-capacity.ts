@@ -4,12 +4,11 @@
 // paused and active), a few round trips whatever the depth. The limit is soft: producers that check at
 // the same moment may each add their document, so the queue can pass it by those documents.
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 
 import { VARIANTS, type Variant } from '../vocabulary/ocr-vocabulary.js';
 import { pageQueueDepths } from './queue-depth.js';
 import { pageQueue } from './queue-names.js';
-import { redisOptions } from './redis.js';
+import { connectRedis, redisOptions, type RedisClient } from './redis.js';
 import { countedKinds, recentThroughput } from './throughput.js';
 
 /** New work is refused once Redis has used this share of its maxmemory: the rest is left for the work already queued. */
@@ -65,7 +64,7 @@ export class NoRoomError extends Error {
 }
 
 /** used_memory and maxmemory from INFO memory. */
-export async function redisMemory(redis: Redis): Promise<RedisMemory> {
+export async function redisMemory(redis: RedisClient): Promise<RedisMemory> {
   const info = await redis.info('memory');
   const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? Number.NaN);
   const usedBytes = field('used_memory');
@@ -76,7 +75,7 @@ export async function redisMemory(redis: Redis): Promise<RedisMemory> {
 }
 
 export class QueueCapacity {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #pages: Map<Variant, Queue>;
 
   /** `maxQueuedPages`: page jobs each variant's queue may hold; undefined: no limit but Redis's memory. */
@@ -84,7 +83,7 @@ export class QueueCapacity {
     redisUrl: string,
     readonly maxQueuedPages: number | undefined,
   ) {
-    this.#redis = new Redis(redisOptions(redisUrl, 'client'));
+    this.#redis = connectRedis(redisOptions(redisUrl, 'client'));
     this.#redis.on('error', () => undefined); // callers see failed commands; health checks report outages
     this.#pages = new Map(
       VARIANTS.map((variant) => {

@@ -11,7 +11,7 @@ import { fullQueueName, pageQueue } from './queue-names.js';
 export const UNCLAIMED_STATES = ['waiting', 'prioritized', 'delayed', 'paused'] as const;
 
 export interface PageQueueDepth {
-  /** 'scriptorium:pages-v3' */
+  /** '{scriptorium}:pages-v3' */
   queue: string;
   waiting: number;
   prioritized: number;

@@ -1,13 +1,16 @@
 // The BullMQ queues of docs/design.md's data flow: one documents queue and one page queue per model
 // variant, so that a worker only ever claims pages its model can read and workers of several variants
-// can serve one deployment. BullMQ refuses ':' in a queue name, so 'scriptorium:documents' becomes the
-// queue 'documents' under the key prefix 'scriptorium': its Redis keys are then exactly
-// 'scriptorium:documents:…', and a V3 page job's are 'scriptorium:pages-v3:…'.
+// can serve one deployment. BullMQ refuses ':' in a queue name, so '{scriptorium}:documents' becomes
+// the queue 'documents' under the key prefix '{scriptorium}': its Redis keys are then exactly
+// '{scriptorium}:documents:…', and a V3 page job's are '{scriptorium}:pages-v3:…'. The braces are a
+// Redis Cluster hash tag: every queue's keys, and the project's own keys named after the prefix, hash
+// to one slot, as BullMQ's scripts and flows (a document job and its page jobs, in different queues)
+// need on a cluster.
 import { VARIANTS, type Variant } from '../vocabulary/ocr-vocabulary.js';
 import { DOCUMENTS_QUEUE } from '../jobs/job-types.js';
 
 export interface QueueName {
-  /** BullMQ's key prefix ('scriptorium'). */
+  /** BullMQ's key prefix ('{scriptorium}'). */
   prefix: string;
   /** BullMQ's queue name ('documents', 'pages-v3'). */
   name: string;
@@ -29,7 +32,7 @@ export function pageQueue(variant: Variant): QueueName {
 /** Every page queue, in VARIANTS order. */
 export const PAGE_QUEUES: readonly QueueName[] = VARIANTS.map(pageQueue);
 
-/** 'scriptorium:pages-v3', as status, metrics and the dashboard name a queue. */
+/** '{scriptorium}:pages-v3', as status, metrics and the dashboard name a queue. */
 export function fullQueueName(queue: QueueName): string {
   return `${queue.prefix}:${queue.name}`;
 }

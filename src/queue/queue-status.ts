@@ -2,7 +2,6 @@
 // a recent window and work left (pages per kind of page, since kinds differ in speed many times
 // over), the live workers, the latest failed jobs, and each API key's usage of its quotas.
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { parsePageJobData } from '../jobs/job-types.js';
@@ -10,7 +9,7 @@ import { pagesOfJobId } from './job-ids.js';
 import { KeyQuotas, type KeyQuota, type KeyUsage } from './key-quotas.js';
 import { listLiveWorkers, type LiveWorker } from './live-workers.js';
 import { DOCUMENTS, jobKey, PAGE_QUEUES, pageQueue, type QueueName } from './queue-names.js';
-import { redisOptions } from './redis.js';
+import { connectRedis, type RedisClient, redisOptions } from './redis.js';
 import { countedKinds, pageKind, recentThroughput } from './throughput.js';
 import { UNFINISHED_DOCUMENT_STATES, UNFINISHED_PAGE_STATES, type WorkLeft } from './work-left.js';
 
@@ -63,7 +62,7 @@ export interface QueueStatusOptions {
 
 export async function readQueueStatus(redisUrl: string, options: QueueStatusOptions): Promise<QueueStatus> {
   const now = options.now ?? Date.now();
-  const client = new Redis(redisOptions(redisUrl, 'client'));
+  const client = connectRedis(redisOptions(redisUrl, 'client'));
   const opened = [DOCUMENTS, ...PAGE_QUEUES].map((queue) => ({ queue, bull: new Queue(queue.name, { connection: redisOptions(redisUrl, 'client'), prefix: queue.prefix }) }));
   const [{ bull: documents }, ...pageQueues] = opened;
   try {
@@ -147,7 +146,7 @@ function sumOf(counts: Record<string, number>): number {
  * its id names, '<docId>.p1-12'), the kind from each job's options. Read in chunks; jobs that change
  * state meanwhile may be counted twice or missed, and a job whose data cannot be read counts as 'unknown'.
  */
-async function unfinishedPagesByKind(client: Redis, queue: QueueName, pages: Queue): Promise<Map<string, number>> {
+async function unfinishedPagesByKind(client: RedisClient, queue: QueueName, pages: Queue): Promise<Map<string, number>> {
   const ids = new Set<string>();
   for (let start = 0; ; start += CHUNK) {
     const chunk = await pages.getRanges([...UNFINISHED_PAGE_STATES], start, start + CHUNK - 1);

@@ -5,7 +5,7 @@
 // reports that once per loss (the caller logs how to recover: `scriptorium reconcile`) and goes on.
 import { randomUUID } from 'node:crypto';
 
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 /** The marker: a random id, never expiring, as long as Redis keeps its data. */
 export const REDIS_DATA_ID_KEY = 'scriptorium:redis-data-id';
@@ -33,20 +33,20 @@ export function redisDataLossMessage(storageUrl: string): string {
 }
 
 export class RedisDataWatch {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #options: RedisDataWatchOptions;
   readonly #timer: NodeJS.Timeout;
   #known: string | undefined;
   #checking: Promise<void> | undefined;
 
   /** Reads (or sets) the marker, then checks it every interval on `redis` (a `client` connection). */
-  static async start(redis: Redis, options: RedisDataWatchOptions): Promise<RedisDataWatch> {
+  static async start(redis: RedisClient, options: RedisDataWatchOptions): Promise<RedisDataWatch> {
     const watch = new RedisDataWatch(redis, options);
     await watch.check();
     return watch;
   }
 
-  private constructor(redis: Redis, options: RedisDataWatchOptions) {
+  private constructor(redis: RedisClient, options: RedisDataWatchOptions) {
     this.#redis = redis;
     this.#options = options;
     this.#timer = setInterval(() => void this.check(), options.intervalMs ?? DEFAULT_REDIS_DATA_CHECK_MS);

@@ -2,10 +2,9 @@
 // connection of its own with no offline queue and a short command timeout, so that PING fails at once
 // while Redis is away instead of waiting for a reconnect. It keeps reconnecting in the background and
 // logs when Redis goes away and when it is back.
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
-import { redactedRedisUrl, redisOptions } from './redis.js';
+import { connectRedis, redactedRedisUrl, type RedisClient, redisOptions } from './redis.js';
 
 /** How long PING may take before Redis counts as unreachable. */
 const PING_TIMEOUT_MS = 1_000;
@@ -13,15 +12,15 @@ const PING_TIMEOUT_MS = 1_000;
 export type RedisHealth = 'ok' | 'unreachable';
 
 export class RedisHealthProbe {
-  readonly #client: Redis;
+  readonly #client: RedisClient;
 
-  private constructor(client: Redis) {
+  private constructor(client: RedisClient) {
     this.#client = client;
   }
 
   /** Resolves once the first connection attempt has succeeded or failed; never rejects. */
   static async open(redisUrl: string, logger: Logger): Promise<RedisHealthProbe> {
-    const client = new Redis({ ...redisOptions(redisUrl, 'client'), enableOfflineQueue: false, commandTimeout: PING_TIMEOUT_MS });
+    const client = connectRedis({ ...redisOptions(redisUrl, 'client'), enableOfflineQueue: false, commandTimeout: PING_TIMEOUT_MS });
     let lost = false;
     client.on('error', (error: Error) => {
       if (lost) return;

@@ -2,8 +2,8 @@
 // and of the API's document status (work-left.ts).
 //
 // Workers add what they complete to one counter per queue, kind of page and minute:
-// scriptorium:throughput:documents:<minute since the epoch> and
-// scriptorium:throughput:pages:<variant>-<task>-<mode>:<minute>, kept for an hour. Kinds of page are
+// {scriptorium}:throughput:documents:<minute since the epoch> and
+// {scriptorium}:throughput:pages-v3:<variant>-<task>-<mode>:<minute>, kept for an hour. Kinds of page are
 // counted apart because they differ in speed many times over (a tiny page against a gundam one), so
 // one rate over a mixed queue would predict nothing. This counts pages, not
 // jobs (a V3 page group is one job of many pages), and it does not depend on how many completed
@@ -11,10 +11,10 @@
 // finishedOn timestamps would undercount a busy queue, and would mean reading job hashes. A window is
 // then a single MGET. The minute is the worker's clock: hosts a few seconds apart only blur the
 // window's edges.
-import type { Redis } from 'ioredis';
 
 import type { OcrJobOptions } from '../jobs/job-types.js';
 import type { QueueName } from './queue-names.js';
+import type { RedisClient } from './redis.js';
 
 const MINUTE_MS = 60_000;
 /** How long a minute's counter is kept: the longest window status can ask for. */
@@ -44,7 +44,7 @@ function kindsKey(queue: QueueName): string {
 }
 
 /** Adds `amount` completed items (pages, documents) to the current minute's counter of `work`. */
-export async function countCompleted(redis: Redis, work: CountedWork, amount: number, now = Date.now()): Promise<void> {
+export async function countCompleted(redis: RedisClient, work: CountedWork, amount: number, now = Date.now()): Promise<void> {
   const key = counterKey(work, Math.floor(now / MINUTE_MS));
   const transaction = redis.multi().incrby(key, amount).expire(key, COUNTER_TTL_SECONDS);
   if (work.kind !== undefined) transaction.sadd(kindsKey(work.queue), work.kind).expire(kindsKey(work.queue), COUNTER_TTL_SECONDS);
@@ -52,7 +52,7 @@ export async function countCompleted(redis: Redis, work: CountedWork, amount: nu
 }
 
 /** The kinds of `queue` counted in the last hour (a kind idle for longer may linger until the set expires). */
-export async function countedKinds(redis: Redis, queue: QueueName): Promise<string[]> {
+export async function countedKinds(redis: RedisClient, queue: QueueName): Promise<string[]> {
   return (await redis.smembers(kindsKey(queue))).sort();
 }
 
@@ -68,7 +68,7 @@ export interface Throughput {
  * by the time since the window's first busy minute began, at least one minute, so that a run that
  * started two minutes ago is not spread over the whole window.
  */
-export async function recentThroughput(redis: Redis, work: CountedWork, windowMinutes: number, now = Date.now()): Promise<Throughput> {
+export async function recentThroughput(redis: RedisClient, work: CountedWork, windowMinutes: number, now = Date.now()): Promise<Throughput> {
   if (!(Number.isInteger(windowMinutes) && windowMinutes >= 1 && windowMinutes <= MAX_WINDOW_MINUTES)) {
     throw new RangeError(`the throughput window must be 1 to ${MAX_WINDOW_MINUTES} minutes, got ${windowMinutes}`);
   }

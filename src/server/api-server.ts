@@ -6,12 +6,11 @@
 // key's quotas (submit-admission.ts), which GET /v1/capacity reports.
 import { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { DOCUMENTS, type QueueName } from '../queue/queue-names.js';
-import { redactedRedisUrl, redisOptions } from '../queue/redis.js';
+import { connectRedis, redactedRedisUrl, redisOptions } from '../queue/redis.js';
 import type { Storage } from '../storage/storage.js';
 import { matchApiKey, presentedApiKey, type ApiKey } from './api-keys.js';
 import type { ApiError, CapacityAnswer, HealthAnswer, ReadinessAnswer } from './api-types.js';
@@ -53,8 +52,10 @@ export interface ApiServerOptions {
   apiKeys: readonly ApiKey[];
   /** Default DEFAULT_RATE_LIMIT (600 requests a minute per key). */
   rateLimit?: RateLimit;
-  /** Largest document uploaded or fetched. Default DEFAULT_MAX_DOCUMENT_BYTES. */
+  /** Largest document uploaded, fetched or named by its s3:// URI. Default DEFAULT_MAX_DOCUMENT_BYTES. */
   maxDocumentBytes?: number;
+  /** Documents of more pages are refused. Default: no limit. */
+  maxDocumentPages?: number;
   /** The variant of submissions that name none. */
   defaultVariant: Variant;
   /** Tries per page. Default: enqueue's. */
@@ -74,7 +75,7 @@ export type ApiServer = ServedApp;
 export async function startApiServer(options: ApiServerOptions): Promise<ApiServer> {
   const { storage, logger } = options;
   const health = await RedisHealthProbe.open(options.redisUrl, logger);
-  const redis = new Redis(redisOptions(options.redisUrl, 'client'));
+  const redis = connectRedis(redisOptions(options.redisUrl, 'client'));
   redis.on('error', () => undefined); // the health connection reports outages
   // Redis emptied under the server: it keeps serving and says what to do.
   const dataWatch = await RedisDataWatch.start(redis, {
@@ -162,6 +163,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         defaultVariant: options.defaultVariant,
         attempts: options.attempts,
         maxDocumentBytes: options.maxDocumentBytes ?? DEFAULT_MAX_DOCUMENT_BYTES,
+        maxDocumentPages: options.maxDocumentPages,
         fetchHosts: (options.fetchHosts ?? []).map((host) => host.toLowerCase()),
         callbacks,
         admission,

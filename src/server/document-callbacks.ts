@@ -1,24 +1,23 @@
 // Callbacks: a submission may name a callback URL, which receives one signed POST when its document
-// settles (completed, partial or failed). Registrations live in Redis (scriptorium:callback-urls,
+// settles (completed, partial or failed). Registrations live in Redis ({scriptorium}:callback-urls,
 // docId -> URL and registration id) so that they outlive the server; deliveries are BullMQ jobs on
-// scriptorium:callbacks, retried with exponential backoff, one job per registration (its id is the
+// {scriptorium}:callbacks, retried with exponential backoff, one job per registration (its id is the
 // job id, so replicas that hear of the same settlement add it once). The body of every try is the
 // same; X-Scriptorium-Delivery names the delivery for receivers that must not act twice.
 import { createHmac, randomUUID } from 'node:crypto';
 
 import { Queue, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
-import type { QueueName } from '../queue/queue-names.js';
-import { redisOptions } from '../queue/redis.js';
+import { DOCUMENTS, type QueueName } from '../queue/queue-names.js';
+import { connectRedis, type RedisClient, redisOptions } from '../queue/redis.js';
 import type { DocumentStatus } from './api-types.js';
 import type { DocumentEvents } from './document-events.js';
 import { isSettled } from './document-status.js';
 import { HttpError } from './http-error.js';
 
-const CALLBACKS: QueueName = { prefix: 'scriptorium', name: 'callbacks' };
-const REGISTRY_KEY = 'scriptorium:callback-urls';
+const CALLBACKS: QueueName = { prefix: DOCUMENTS.prefix, name: 'callbacks' };
+const REGISTRY_KEY = `${DOCUMENTS.prefix}:callback-urls`;
 const DELIVERY_TIMEOUT_MS = 10_000;
 const HOUR_S = 3600;
 
@@ -60,7 +59,7 @@ export function callbackSignature(secret: string, body: string): string {
 }
 
 export class DocumentCallbacks {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #queue: Queue<DeliveryJob>;
   readonly #worker: Worker<DeliveryJob>;
   readonly #unlisten: () => void;
@@ -72,7 +71,7 @@ export class DocumentCallbacks {
     events: DocumentEvents,
     private readonly logger: Logger,
   ) {
-    this.#redis = new Redis(redisOptions(redisUrl, 'client'));
+    this.#redis = connectRedis(redisOptions(redisUrl, 'client'));
     this.#redis.on('error', () => undefined); // the server's health connection reports outages
     this.#queue = new Queue(CALLBACKS.name, { connection: redisOptions(redisUrl, 'client'), prefix: CALLBACKS.prefix });
     this.#queue.on('error', () => undefined);

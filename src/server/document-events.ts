@@ -2,10 +2,10 @@
 // document settled (done, or failed for good), or a document settled (assembled, or its assembly
 // failed). One listener per server process feeds the progress streams and the callbacks.
 import { QueueEvents } from 'bullmq';
-import type { RedisOptions } from 'ioredis';
 
 import { pagesOfJobId } from '../queue/job-ids.js';
 import { DOCUMENTS, PAGE_QUEUES } from '../queue/queue-names.js';
+import type { RedisConnectionOptions } from '../queue/redis.js';
 
 export type DocumentEvent = 'page-settled' | 'document-settled';
 type Listener = (docId: string, event: DocumentEvent) => void;
@@ -30,7 +30,7 @@ export class DocumentEvents {
   }
 
   /** `connection`: options for a `worker` connection (its reads block). */
-  static async start(connection: RedisOptions): Promise<DocumentEvents> {
+  static async start(connection: RedisConnectionOptions): Promise<DocumentEvents> {
     const documents = new QueueEvents(DOCUMENTS.name, { connection, prefix: DOCUMENTS.prefix });
     const pageQueues = PAGE_QUEUES.map((queue) => new QueueEvents(queue.name, { connection, prefix: queue.prefix }));
     const streams = [documents, ...pageQueues];

@@ -2,7 +2,6 @@
 // it (page counts from the job's settled children), else from its document.json in storage, which
 // outlives the jobs. A docId known to neither is unknown.
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { DocumentJobData, OcrJobOptions } from '../jobs/job-types.js';
@@ -17,6 +16,7 @@ import { StorageError } from '../storage/storage-error.js';
 import { pageStatusesOf } from '../worker/document-worker.js';
 import type { DocumentLinks, DocumentStatus } from './api-types.js';
 import { HttpError } from './http-error.js';
+import type { RedisClient } from '../queue/redis.js';
 
 /** The rate behind the ETA: pages completed over this many minutes. */
 const ETA_WINDOW_MINUTES = 10;
@@ -26,7 +26,7 @@ export interface DocumentStatusSources {
   /** The page queue of a variant's documents. */
   pages: (variant: Variant) => Queue;
   /** A `client` connection, for the throughput counters. */
-  redis: Redis;
+  redis: RedisClient;
   storage: Storage;
 }
 

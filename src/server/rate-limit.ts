@@ -1,6 +1,6 @@
 // Requests per API key and window, counted in Redis so that every replica of the server shares one
 // budget per key: scriptorium:ratelimit:<key name>:<window number>, expiring with its window.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 
 export interface RateLimit {
   /** Requests one key may make per window. */
@@ -17,7 +17,7 @@ export interface RateDecision {
 }
 
 /** Counts one request of `keyName` and says whether it is within the limit. */
-export async function countRequest(redis: Redis, keyName: string, limit: RateLimit, now = Date.now()): Promise<RateDecision> {
+export async function countRequest(redis: RedisClient, keyName: string, limit: RateLimit, now = Date.now()): Promise<RateDecision> {
   const window = Math.floor(now / limit.windowMs);
   const counter = `scriptorium:ratelimit:${keyName}:${window}`;
   const results = await redis.multi().incr(counter).pexpire(counter, limit.windowMs).exec();

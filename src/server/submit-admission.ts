@@ -1,7 +1,7 @@
 // Whether a submitted document may be queued, decided once its pages are known and before its source is
 // staged: room in its variant's page queue and in Redis's memory (queue/queue-capacity.ts), then its
 // API key's quotas (queue/key-quotas.ts), which admission charges. Also GET /v1/capacity's answer.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 
 import type { DocumentToQueue } from '../producer/enqueue.js';
 import { KeyQuotas, type QuotaRefusal, type Reservation } from '../queue/key-quotas.js';
@@ -25,7 +25,7 @@ export class SubmitAdmission {
    * Records the keys' quotas for `status` and the metrics. `redis`: the server's `client` connection;
    * `maxQueuedPages`: page jobs each variant's queue may hold (undefined: no limit).
    */
-  static async start(redisUrl: string, redis: Redis, keys: readonly ApiKey[], maxQueuedPages: number | undefined): Promise<SubmitAdmission> {
+  static async start(redisUrl: string, redis: RedisClient, keys: readonly ApiKey[], maxQueuedPages: number | undefined): Promise<SubmitAdmission> {
     const quotas = new KeyQuotas(redis);
     await quotas.recordKeys(keys.map(({ name, quota }) => ({ name, quota })));
     return new SubmitAdmission(new QueueCapacity(redisUrl, maxQueuedPages), quotas, keys);

@@ -7,7 +7,6 @@ import { Readable } from 'node:stream';
 
 import busboy from 'busboy';
 import type { Request } from 'express';
-import type { RedisOptions } from 'ioredis';
 
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { enqueueDocuments, type EnqueueSummary } from '../producer/enqueue.js';
@@ -23,6 +22,7 @@ import { HttpError } from './http-error.js';
 import type { SubmitAdmission } from './submit-admission.js';
 import { checkSubmitOptions } from './submit-options.js';
 import { stageUpload, type StagedUpload } from './upload-staging.js';
+import type { RedisConnectionOptions } from '../queue/redis.js';
 
 export const UPLOAD_FIELD = 'document';
 /** Form fields besides the file, and the bytes of one field. */
@@ -34,13 +34,15 @@ const FETCH_TIMEOUT_MS = 120_000;
 export interface SubmitSettings {
   storage: Storage;
   /** Options for `client` connections (see redisOptions). */
-  connection: RedisOptions;
+  connection: RedisConnectionOptions;
   /** The variant of a submission that names none. */
   defaultVariant: Variant;
   /** Tries per page (enqueue's --attempts). Default: enqueue's. */
   attempts?: number;
-  /** Largest document accepted, uploaded or fetched. */
+  /** Largest document accepted, uploaded, fetched or named by its s3:// URI. */
   maxDocumentBytes: number;
+  /** Documents of more pages are refused (422, with the reason). Default: no limit. */
+  maxDocumentPages?: number;
   /** Hosts whose https URLs may be submitted (lowercase); empty: none. */
   fetchHosts: readonly string[];
   /** Where callback URLs are registered; undefined: the server sends no callbacks. */
@@ -95,6 +97,7 @@ async function enqueueOne(input: ProducerInput, fields: Record<string, unknown>,
       attempts: settings.attempts,
       storage: settings.storage,
       connection: settings.connection,
+      limits: { maxBytes: settings.maxDocumentBytes, maxPages: settings.maxDocumentPages },
       admit: async (document) => {
         notYetQueued.set(document.docId, await settings.admission.admit(key, document));
       },

@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 
 import type { Request } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 
 import type { ApiKey } from './api-keys.js';
 import { HttpError } from './http-error.js';
@@ -19,7 +19,7 @@ const SESSION_ID_BYTES = 32;
 
 export class ViewerSessions {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly apiKeys: readonly ApiKey[],
     /** The path the cookie is sent for. */
     private readonly path: string,

@@ -3,8 +3,8 @@
 // upload saves reading the object once more; enqueueing it again would still add nothing, since job
 // ids come from the docId. Remembered only after the enqueue succeeded, so a failed one is retried.
 import { createHash } from 'node:crypto';
+import type { RedisClient } from '../queue/redis.js';
 
-import type { Redis } from 'ioredis';
 
 /** How long an upload is remembered unless told otherwise: longer than any redelivery takes. */
 export const DEFAULT_REMEMBER_SECONDS = 3600;
@@ -17,7 +17,7 @@ export class RecentUploads {
    * watches feeding different storages or models from one bucket do not skip each other's uploads.
    */
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly scope: string,
     private readonly rememberSeconds = DEFAULT_REMEMBER_SECONDS,
   ) {}

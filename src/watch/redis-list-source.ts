@@ -5,16 +5,17 @@
 // several watches on one list, that may be an entry another is still handling: enqueueing it twice
 // adds nothing).
 // Entries that are no notification at all move to '<list>:malformed', where they can be inspected.
-import { Redis } from 'ioredis';
+// On a Redis Cluster the three lists must share a slot (BLMOVE and MULTI touch two of them at once),
+// so the list's name must carry a hash tag there, e.g. '{scriptorium}:bucket-events'.
 import type { Logger } from 'pino';
 
-import { redactedRedisUrl, redisOptions } from '../queue/redis.js';
+import { connectRedis, hashTagOf, redactedRedisUrl, RedisConfigError, redisOptions } from '../queue/redis.js';
 import { RetryDelay } from './retry-delay.js';
 import { S3NotificationError } from './s3-notifications.js';
 import type { S3EventEnqueuer } from './s3-event-enqueuer.js';
 
 export interface RedisListSourceOptions {
-  /** The Redis holding the list (redis:// or rediss://). */
+  /** The Redis holding the list (a Redis URL, see redisOptions). */
   redisUrl: string;
   /** The list MinIO pushes onto (its notify_redis `key`). */
   listKey: string;
@@ -46,7 +47,13 @@ export async function startRedisListSource(options: RedisListSourceOptions): Pro
   const logger = options.logger.child({ source: 'redis-list', list: listKey });
   const blockSeconds = options.blockSeconds ?? 1;
   // Blocking commands need a connection of their own that waits for Redis rather than failing.
-  const redis = new Redis(redisOptions(options.redisUrl, 'worker'));
+  const connection = redisOptions(options.redisUrl, 'worker');
+  if (connection.clusterNodes !== undefined && hashTagOf(listKey) === undefined) {
+    throw new RedisConfigError(
+      `--redis-list "${listKey}" has no hash tag: on a Redis Cluster the list and its :processing and :malformed lists must share a slot, so name it with one, e.g. "{${listKey}}"`,
+    );
+  }
+  const redis = connectRedis(connection);
   const stop = new AbortController();
   const delay = new RetryDelay();
 

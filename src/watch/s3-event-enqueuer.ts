@@ -4,12 +4,11 @@
 // enqueue` makes of it. Resolves once every object is safely enqueued (or rejected and recorded, as
 // enqueue records it: an object deleted since its event included); rejects when the delivery must be
 // retried.
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
 import { enqueueDocuments, type EnqueueOptions, type QueuedState } from '../producer/enqueue.js';
 import { documentJobId } from '../queue/job-ids.js';
-import { redisOptions } from '../queue/redis.js';
+import { connectRedis, type RedisClient, redisOptions } from '../queue/redis.js';
 import { isPipelineOutput } from './pipeline-output.js';
 import { RecentUploads } from './recent-uploads.js';
 import { readS3Notification, type CreatedObject } from './s3-notifications.js';
@@ -42,12 +41,12 @@ export interface UploadOutcome {
 
 export class S3EventEnqueuer {
   readonly #options: S3EventEnqueuerOptions;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #recent: RecentUploads;
 
   constructor(options: S3EventEnqueuerOptions) {
     this.#options = options;
-    this.#redis = new Redis(redisOptions(options.redisUrl, 'client'));
+    this.#redis = connectRedis(redisOptions(options.redisUrl, 'client'));
     const { storage, ocr } = options.enqueue;
     const scope = JSON.stringify({ storage: storage.url, ocr });
     this.#recent = new RecentUploads(this.#redis, scope, options.rememberSeconds);

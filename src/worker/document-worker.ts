@@ -3,7 +3,6 @@
 // (kept by the flow's ignoreDependencyOnFailure) become the page statuses the assembler writes
 // document.md, document.json and _DONE from.
 import { Worker, type Job, type Telemetry } from 'bullmq';
-import type { RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
 import { parseDocumentJobData, parseDonePageOutcome, type DocumentJobData, type DocumentOutcome } from '../jobs/job-types.js';
@@ -14,6 +13,7 @@ import { DOCUMENTS, pageJobIdOfKey } from '../queue/queue-names.js';
 import { leaveForeignStorageJob } from '../queue/storage-affinity.js';
 import type { Storage } from '../storage/storage.js';
 import { assembleDocument, type PageStatus } from './document-assembler.js';
+import type { RedisConnectionOptions } from '../queue/redis.js';
 
 /** BullMQ's reason for a job whose worker died more often than the page worker's maxStalledCount allows. */
 const BULLMQ_STALLED_REASON = 'job stalled more than allowable limit';
@@ -25,7 +25,7 @@ export const STALLED_PAGE_REASON =
 export interface DocumentWorkerOptions {
   storage: Storage;
   /** Options for a `worker` connection (see redisOptions). */
-  connection: RedisOptions;
+  connection: RedisConnectionOptions;
   logger: Logger;
   /** Documents assembled at once (storage reads and writes only). Default 4. */
   concurrency?: number;

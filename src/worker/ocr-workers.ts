@@ -7,7 +7,6 @@ import type { DeviceSpec } from '../engine/compute-device.js';
 import type { Precision } from '../engine/precision.js';
 import os from 'node:os';
 
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
 import { pagesInHand, type BatchSize } from '../engine/batch-size.js';
@@ -15,7 +14,7 @@ import { OcrEngine } from '../engine/ocr-engine.js';
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { WeightQuantization } from '../engine/native-binding.js';
 import { LiveWorkerHeartbeat } from '../queue/live-workers.js';
-import { redactedRedisUrl, redisOptions } from '../queue/redis.js';
+import { connectRedis, redactedRedisUrl, redisOptions } from '../queue/redis.js';
 import { RedisDataWatch, redisDataLossMessage } from '../queue/redis-data-watch.js';
 import { flushTraces, queueTelemetry } from '../queue/tracing.js';
 import type { Storage } from '../storage/storage.js';
@@ -82,7 +81,7 @@ export async function startOcrWorkers(options: OcrWorkersOptions): Promise<OcrWo
   ]);
   const concurrency = options.concurrency ?? pagesInHand(engine.batch.size);
   logger.info({ batch: engine.batch.size, why: engine.batch.why, concurrency }, 'continuous batch');
-  const redis = new Redis(redisOptions(options.redisUrl, 'client'));
+  const redis = connectRedis(redisOptions(options.redisUrl, 'client'));
   // Reconnection is automatic; a failed heartbeat or counter is logged where it is used.
   redis.on('error', (error) => logger.debug({ err: error }, 'worker status connection: Redis error'));
   const activity = new WorkerActivity(redis, logger);

@@ -3,7 +3,7 @@
 // renewals while alive; a live worker that lost its lock still finishes the page and stores it, so
 // that loss must not bring the page closer to being given up.
 //
-// Each page job has a hash `scriptorium:pages:claims:<jobId>`: one field per attempt being read now (the
+// Each page job has a hash `{scriptorium}:page-claims:<jobId>`: one field per attempt being read now (the
 // worker's live-worker key and the attempt's lock token; the value names its host and pid), removed
 // when that attempt ends, however it ends, and a `deaths` count. A worker taking the job over settles every claim left by others: a claim
 // whose worker is gone (its live-worker entry expired, or its pid no longer runs on this host) is a
@@ -11,9 +11,9 @@
 // worker's entry expires within three heartbeats of its death, which bounds the wait.
 import os from 'node:os';
 
-import type { Redis } from 'ioredis';
 
 import { DOCUMENTS } from '../queue/queue-names.js';
+import type { RedisClient } from '../queue/redis.js';
 
 const DEATHS_FIELD = 'deaths';
 /** Claims of jobs that never finish (their queue was obliterated) do not stay for ever. */
@@ -27,13 +27,13 @@ interface ClaimHolder {
 
 export interface PageClaimsOptions {
   /** A `client` connection. */
-  redis: Redis;
+  redis: RedisClient;
   /** This worker's live-worker key (its heartbeat's key): others look it up to tell whether it is alive. */
   workerKey: string;
 }
 
 export class PageClaims {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #workerKey: string;
 
   constructor({ redis, workerKey }: PageClaimsOptions) {
@@ -98,7 +98,7 @@ function workerKeyOf(field: string): string {
   return space < 0 ? field : field.slice(0, space);
 }
 
-/** scriptorium:page-claims:<jobId>; page job ids are unique across the variants' page queues. */
+/** {scriptorium}:page-claims:<jobId>; page job ids are unique across the variants' page queues. */
 export function claimsKey(jobId: string): string {
   return `${DOCUMENTS.prefix}:page-claims:${jobId}`;
 }

@@ -19,7 +19,6 @@
 import { randomUUID } from 'node:crypto';
 
 import { UnrecoverableError, WaitingError, Worker, type Job, type Telemetry } from 'bullmq';
-import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
 import { parsePageJobData, type DonePageOutcome, type PageJobData, type PageOutcome } from '../jobs/job-types.js';
@@ -30,6 +29,7 @@ import { STALLED_PAGE_REASON } from './document-worker.js';
 import { PageClaims } from './page-claims.js';
 import { SharedOrAlone } from './shared-or-alone.js';
 import type { PageJob, PagePipeline } from './page-pipeline.js';
+import { connectRedis, type RedisConnectionOptions } from '../queue/redis.js';
 
 export const DEFAULT_PAGE_TIMEOUT_MS = 600_000;
 export const DEFAULT_HANG_GRACE_MS = 120_000;
@@ -57,7 +57,7 @@ export interface PageWorkerOptions {
    */
   workerKey?: string;
   /** Options for a `worker` connection (see redisOptions). */
-  connection: RedisOptions;
+  connection: RedisConnectionOptions;
   logger: Logger;
   /**
    * Page jobs held at once. startOcrWorkers holds 2 × the engine's batch: beyond the pages decoding
@@ -124,7 +124,7 @@ class EngineUnavailableError extends Error {}
 
 export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData, DonePageOutcome> {
   const { pipeline, connection, logger } = options;
-  const claimsRedis = new Redis(connection);
+  const claimsRedis = connectRedis(connection);
   claimsRedis.on('error', (error) => logger.debug({ err: error }, 'page claims connection: Redis error'));
   const claims = new PageClaims({ redis: claimsRedis, workerKey: options.workerKey ?? `unregistered:${randomUUID()}` });
   const maxDeaths = options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT;

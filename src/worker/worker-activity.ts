@@ -2,7 +2,6 @@
 // the pages it finished, for its heartbeat (live workers in `scriptorium status`); the same events
 // feed the Prometheus metrics and the per-minute throughput counters in Redis.
 import type { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
 import type { DocumentJobData, DocumentOutcome, DonePageOutcome, PageJobData } from '../jobs/job-types.js';
@@ -11,16 +10,17 @@ import { DOCUMENTS, pageQueue } from '../queue/queue-names.js';
 import { countCompleted, pageKind, type CountedWork } from '../queue/throughput.js';
 import type { DecodeStats } from './page-pipeline.js';
 import { failureReasonLabel, observeStageTimes, workerMetrics } from './worker-metrics.js';
+import type { RedisClient } from '../queue/redis.js';
 
 export class WorkerActivity {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #logger: Logger;
   readonly #currentJobs = new Set<string>();
   #pagesDone = 0;
   #pagesFailed = 0;
 
   /** `redis`: a `client` connection for the throughput counters. */
-  constructor(redis: Redis, logger: Logger) {
+  constructor(redis: RedisClient, logger: Logger) {
     this.#redis = redis;
     this.#logger = logger;
   }

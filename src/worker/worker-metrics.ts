@@ -4,14 +4,13 @@
 import http from 'node:http';
 
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, register } from 'prom-client';
 
 import type { Stage } from '../jobs/job-types.js';
 import { KeyQuotas, type KeyUsage } from '../queue/key-quotas.js';
 import { DOCUMENTS, fullQueueName, PAGE_QUEUES } from '../queue/queue-names.js';
-import { redisOptions } from '../queue/redis.js';
+import { connectRedis, redisOptions } from '../queue/redis.js';
 import { WorkerHealth, type HealthAnswer } from './worker-health.js';
 
 export interface WorkerMetrics {
@@ -167,7 +166,7 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
     },
   });
 
-  const redis = new Redis(redisOptions(options.redisUrl, 'client'));
+  const redis = connectRedis(redisOptions(options.redisUrl, 'client'));
   redis.on('error', () => undefined); // a scrape without Redis logs it and leaves these figures out
   const quotas = new KeyQuotas(redis);
   keyUsageReader = () => quotas.recordedUsage();

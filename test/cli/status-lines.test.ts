@@ -50,7 +50,7 @@ function rowOf(lines: string[], label: string): string {
 
 test('without a live worker, no ETA is given: the time left says "no live workers"', () => {
   const lines = statusLines(status([]), 'redis://r', 10, NOW);
-  assert.match(rowOf(lines, 'scriptorium:documents'), /no live workers$/);
+  assert.match(rowOf(lines, '{scriptorium}:documents'), /no live workers$/);
   assert.match(rowOf(lines, 'pages (all variants)'), /no live workers$/);
   assert.match(rowOf(lines, '  v1-markdown-tiny'), /no live workers$/);
   assert.ok(lines.includes('no live workers (start one with `scriptorium work`)'));
@@ -62,7 +62,7 @@ test('each kind of page has its own rate and time left; the slowest kind gives t
   assert.match(rowOf(lines, '  v1-markdown-gundam'), /10 pages\s+1\.0\s+30 pages\s+30 min$/);
   // One rate over both kinds (51 a minute) would have promised 3 minutes.
   assert.match(rowOf(lines, 'pages (all variants)'), /510 pages\s+51\.0\s+130 pages\s+30 min$/);
-  assert.match(rowOf(lines, 'scriptorium:documents'), /2 documents\s+0\.2\s+3 documents\s+15 min$/);
+  assert.match(rowOf(lines, '{scriptorium}:documents'), /2 documents\s+0\.2\s+3 documents\s+15 min$/);
 });
 
 test("each API key's usage is shown by name beside its class and quotas ('-': no limit)", () => {

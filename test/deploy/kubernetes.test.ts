@@ -79,7 +79,7 @@ function kedaReplicas(scaled: K8sObject, body: unknown): number {
 
 function depth(pending: number, active: number): PageQueueDepth {
   const unclaimed = pending - active;
-  return { queue: 'scriptorium:pages-v3', waiting: 0, prioritized: unclaimed, delayed: 0, paused: 0, active, unclaimed, pending };
+  return { queue: '{scriptorium}:pages-v3', waiting: 0, prioritized: unclaimed, delayed: 0, paused: 0, active, unclaimed, pending };
 }
 
 describe('kustomize support', () => {

@@ -1,9 +1,12 @@
 // docId: a hash of the source bytes and the options that change the output.
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
 
 import type { OcrJobOptions } from '../../src/jobs/job-types.js';
-import { documentId } from '../../src/producer/doc-id.js';
+import { documentId, documentIdOfFile } from '../../src/producer/doc-id.js';
 
 const OPTIONS: OcrJobOptions = { variant: 'v2', task: 'markdown', mode: 'gundam', dpi: 144, maxNewTokens: 4096 };
 const BYTES = Buffer.from('%PDF-1.7 the same bytes');
@@ -46,4 +49,16 @@ test('other bytes give another docId', () => {
 test('properties that are not output options do not change the docId', () => {
   const withExtra = { ...OPTIONS, enqueuedBy: 'nightly' } as OcrJobOptions;
   assert.equal(documentId(BYTES, withExtra), documentId(BYTES, OPTIONS));
+});
+
+test('a file read as a stream gets the docId of its bytes', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-doc-id-'));
+  try {
+    // Several of the stream's chunks (64 KiB each).
+    const bytes = Buffer.concat([BYTES, Buffer.alloc(200_000, 7)]);
+    await writeFile(path.join(dir, 'a.pdf'), bytes);
+    assert.equal(await documentIdOfFile(path.join(dir, 'a.pdf'), OPTIONS), documentId(bytes, OPTIONS));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });

@@ -43,9 +43,9 @@ describe('GET /queue-depth', { skip: REDIS_SERVER_MISSING }, () => {
   test('an empty queue is zero for every variant', async () => {
     const empty = { waiting: 0, prioritized: 0, delayed: 0, paused: 0, active: 0, unclaimed: 0, pending: 0 };
     assert.deepEqual(await depth(), {
-      v1: { queue: 'scriptorium:pages-v1', ...empty },
-      v2: { queue: 'scriptorium:pages-v2', ...empty },
-      v3: { queue: 'scriptorium:pages-v3', ...empty },
+      v1: { queue: '{scriptorium}:pages-v1', ...empty },
+      v2: { queue: '{scriptorium}:pages-v2', ...empty },
+      v3: { queue: '{scriptorium}:pages-v3', ...empty },
     });
   });
 
@@ -103,6 +103,6 @@ describe('GET /queue-depth', { skip: REDIS_SERVER_MISSING }, () => {
     } finally {
       await worker.close();
     }
-    assert.deepEqual((await depth()).v3, { queue: 'scriptorium:pages-v3', waiting: 0, prioritized: 0, delayed: 0, paused: 0, active: 0, unclaimed: 0, pending: 0 });
+    assert.deepEqual((await depth()).v3, { queue: '{scriptorium}:pages-v3', waiting: 0, prioritized: 0, delayed: 0, paused: 0, active: 0, unclaimed: 0, pending: 0 });
   });
 });

@@ -62,7 +62,7 @@ describe('quotas per API key', { skip: REDIS_SERVER_MISSING }, () => {
     assert.equal((await quotas.admit('alice', { priorityClass: 'bulk', pagesPerDay: 10 }, { docId: DOC_A, pages: 8 }, T0)).admitted, true);
     const refused = await quotas.admit('alice', { priorityClass: 'bulk', pagesPerDay: 10 }, { docId: DOC_B, pages: 3 }, T0);
     assert.deepEqual(refused, { admitted: false, refusal: { quota: 'pages-per-day', limit: 10, usage: 8, resetsAt: '2026-03-05T00:00:00.000Z' } });
-    const ttl = await client.ttl('scriptorium:quota:pages:alice:2026-03-04');
+    const ttl = await client.ttl('{scriptorium}:quota:pages:alice:2026-03-04');
     assert.ok(ttl > 0 && ttl <= 2 * 24 * 3600, `the counter expires (TTL ${ttl} s)`);
     const nextDay = T0 + 3600_000;
     assert.equal((await quotas.admit('alice', { priorityClass: 'bulk', pagesPerDay: 10 }, { docId: DOC_B, pages: 3 }, nextDay)).admitted, true);

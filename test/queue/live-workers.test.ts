@@ -121,7 +121,7 @@ describe('live workers and throughput in Redis', { skip: REDIS_SERVER_MISSING },
 
   test('counters expire after the longest window', async () => {
     await countCompleted(client, { queue: PAGES, kind: 'v1-markdown-gundam' }, 1, NOW);
-    const [key] = await client.keys('scriptorium:throughput:pages-v1:*');
+    const [key] = await client.keys('{scriptorium}:throughput:pages-v1:*');
     const ttl = await client.ttl(key);
     assert.ok(ttl > 60 * 60 && ttl <= 61 * 60, `TTL ${ttl} s`);
   });

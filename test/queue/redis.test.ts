@@ -83,24 +83,24 @@ test('page job ids carry their pages and contain no colon (BullMQ refuses it)', 
   assert.equal(pagesOfJobId(docId), undefined);
 });
 
-test("the queues' Redis keys are scriptorium:documents:… and one scriptorium:pages-<variant>:… per variant", () => {
+test("the queues' Redis keys are {scriptorium}:documents:… and one {scriptorium}:pages-<variant>:… per variant", () => {
   assert.deepEqual([DOCUMENTS, ...PAGE_QUEUES], [
-    { prefix: 'scriptorium', name: 'documents' },
-    { prefix: 'scriptorium', name: 'pages-v1' },
-    { prefix: 'scriptorium', name: 'pages-v2' },
-    { prefix: 'scriptorium', name: 'pages-v3' },
+    { prefix: '{scriptorium}', name: 'documents' },
+    { prefix: '{scriptorium}', name: 'pages-v1' },
+    { prefix: '{scriptorium}', name: 'pages-v2' },
+    { prefix: '{scriptorium}', name: 'pages-v3' },
   ]);
-  assert.equal(jobKey(pageQueue('v3'), 'abc.p1-1'), 'scriptorium:pages-v3:abc.p1-1');
-  assert.equal(jobIdOfKey(pageQueue('v3'), 'scriptorium:pages-v3:abc.p1-1'), 'abc.p1-1');
-  assert.equal(jobIdOfKey(pageQueue('v3'), 'scriptorium:pages-v1:abc.p1-1'), undefined);
-  assert.equal(jobIdOfKey(pageQueue('v3'), 'scriptorium:documents:abc'), undefined);
+  assert.equal(jobKey(pageQueue('v3'), 'abc.p1-1'), '{scriptorium}:pages-v3:abc.p1-1');
+  assert.equal(jobIdOfKey(pageQueue('v3'), '{scriptorium}:pages-v3:abc.p1-1'), 'abc.p1-1');
+  assert.equal(jobIdOfKey(pageQueue('v3'), '{scriptorium}:pages-v1:abc.p1-1'), undefined);
+  assert.equal(jobIdOfKey(pageQueue('v3'), '{scriptorium}:documents:abc'), undefined);
 });
 
 test('a page job id is found in a job key of any page queue, and only there', () => {
-  assert.equal(pageJobIdOfKey('scriptorium:pages-v1:abc.p2-2'), 'abc.p2-2');
-  assert.equal(pageJobIdOfKey('scriptorium:pages-v3:abc.p1-12'), 'abc.p1-12');
-  assert.equal(pageJobIdOfKey('scriptorium:documents:abc'), undefined);
-  assert.equal(pageJobIdOfKey('scriptorium:pages:abc.p1-1'), undefined);
+  assert.equal(pageJobIdOfKey('{scriptorium}:pages-v1:abc.p2-2'), 'abc.p2-2');
+  assert.equal(pageJobIdOfKey('{scriptorium}:pages-v3:abc.p1-12'), 'abc.p1-12');
+  assert.equal(pageJobIdOfKey('{scriptorium}:documents:abc'), undefined);
+  assert.equal(pageJobIdOfKey('{scriptorium}:pages:abc.p1-1'), undefined);
 });
 
 /** A port nothing listens on. */

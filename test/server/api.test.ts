@@ -14,6 +14,7 @@ import { startOcrWorkers, type OcrWorkers } from '../../src/worker/ocr-workers.j
 import { ScriptoriumApiError, ScriptoriumClient } from '../../src/client/scriptorium-client.js';
 import { UPLOADS_FOLDER } from '../../src/jobs/storage-layout.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/queue/embedded-redis.js';
+import { DOCUMENTS } from '../../src/queue/queue-names.js';
 import { redisOptions } from '../../src/queue/redis.js';
 import { parseApiKeys } from '../../src/server/api-keys.js';
 import { startApiServer, type ApiServer } from '../../src/server/api-server.js';
@@ -32,6 +33,8 @@ const KEY = 'test-key-of-alice';
 // sha256 of KEY, as an operator would configure it.
 const API_KEYS = parseApiKeys('alice:sha256:c52d0df7d0d28e209a76fda1cf4b8d52bb604e648cc1e073947b17167e0408b2');
 const MAX_DOCUMENT_BYTES = 64 * 1024;
+/** More than any document the tests read. */
+const MAX_DOCUMENT_PAGES = 3;
 const OPTIONS = { variant: 'v1', mode: 'tiny', dpi: 36, maxTokens: 6 } as const;
 const CALLBACK_SECRET = 'callback-secret';
 const silent = pino({ level: 'silent' });
@@ -94,6 +97,7 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
       storage,
       apiKeys: API_KEYS,
       maxDocumentBytes: MAX_DOCUMENT_BYTES,
+      maxDocumentPages: MAX_DOCUMENT_PAGES,
       defaultVariant: 'v1',
       callbacks: { hosts: ['127.0.0.1'], secret: CALLBACK_SECRET, backoffMs: 100 },
       logger: silent,
@@ -187,6 +191,11 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
     await assert.rejects(client.submitFile(makeText(), 'notes.txt', OPTIONS), (error: ScriptoriumApiError) => {
       assert.equal(error.status, 422);
       assert.match(error.message, /upload:notes\.txt: .*not a supported document/);
+      return true;
+    });
+    await assert.rejects(client.submitFile(await makePdf([LETTER, LETTER, LETTER, LETTER], 1), 'long.pdf', OPTIONS), (error: ScriptoriumApiError) => {
+      assert.equal(error.status, 422);
+      assert.equal(error.message, '422: upload:long.pdf: too many pages: 4, over the limit of 3 per document (--max-document-pages)');
       return true;
     });
     await assert.rejects(client.submitReference({ url: 'https://example.com/a.pdf' }), (error: ScriptoriumApiError) => error.status === 403);
@@ -290,7 +299,7 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
     try {
       const submitted = await client.submitFile(await makePng(), 'called-back.png', { ...OPTIONS, dpi: 38, callbackUrl: receiver.url });
       await waitUntil(() => receiver.received.some(({ answered }) => answered === 200), 120_000, 'a callback answered 200');
-      const callbacks = new Queue('callbacks', { prefix: 'scriptorium', connection: redisOptions(redis.url, 'client') });
+      const callbacks = new Queue('callbacks', { prefix: DOCUMENTS.prefix, connection: redisOptions(redis.url, 'client') });
       try {
         const jobs = await callbacks.getJobs(['completed', 'active', 'waiting', 'delayed', 'failed']);
         const [job] = jobs.filter((candidate) => candidate.data.docId === submitted.docId);

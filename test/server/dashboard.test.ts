@@ -73,10 +73,10 @@ describe('scriptorium dashboard with Redis', { skip: REDIS_SERVER_MISSING }, () 
       .map(({ name, displayName, counts, readOnlyMode, allowRetries }) => ({ name, displayName, waiting: counts.waiting, readOnlyMode, allowRetries }))
       .sort((a, b) => a.name.localeCompare(b.name));
     assert.deepEqual(queues, [
-      { name: 'documents', displayName: 'scriptorium:documents', waiting: 1, readOnlyMode: false, allowRetries: true },
-      { name: 'pages-v1', displayName: 'scriptorium:pages-v1', waiting: 1, readOnlyMode: false, allowRetries: true },
-      { name: 'pages-v2', displayName: 'scriptorium:pages-v2', waiting: 0, readOnlyMode: false, allowRetries: true },
-      { name: 'pages-v3', displayName: 'scriptorium:pages-v3', waiting: 1, readOnlyMode: false, allowRetries: true },
+      { name: 'documents', displayName: '{scriptorium}:documents', waiting: 1, readOnlyMode: false, allowRetries: true },
+      { name: 'pages-v1', displayName: '{scriptorium}:pages-v1', waiting: 1, readOnlyMode: false, allowRetries: true },
+      { name: 'pages-v2', displayName: '{scriptorium}:pages-v2', waiting: 0, readOnlyMode: false, allowRetries: true },
+      { name: 'pages-v3', displayName: '{scriptorium}:pages-v3', waiting: 1, readOnlyMode: false, allowRetries: true },
     ]);
   });
 

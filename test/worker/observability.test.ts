@@ -102,14 +102,14 @@ describe('a running worker seen from outside', { skip: REDIS_SERVER_MISSING }, (
   });
 
   test('the metrics hold the queue depths, read at the scrape, and the process metrics', async () => {
-    assert.match(await scrape(), /^scriptorium_queue_jobs\{queue="scriptorium:pages-v3",state="waiting"\} 0$/m);
-    await client.lpush('scriptorium:pages-v3:wait', 'made-up-job-id');
+    assert.match(await scrape(), /^scriptorium_queue_jobs\{queue="\{scriptorium\}:pages-v3",state="waiting"\} 0$/m);
+    await client.lpush('{scriptorium}:pages-v3:wait', 'made-up-job-id');
     try {
       const text = await scrape();
-      assert.match(text, /^scriptorium_queue_jobs\{queue="scriptorium:pages-v3",state="waiting"\} 1$/m);
+      assert.match(text, /^scriptorium_queue_jobs\{queue="\{scriptorium\}:pages-v3",state="waiting"\} 1$/m);
       assert.match(text, /^process_cpu_user_seconds_total /m);
     } finally {
-      await client.del('scriptorium:pages-v3:wait');
+      await client.del('{scriptorium}:pages-v3:wait');
     }
   });
 
@@ -149,7 +149,7 @@ describe('a running worker seen from outside', { skip: REDIS_SERVER_MISSING }, (
     assert.match(out, new RegExp(`^${os.hostname()} pid ${process.pid} +cpu-\\S+ ×1 +v3 +idle +2 +0 +\\d+ s ago$`, 'm'));
     // The rate depends on where the minute boundaries fell; the counts and what is left do not.
     assert.match(out, /^pages \(all variants\) +2 pages +[12]\.\d +0 pages +nothing left$/m);
-    assert.match(out, /^scriptorium:documents +1 documents +[01]\.\d +0 documents +nothing left$/m);
+    assert.match(out, /^\{scriptorium\}:documents +1 documents +[01]\.\d +0 documents +nothing left$/m);
   });
 
   test('status counts queued pages per kind of page, and gives no time left once no worker is alive', async () => {
@@ -157,7 +157,7 @@ describe('a running worker seen from outside', { skip: REDIS_SERVER_MISSING }, (
     // One V3 single-pass job for all three pages: what is left counts pages, not jobs.
     await enqueuePdf(3, 4, { ...OCR, task: 'parse-multi' });
     const out = await status();
-    assert.match(out, /^scriptorium:pages-v3 +0 +0 +1 +0 /m);
+    assert.match(out, /^\{scriptorium\}:pages-v3 +0 +0 +1 +0 /m);
     // 2 parse pages were done within the current minute or the one before; the 3 left are parse-multi pages.
     assert.match(out, /^pages \(all variants\) +2 pages +[12]\.\d +3 pages +no live workers$/m);
     assert.match(out, /^  v3-parse-multi-tiny +0 pages +0\.0 +3 pages +no live workers$/m);

@@ -28,7 +28,7 @@ describe('page claims', { skip: REDIS_SERVER_MISSING }, () => {
   }
 
   test('a reader without a live-worker entry is a death', async () => {
-    await claimFromElsewhere('dead', 'scriptorium:workers:elsewhere:1:gone');
+    await claimFromElsewhere('dead', '{scriptorium}:workers:elsewhere:1:gone');
     const taker = new PageClaims({ redis: client, workerKey: 'taker' });
     await taker.claim('dead', 'token-2');
     assert.equal(await taker.deaths('dead'), 1);
