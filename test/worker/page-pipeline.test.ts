@@ -217,6 +217,9 @@ function instantPageResult(): PageResult {
   return {
     markdown: 'text',
     blocks: [],
+    paragraphs: [{ text: 'text', span: { start: 0, end: 4 }, confidence: { mean: 0.9, min: 0.8 } }],
+    span: { start: 0, end: 4 },
+    confidence: { mean: 0.9, min: 0.8 },
     rawText: 'text',
     tokens: { prompt: 2, image: 1, generated: 1 },
     finish: 'eos',
