@@ -78,9 +78,15 @@ const STRAY_TAG = /<\|\/?(?:ref|det)\|>/g;
 
 const defaultImageLink = (page: number, index: number) => `images/${page}_${index}.png`;
 
-/** The text rewrites the official code applies to the markdown. */
+/** The text rewrites the official code applies to the markdown, in order. */
+const REWRITES: ReadonlyArray<[string | RegExp, string]> = [
+  ['\\coloneqq', ':='],
+  ['\\eqqcolon', '=:'],
+  [STRAY_TAG, ''],
+];
+
 function cleanText(text: string): string {
-  return text.replaceAll('\\coloneqq', ':=').replaceAll('\\eqqcolon', '=:').replace(STRAY_TAG, '');
+  return REWRITES.reduce((cleaned, [pattern, replacement]) => cleaned.replaceAll(pattern, replacement), text);
 }
 
 /**
@@ -227,10 +233,7 @@ export function parsePageOutput(output: string, size: PageSize | undefined, page
     end = match.index + match[0].length;
   }
   closeBlock(text.length);
-  const cleaned = SourcedText.concat(markdown)
-    .replaceAll('\\coloneqq', ':=')
-    .replaceAll('\\eqqcolon', '=:')
-    .replaceAll(STRAY_TAG, '')
+  const cleaned = REWRITES.reduce((sourced, [pattern, replacement]) => sourced.replaceAll(pattern, replacement), SourcedText.concat(markdown))
     .replaceAll(/\n{3,}/g, '\n\n')
     .strip();
   return { markdown: cleaned.text, blocks, paragraphs: paragraphsOf(cleaned), span: { start: offset, end: offset + output.length } };
