@@ -105,7 +105,8 @@ void ForwardWorker::Execute() {
     for (const ForwardEntry& entry : entries_) rows += entry.want_logits ? 1 : 0;
     logits_.resize(rows * vocab_);
     best_.resize(entries_.size());
-    run_(entries_, logits_.data(), best_.data());
+    logprob_.resize(entries_.size());
+    run_(entries_, logits_.data(), best_.data(), logprob_.data());
   } catch (const std::exception& e) {
     SetError(e.what());
   }
@@ -116,9 +117,12 @@ void ForwardWorker::OnOK() {
   std::memcpy(logits.Data(), logits_.data(), logits_.size() * sizeof(float));
   Napi::Int32Array best = Napi::Int32Array::New(Env(), best_.size());
   std::memcpy(best.Data(), best_.data(), best_.size() * sizeof(int32_t));
+  Napi::Float32Array logprob = Napi::Float32Array::New(Env(), logprob_.size());
+  std::memcpy(logprob.Data(), logprob_.data(), logprob_.size() * sizeof(float));
   Napi::Object out = Napi::Object::New(Env());
   out.Set("logits", logits);
   out.Set("best", best);
+  out.Set("logprob", logprob);
   deferred_.Resolve(out);
 }
 

@@ -95,12 +95,12 @@ auto read_forward_batch(const Napi::CallbackInfo& info, const Napi::Function& se
 }
 
 // Runs one forward call on a libuv worker thread, under the model's mutex, and resolves
-// {logits: Float32Array [entries with logits, vocab], best: Int32Array [entries]}.
+// {logits: Float32Array [entries with logits, vocab], best: Int32Array [entries], logprob: Float32Array [entries]}.
 class ForwardWorker : public Napi::AsyncWorker {
  public:
-  // Fills logits and best as Decoder::forward does; throws to reject the promise. It holds (captures)
-  // whatever must outlive the call: the engine that owns `mutex`, the sequences' caches.
-  using Run = std::function<void(std::vector<ForwardEntry>& entries, float* logits, int32_t* best)>;
+  // Fills logits, best and logprob as Decoder::forward does; throws to reject the promise. It holds
+  // (captures) whatever must outlive the call: the engine that owns `mutex`, the sequences' caches.
+  using Run = std::function<void(std::vector<ForwardEntry>& entries, float* logits, int32_t* best, float* logprob)>;
 
   ForwardWorker(Napi::Env env, std::mutex& mutex, int64_t vocab, std::vector<ForwardEntry> entries, Run run);
 
@@ -117,6 +117,7 @@ class ForwardWorker : public Napi::AsyncWorker {
   Run run_;
   std::vector<float> logits_;
   std::vector<int32_t> best_;
+  std::vector<float> logprob_;
 };
 
 // Queues a ForwardWorker and returns its promise.

@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "cpu/log_sum_exp.h"
 #include "cpu/ops.h"
 
 namespace scriptorium {
@@ -129,7 +130,7 @@ size_t Decoder::quantized_bytes() const {
   return total;
 }
 
-void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t* best) {
+void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t* best, float* logprob) {
   const int64_t H = dims_.hidden;
   // Validate everything before touching any cache.
   std::set<const KvCache*> seen;
@@ -190,10 +191,10 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t
     end += static_cast<int64_t>(entries[b].ids.size());
     kernels_.rmsnorm(x_.data() + (end - 1) * H, final_norm_, last_rows_.data() + b * H, H, dims_.rms_eps);
   }
-  head(entries, logits, best);
+  head(entries, logits, best, logprob);
 }
 
-void Decoder::head(std::vector<ForwardEntry>& entries, float* logits, int32_t* best) {
+void Decoder::head(std::vector<ForwardEntry>& entries, float* logits, int32_t* best, float* logprob) {
   constexpr int64_t kChunk = 1024;  // vocabulary rows per task: 4 KB of logits per sequence
   static_assert(kChunk % kPanelColumns == 0, "a chunk of the packed head starts on a panel");
   const int64_t B = static_cast<int64_t>(entries.size()), V = dims_.vocab, H = dims_.hidden;
@@ -204,7 +205,7 @@ void Decoder::head(std::vector<ForwardEntry>& entries, float* logits, int32_t* b
     logits_row_[b] = entries[b].want_logits ? rows++ : -1;
     std::sort(entries[b].banned.begin(), entries[b].banned.end());
   }
-  chunk_best_.resize(chunks * B);
+  chunk_head_.resize(chunks * B);
   pool_.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
     thread_local std::vector<float> y;
     if (static_cast<int64_t>(y.size()) < B * kChunk) y.resize(B * kChunk);
@@ -226,23 +227,32 @@ void Decoder::head(std::vector<ForwardEntry>& entries, float* logits, int32_t* b
         const std::vector<int32_t>& banned = entries[b].banned;
         const auto is_banned = [&](int64_t j) { return std::binary_search(banned.begin(), banned.end(), static_cast<int32_t>(n0 + j)); };
         int64_t pick = kernels_.argmax(row, width);
+        // The log-sum-exp takes every id, banned or not: the probability is the model's.
+        const float chunk_max = row[pick];
+        const float chunk_sum = chunk_max == -INFINITY ? 0.f : kernels_.sum_exp(row, width, chunk_max);
         if (is_banned(pick)) {  // rare: scan the chunk past its banned ids
           pick = -1;
           for (int64_t j = 0; j < width; ++j)
             if (!is_banned(j) && (pick < 0 || row[j] > row[pick])) pick = j;
         }
-        chunk_best_[c * B + b] = pick < 0 ? std::make_pair(0.f, -1) : std::make_pair(row[pick], static_cast<int32_t>(n0 + pick));
+        // A chunk whose ids are all banned records its first logit: when every id is banned, best is
+        // 0 and chunk 0's first logit is id 0's.
+        chunk_head_[c * B + b] = {pick < 0 ? row[0] : row[pick], pick < 0 ? -1 : static_cast<int32_t>(n0 + pick),
+                                  chunk_max, chunk_sum};
       }
     }
   });
   for (int64_t b = 0; b < B; ++b) {
     int32_t id = -1;
-    float value = 0.f;
+    float value = chunk_head_[b].value;
+    LogSumExp lse;
     for (int64_t c = 0; c < chunks; ++c) {  // in id order: an earlier chunk keeps a tie
-      const auto& [v, i] = chunk_best_[c * B + b];
-      if (i >= 0 && (id < 0 || v > value)) value = v, id = i;
+      const ChunkHead& chunk = chunk_head_[c * B + b];
+      if (chunk.id >= 0 && (id < 0 || chunk.value > value)) value = chunk.value, id = chunk.id;
+      lse.fold(chunk.max, chunk.sum_exp);
     }
     best[b] = id < 0 ? 0 : id;
+    logprob[b] = static_cast<float>(static_cast<double>(value) - lse.value());
   }
 }
 

@@ -79,11 +79,13 @@ class Decoder {
 
   // Runs every entry's new tokens through the model, appending to its cache. For each entry's last
   // token, best[b] is the argmax of its logits over the ids not banned (lowest id on ties; 0 when
-  // every id is banned), and entries that want them get their logits row: logits[rows, vocab], one
-  // row per such entry in entry order. The vocabulary head streams: chunks of it are computed,
-  // reduced and dropped, so only wanted rows are ever stored. Throws std::invalid_argument for bad
-  // ids, a full context or a repeated cache; the caches are left untouched in that case.
-  void forward(std::vector<ForwardEntry>& entries, float* logits, int32_t* best);
+  // every id is banned), logprob[b] the log-softmax of its logits over the whole vocabulary (banned
+  // ids included) at best[b], and entries that want them get their logits row: logits[rows, vocab],
+  // one row per such entry in entry order. The vocabulary head streams: chunks of it are computed,
+  // reduced (argmax and log-sum-exp) and dropped, so only wanted rows are ever stored. Throws
+  // std::invalid_argument for bad ids, a full context or a repeated cache; the caches are left
+  // untouched in that case.
+  void forward(std::vector<ForwardEntry>& entries, float* logits, int32_t* best, float* logprob);
 
  private:
   using Expert = MlpWeights<Bf16Weight>;
@@ -107,7 +109,14 @@ class Decoder {
   void quantize_int8_weights(const Checkpoint& checkpoint);
 
   void attention(int64_t layer, std::vector<ForwardEntry>& entries, int64_t rows);
-  void head(std::vector<ForwardEntry>& entries, float* logits, int32_t* best);
+  // One chunk of the head for one entry: its best id not banned (-1: every id banned) with its
+  // logit, and the chunk's log-sum-exp block (largest logit, sum of exp(logit - largest)).
+  struct ChunkHead {
+    float value;
+    int32_t id;
+    float max, sum_exp;
+  };
+  void head(std::vector<ForwardEntry>& entries, float* logits, int32_t* best, float* logprob);
   // One MLP over some rows of norm_, each row's output added to x_ with its weight.
   struct ExpertTask {
     const Expert* expert;
@@ -144,7 +153,7 @@ class Decoder {
   std::vector<MatmulBf16> products_;
   std::vector<MatmulInt8> int8_products_;
   std::vector<int64_t> logits_row_;                  // [entries] row in `logits`, or -1
-  std::vector<std::pair<float, int32_t>> chunk_best_;  // [head chunks, entries] (value, id; -1: none)
+  std::vector<ChunkHead> chunk_head_;                // [head chunks, entries]
 };
 
 }  // namespace scriptorium

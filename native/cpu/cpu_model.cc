@@ -203,8 +203,10 @@ Napi::Value ModelWrap::CreateSequence(const Napi::CallbackInfo& info) {
 
 // forward(batch: {sequence, ids: Int32Array, embeds?: Float32Array, embedRows?: Int32Array,
 //                 logits?: boolean (default true), banned?: Int32Array}[])
-//   -> Promise<{best: Int32Array [batch.length], logits: Float32Array [entries with logits, vocab]}>
-//   best: each sequence's argmax over the ids not banned; logits of its last new token when asked
+//   -> Promise<{best: Int32Array [batch.length], logprob: Float32Array [batch.length],
+//               logits: Float32Array [entries with logits, vocab]}>
+//   best: each sequence's argmax over the ids not banned; logprob: the log-softmax of its logits (all
+//   ids) at best; logits of its last new token when asked
 Napi::Value ModelWrap::Forward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::vector<ForwardEntry> entries;
@@ -213,8 +215,8 @@ Napi::Value ModelWrap::Forward(const Napi::CallbackInfo& info) {
   for (size_t i = 0; i < entries.size(); ++i) entries[i].cache = caches[i].get();
   std::shared_ptr<Engine> engine = engine_;
   return queue_forward(env, engine->mutex, engine->decoder->dims().vocab, std::move(entries),
-                       [engine, caches](std::vector<ForwardEntry>& batch, float* logits, int32_t* best) {
-                         engine->decoder->forward(batch, logits, best);
+                       [engine, caches](std::vector<ForwardEntry>& batch, float* logits, int32_t* best, float* logprob) {
+                         engine->decoder->forward(batch, logits, best, logprob);
                        });
 }
 

@@ -82,6 +82,12 @@ struct KernelSet {
   // values (all -inf gives 0); with NaN entries the index is unspecified.
   int64_t (*argmax)(const float* x, int64_t n);
 
+  // sum_i exp(x[i] - mx) over x[n], mx finite and at least every x[i] (the row's maximum, as the
+  // vocabulary head takes it from argmax); -inf entries add 0, and so do entries more than about 87
+  // below mx in the vector sets, whose exp is ~2 ulp. One block of a streamed log-sum-exp
+  // (log_sum_exp.h).
+  float (*sum_exp)(const float* x, int64_t n, float mx);
+
   // y[i] = x[i] rounded to the nearest IEEE half (ties to even), saturated to +-65504 so a value
   // beyond the half range stays finite; NaN stays NaN. Bitwise the same in every set.
   void (*to_f16)(const float* x, f16_t* y, int64_t n);

@@ -433,12 +433,25 @@ int64_t argmax(const float* x, int64_t n) {
   return 0;
 }
 
+/* sum of exp(x[n] - mx) */
+float sum_exp(const float* x, int64_t n, float mx) {
+  const __m256 vm = _mm256_set1_ps(mx);
+  __m256 sum = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) sum = _mm256_add_ps(sum, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm)));
+  if (i < n) {
+    const __m256 m = _mm256_castsi256_ps(tail_mask(n - i));
+    sum = _mm256_add_ps(sum, _mm256_and_ps(m, exp8(_mm256_sub_ps(load_tail(x + i, n - i), vm))));
+  }
+  return hsum(sum);
+}
+
 }  // namespace
 
 const KernelSet& kernels_avx2() {
   // gemm_bf16_fast: convert-and-FMA has no cheaper single-rounding product, so it is gemm_bf16.
   static const KernelSet set = {"avx2", gemm_bf16, gemm_bf16, gemm_f32, gemm_nn_f32, rmsnorm,
-                                swiglu, softmax, attention_head, attention_head_f16, gelu_erf, axpy, argmax,
+                                swiglu, softmax, attention_head, attention_head_f16, gelu_erf, axpy, argmax, sum_exp,
                                 to_f16, from_f16, /*gemm_nn_bf16=*/nullptr,
                                 /*gemm_bf16_packed=*/nullptr, /*gemm_bf16_packed_fast=*/nullptr};
   return set;

@@ -440,12 +440,25 @@ int64_t argmax(const float* x, int64_t n) {
   return 0;
 }
 
+/* sum of exp(x[n] - mx) */
+float sum_exp(const float* x, int64_t n, float mx) {
+  const __m512 vm = _mm512_set1_ps(mx);
+  __m512 sum = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) sum = _mm512_add_ps(sum, exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm)));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vm))));
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
 }  // namespace
 
 const KernelSet& kernels_avx512() {
   // gemm_bf16_fast: convert-and-FMA has no cheaper single-rounding product, so it is gemm_bf16.
   static const KernelSet set = {"avx512", gemm_bf16, gemm_bf16, gemm_f32, gemm_nn_f32, rmsnorm,
-                                swiglu, softmax, attention_head, attention_head_f16, gelu_erf, axpy, argmax,
+                                swiglu, softmax, attention_head, attention_head_f16, gelu_erf, axpy, argmax, sum_exp,
                                 to_f16, from_f16, /*gemm_nn_bf16=*/nullptr,
                                 /*gemm_bf16_packed=*/nullptr, /*gemm_bf16_packed_fast=*/nullptr};
   return set;

@@ -176,12 +176,19 @@ int64_t argmax(const float* x, int64_t n) {
   return best;
 }
 
+/* sum of exp(x[n] - mx) */
+float sum_exp(const float* x, int64_t n, float mx) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(x[i] - mx);
+  return sum;
+}
+
 }  // namespace
 
 const KernelSet& kernels_scalar() {
   // gemm_bf16_fast: convert-and-FMA has no cheaper single-rounding product, so it is gemm_bf16.
   static const KernelSet set = {"scalar", gemm_bf16, gemm_bf16, gemm_f32, gemm_nn_f32, rmsnorm,
-                                swiglu, softmax, attention_head, attention_head_f16, gelu_erf, axpy, argmax,
+                                swiglu, softmax, attention_head, attention_head_f16, gelu_erf, axpy, argmax, sum_exp,
                                 to_f16, from_f16, /*gemm_nn_bf16=*/nullptr,
                                 /*gemm_bf16_packed=*/nullptr, /*gemm_bf16_packed_fast=*/nullptr};
   return set;

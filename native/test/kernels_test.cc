@@ -20,6 +20,7 @@
 #include "common/thread_pool.h"
 #include "cpu/attention.h"
 #include "cpu/kernels.h"
+#include "cpu/log_sum_exp.h"
 #include "cpu/ops.h"
 #include "test/test_harness.h"
 
@@ -437,6 +438,60 @@ void test_argmax(const KernelSet& ks) {
         if (got != want) return fmt("n=%g trial=%g got %g want %g", n, trial, got, want);
       }
     }
+    return "";
+  });
+}
+
+void test_sum_exp(const KernelSet& ks) {
+  run(std::string(ks.name) + "/sum_exp", [&](std::string& note) -> std::string {
+    double worst = 0;
+    for (int64_t n : kLens) {
+      for (int trial = 0; trial < 4; ++trial) {
+        std::vector<float> x = randoms(n, -30, 30);  // terms from 1 down to e^-60, below F32's range
+        if (trial == 1)  // -inf entries beside finite ones (the maximum is finite)
+          for (int64_t i = 1; i < n; i += 2) x[i] = -kInf;
+        if (trial == 2) x.assign(n, 2.5f);
+        if (trial == 3) x[n / 2] = 1e4f;  // one term dominates
+        const float mx = *std::max_element(x.begin(), x.end());
+        double want = 0;
+        for (float v : x) want += std::exp(static_cast<double>(v) - mx);
+        const double got = ks.sum_exp(x.data(), n, mx);
+        // A sum of n positive terms, each exp within a few ulp: (n + 4) units of F32 rounding.
+        const double err = std::fabs(got - want) / want;
+        worst = std::max(worst, err / ((n + 4) * 0x1p-24));
+        if (!(err <= (n + 4) * 0x1p-24)) return fmt("n=%g trial=%g got %.9g want %.9g", n, trial, got, want);
+      }
+    }
+    note = fmt("worst %.2g of (n + 4) F32 roundings", worst);
+    return "";
+  });
+}
+
+// The vocabulary head's log-sum-exp: chunks of 1024 folded in order against float64 over the whole
+// row, with maxima that grow, shrink, a chunk of -inf and a short last chunk.
+void test_log_sum_exp(const KernelSet& ks) {
+  run(std::string(ks.name) + "/log-sum-exp over chunks", [&](std::string& note) -> std::string {
+    constexpr int64_t kChunk = 1024, n = 5 * kChunk + 300;
+    std::vector<float> x = randoms(n, -8, 8);
+    for (int64_t i = kChunk; i < 2 * kChunk; ++i) x[i] += 20.f;  // the maximum grows at chunk 1
+    for (int64_t i = 3 * kChunk; i < 4 * kChunk; ++i) x[i] = -kInf;
+    x[4 * kChunk + 7] = 40.f;  // and again at chunk 4
+    double mx = -INFINITY, sum = 0;
+    for (float v : x) mx = std::max(mx, static_cast<double>(v));
+    for (float v : x) sum += std::exp(v - mx);
+    const double want = mx + std::log(sum);
+    LogSumExp lse;
+    for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+      const int64_t width = std::min(kChunk, n - c0);
+      const float chunk_max = x[c0 + ks.argmax(x.data() + c0, width)];
+      lse.fold(chunk_max, chunk_max == -kInf ? 0.f : ks.sum_exp(x.data() + c0, width, chunk_max));
+    }
+    const double err = std::fabs(lse.value() - want);
+    note = fmt("error %.2g", err);
+    if (!(err <= 1e-5)) return fmt("got %.12g want %.12g", lse.value(), want);
+    LogSumExp empty;
+    empty.fold(-INFINITY, 0);
+    if (empty.value() != -INFINITY) return "nothing folded must give -inf";
     return "";
   });
 }
@@ -874,6 +929,8 @@ int main() {
     test_from_f16(*ks);
     test_axpy(*ks);
     test_argmax(*ks);
+    test_sum_exp(*ks);
+    test_log_sum_exp(*ks);
   }
   test_rope();
   test_packed_placement();

@@ -151,11 +151,11 @@ void GpuDecoder::routed_experts(int64_t l, uint32_t rows) {
 }
 
 void GpuDecoder::forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits,
-                         int32_t* best) {
+                         int32_t* best, float* logprob) {
   validate(entries, caches);
   if (entries.empty()) return;
   try {
-    run_forward(entries, caches, logits, best);
+    run_forward(entries, caches, logits, best, logprob);
   } catch (...) {
     batch_.discard();  // commands recorded before the failure must not run with the next call
     release_scratch();  // a call that failed (out of device memory, say) keeps none of what it grew
@@ -168,12 +168,12 @@ void GpuDecoder::release_scratch() {
   for (std::unique_ptr<Buffer>* buffer :
        {&x_, &norm_, &q_, &k_, &v_, &attn_, &proj_, &gate_, &up_, &out_, &expert_in_, &router_logits_, &topk_ids_,
         &topk_weights_, &ids_, &positions_, &rowinfo_, &entry_rows_, &entry_weights_, &expert_blocks_, &row_slots_,
-        &last_index_, &last_, &logits_, &best_, &bans_, &banned_, &inputs_host_, &results_host_})
+        &last_index_, &last_, &logits_, &best_, &logprob_, &bans_, &banned_, &inputs_host_, &results_host_})
     buffer->reset();
 }
 
 void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits,
-                             int32_t* best) {
+                             int32_t* best, float* logprob) {
   const int64_t H = dims_.hidden, D = dims_.head_dim, QW = dims_.heads * D, KW = dims_.kv_heads * D;
   const int64_t B = static_cast<int64_t>(entries.size()), L = dims_.layers;
   int64_t rows = 0;
@@ -208,9 +208,10 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
   scratch(last_, B * H * 4);
   scratch(logits_, B * dims_.vocab * 4);
   scratch(best_, B * 4);
+  scratch(logprob_, B * 4);
   int64_t logit_rows = 0;
   for (const ForwardEntry& entry : entries) logit_rows += entry.want_logits ? 1 : 0;
-  scratch(results_host_, (B + logit_rows * dims_.vocab) * 4, true);
+  scratch(results_host_, (2 * B + logit_rows * dims_.vocab) * 4, true);
 
   // Host-side inputs: ids, positions, each row's visible keys per layer, replaced embeddings.
   std::vector<int32_t> ids, positions, last_index;
@@ -301,20 +302,23 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
   }
   for (int64_t b = 0; b < B; ++b) caches[b]->rules_.end_append(static_cast<int64_t>(entries[b].ids.size()));
 
-  // Head: each sequence's last row through the final norm and lm_head; argmax on the device.
+  // Head: each sequence's last row through the final norm and lm_head; argmax and log-probability on
+  // the device. The host reads back best [B], logprob [B], then the logits rows asked for.
   const uint32_t V = u32(dims_.vocab);
   ops_.gather_rows(batch_, {x_.get(), 0}, u32(H), {last_index_.get(), 0}, {last_.get(), 0}, u32(B), u32(H));
   ops_.rmsnorm(batch_, {last_.get(), 0}, u32(H), final_norm_, {norm_.get(), 0}, u32(H), u32(B), u32(H), dims_.rms_eps);
   ops_.matmul_bf16_exact(batch_, {norm_.get(), 0}, u32(H), lm_head_, {logits_.get(), 0}, V, u32(B), V, u32(H));
-  ops_.argmax(batch_, {logits_.get(), 0}, V, {best_.get(), 0}, *bans_, *banned_, u32(B), V);
+  ops_.argmax(batch_, {logits_.get(), 0}, V, {best_.get(), 0}, {logprob_.get(), 0}, *bans_, *banned_, u32(B), V);
   batch_.copy(*best_, 0, *results_host_, 0, B * 4);
+  batch_.copy(*logprob_, 0, *results_host_, B * 4, B * 4);
   for (int64_t b = 0, out_row = 0; b < B; ++b)
     if (entries[b].want_logits)
-      batch_.copy(*logits_, static_cast<uint64_t>(b) * V * 4, *results_host_, (B + out_row++ * V) * 4, static_cast<uint64_t>(V) * 4);
+      batch_.copy(*logits_, static_cast<uint64_t>(b) * V * 4, *results_host_, (2 * B + out_row++ * V) * 4, static_cast<uint64_t>(V) * 4);
   batch_.run();  // the call's one wait
   const auto* results = static_cast<const unsigned char*>(results_host_->mapped());
   std::memcpy(best, results, B * 4);
-  if (logit_rows > 0) std::memcpy(logits, results + B * 4, logit_rows * V * 4);
+  std::memcpy(logprob, results + B * 4, B * 4);
+  if (logit_rows > 0) std::memcpy(logits, results + 2 * B * 4, logit_rows * V * 4);
 }
 
 std::vector<uint64_t> GpuDecoder::stage_inputs(const std::vector<HostInput>& inputs) {

@@ -1,7 +1,7 @@
 // The DeepSeek3B-MoE decoder on a Vulkan device: the same passes as the CPU Decoder (cpu/cpu_decoder.h) over
 // a batch of sequences, with the weights, activations and KV caches in device memory. Per call only
 // token ids, positions, each row's visible keys, banned ids and replaced embedding rows go up, and
-// only the argmax ids (and logits rows when asked) come back. MoE routing runs on the device too (softmax and top-k, the grouping of rows by expert,
+// only the argmax ids with their log-probabilities (and logits rows when asked) come back. MoE routing runs on the device too (softmax and top-k, the grouping of rows by expert,
 // grouped expert products and their combine), so a call records every layer into one command batch
 // and waits for the device once.
 #pragma once
@@ -64,16 +64,18 @@ class GpuDecoder {
   uint64_t weight_bytes() const { return weights_.bytes(); }
 
   // Decoder::forward on the device: entries[b].cache is unused, caches[b] is the sequence's cache.
-  // Same results contract (best ids, logits rows of the entries that want them), same errors, and
-  // the caches are left untouched when the input is rejected.
-  void forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits, int32_t* best);
+  // Same results contract (best ids, their log-probabilities, logits rows of the entries that want
+  // them), same errors, and the caches are left untouched when the input is rejected.
+  void forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits, int32_t* best,
+               float* logprob);
 
  private:
   using Mlp = MlpWeights<Operand>;
   using Layer = LayerWeights<Operand, Operand>;  // the router uploaded as BF16 like the matrices
 
   void validate(const std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches) const;
-  void run_forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits, int32_t* best);
+  void run_forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits, int32_t* best,
+                   float* logprob);
   void mlp(const Mlp& m, Operand in, uint32_t rows);  // out_ = MLP(in rows); gate_/up_ as scratch
   void feed_forward(int64_t l, uint32_t rows);
   void routed_experts(int64_t l, uint32_t rows);  // x += the routed experts' outputs of norm_ rows
@@ -106,7 +108,7 @@ class GpuDecoder {
   std::unique_ptr<Buffer> x_, norm_, q_, k_, v_, attn_, proj_, gate_, up_, out_, expert_in_, router_logits_;
   std::unique_ptr<Buffer> topk_ids_, topk_weights_, ids_, positions_, rowinfo_;
   std::unique_ptr<Buffer> entry_rows_, entry_weights_, expert_blocks_, row_slots_;  // moe_align's lists
-  std::unique_ptr<Buffer> last_index_, last_, logits_, best_, bans_, banned_;
+  std::unique_ptr<Buffer> last_index_, last_, logits_, best_, logprob_, bans_, banned_;
   std::unique_ptr<Buffer> inputs_host_, results_host_;  // host-visible: what a call sends and gets back
 };
 

@@ -76,10 +76,10 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
     auto caches = read_forward_batch<GpuSequenceWrap>(info, classes_->sequence.Value(), engine_, entries);
     std::shared_ptr<GpuEngine> engine = engine_;
     return queue_forward(info.Env(), engine->mutex, engine->decoder->dims().vocab, std::move(entries),
-                         [engine, caches](std::vector<ForwardEntry>& batch, float* logits, int32_t* best) {
+                         [engine, caches](std::vector<ForwardEntry>& batch, float* logits, int32_t* best, float* logprob) {
                            std::vector<vk::GpuKvCache*> raw;
                            for (const auto& cache : caches) raw.push_back(cache.get());
-                           engine->decoder->forward(batch, raw, logits, best);
+                           engine->decoder->forward(batch, raw, logits, best, logprob);
                          });
   }
 

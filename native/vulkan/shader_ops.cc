@@ -55,7 +55,7 @@ ShaderOps::ShaderOps(Device& device, const std::string& matmul_path, Precision p
   axpy_ = std::make_unique<Pipeline>(device, spirv::axpy, 2, 4 * 4);
   embed_ = std::make_unique<Pipeline>(device, spirv::embed, 3, 3 * 4);
   router_topk_ = std::make_unique<Pipeline>(device, spirv::router_topk, 3, 5 * 4);
-  argmax_ = std::make_unique<Pipeline>(device, spirv::argmax, 4, 4 * 4);
+  argmax_ = std::make_unique<Pipeline>(device, spirv::argmax, 5, 5 * 4);
   gather_rows_ = std::make_unique<Pipeline>(device, spirv::gather_rows, 3, 5 * 4);
   moe_align_ = std::make_unique<Pipeline>(device, spirv::moe_align, 6, 5 * 4);
   moe_matmul_bf16_ = std::make_unique<Pipeline>(device, spirv::moe_matmul_bf16, 4, 8 * 4);
@@ -200,15 +200,16 @@ void ShaderOps::router_topk(CommandBatch& batch, const Buffer& logits, const Buf
   batch.dispatch(*router_topk_, {&logits, &ids, &weights}, &push, groups(rows, 64));
 }
 
-void ShaderOps::argmax(CommandBatch& batch, Operand x, uint32_t ldx, Operand best, const Buffer& bans,
+void ShaderOps::argmax(CommandBatch& batch, Operand x, uint32_t ldx, Operand best, Operand logprob, const Buffer& bans,
                        const Buffer& banned, uint32_t rows, uint32_t n) {
   if (n == 0) throw std::invalid_argument("argmax: empty rows");
   if (rows > kMaxGroups) throw std::invalid_argument("argmax: too many rows for one dispatch");
   require_range("argmax", "x", x, span(rows, n, ldx), 4);
   require_range("argmax", "best", best, rows, 4);
+  require_range("argmax", "logprob", logprob, rows, 4);
   require_range("argmax", "bans", Operand{&bans, 0}, static_cast<uint64_t>(rows) * 2, 4);
-  const uint32_t push[4] = {n, u32(x.offset), ldx, u32(best.offset)};
-  batch.dispatch(*argmax_, {x.buffer, best.buffer, &bans, &banned}, push, rows);
+  const uint32_t push[5] = {n, u32(x.offset), ldx, u32(best.offset), u32(logprob.offset)};
+  batch.dispatch(*argmax_, {x.buffer, best.buffer, &bans, &banned, logprob.buffer}, push, rows);
 }
 
 void ShaderOps::gather_rows(CommandBatch& batch, Operand x, uint32_t ldx, Operand rows, Operand out, uint32_t n,

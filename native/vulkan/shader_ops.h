@@ -96,10 +96,11 @@ class ShaderOps {
   void moe_combine(CommandBatch& batch, Operand x, Operand out, const Buffer& row_slots, const Buffer& entry_weights,
                    uint32_t rows, uint32_t width, uint32_t top_k, uint32_t capacity);
   /* best[r] = first argmax of x[r, :n] (stride ldx) over the ids row r does not ban, int32 (0 when all
-     are banned); bans int32 [rows, 2] = (offset, count) into banned, each row's ids sorted ascending
-     and checked by the caller */
-  void argmax(CommandBatch& batch, Operand x, uint32_t ldx, Operand best, const Buffer& bans, const Buffer& banned,
-              uint32_t rows, uint32_t n);
+     are banned), and logprob[r] = the log-softmax of x[r, :n] over every id at best[r], f32, from a
+     streamed log-sum-exp; bans int32 [rows, 2] = (offset, count) into banned, each row's ids sorted
+     ascending and checked by the caller */
+  void argmax(CommandBatch& batch, Operand x, uint32_t ldx, Operand best, Operand logprob, const Buffer& bans,
+              const Buffer& banned, uint32_t rows, uint32_t n);
 
  private:
   void product(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy, uint32_t M, uint32_t N,

@@ -8,6 +8,7 @@ import {
   applyRepetitionPenalty,
   argmax,
   banTokens,
+  logProbability,
   noRepeatNgramBans,
   topK,
   type NoRepeatNgramOptions,
@@ -51,6 +52,13 @@ export interface GenerationResult {
   ids: number[];
   /** The id chosen by the model at every step (equals `ids` unless teacher-forced). */
   chosen: number[];
+  /**
+   * At every step, the natural log of the model's probability of `chosen`: the log-softmax of the raw
+   * logits over the whole vocabulary, before any processor (bans, repetition penalty). From the native
+   * head's streamed log-sum-exp, or in float64 from the logits when they came back. Teacher-forced
+   * steps report the chosen id's, not the fed id's (the head computes no other).
+   */
+  logprobs: number[];
   finish: FinishReason;
   promptTokens: number;
   topk: TopK[];
@@ -170,6 +178,7 @@ export class ContinuousBatch {
         result: {
           ids: [],
           chosen: [],
+          logprobs: [],
           finish: 'length',
           promptTokens: request.promptIds.length,
           topk: [],
@@ -286,6 +295,7 @@ export class ContinuousBatch {
     const chosen = output.logits ? chooseToken(member, output.logits) : output.best;
     const fed = request.forceIds ? request.forceIds[result.ids.length] : chosen;
     result.chosen.push(chosen);
+    result.logprobs.push(output.logits ? logProbability(output.logits, chosen) : output.logprob);
     result.ids.push(fed);
     if (request.stream) {
       const text = request.stream.text.push(fed);

@@ -1,5 +1,5 @@
 // Token selection over one step's logits[vocab]: the official sliding-window no-repeat-n-gram
-// blocker, the repetition penalty, greedy argmax and top-k.
+// blocker, the repetition penalty, greedy argmax and top-k; and a token's log-probability.
 
 export interface NoRepeatNgramOptions {
   /** n-gram size N: a token that would repeat an N-gram seen in the window is banned. */
@@ -45,6 +45,19 @@ export function argmax(logits: Float32Array): number {
   let best = 0;
   for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
   return best;
+}
+
+/**
+ * log softmax(logits)[id] in float64: the model's log-probability of `id`, over the whole vocabulary.
+ * Given the raw logits, it is what the native head computes beside its argmax (a streamed
+ * log-sum-exp), within F32 rounding.
+ */
+export function logProbability(logits: Float32Array, id: number): number {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i] - max);
+  return logits[id] - max - Math.log(sum);
 }
 
 export interface TopK {

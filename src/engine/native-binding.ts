@@ -32,10 +32,21 @@ export interface ForwardInput {
   banned?: Int32Array;
 }
 
-/** One input's result: the argmax over its ids not banned, and its logits[vocab] when asked. */
+/**
+ * One input's result: the argmax over its ids not banned, its log-probability (the log-softmax of the
+ * logits over the whole vocabulary, banned ids included, at `best`), and its logits[vocab] when asked.
+ */
 export interface ForwardOutput {
   best: number;
+  logprob: number;
   logits?: Float32Array;
+}
+
+/** What a forward call of the addon resolves with: one best id and log-probability per input, the logits rows asked for. */
+export interface NativeForwardResult {
+  best: Int32Array;
+  logprob: Float32Array;
+  logits: Float32Array;
 }
 
 /** Encoded views of one side. Shapes in PyTorch order; every array is row-major F32. */
@@ -75,7 +86,7 @@ export type KvCacheDtype = 'f16' | 'f32';
 
 export interface NativeModelHandle {
   createSequence(kvCache: KvCacheDtype): NativeSequence;
-  forward(batch: ForwardInput[]): Promise<{ best: Int32Array; logits: Float32Array }>;
+  forward(batch: ForwardInput[]): Promise<NativeForwardResult>;
   encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViewBatch>;
   specialVector(name: SpecialVectorName): Float32Array;
   readonly kernels: string;
@@ -99,7 +110,7 @@ export interface SafetensorsHeaderEntry {
 /** The Vulkan model (native/vulkan/gpu_model.h): present only in builds with the GPU backend. */
 export interface NativeGpuModelHandle {
   createSequence(kvCache: KvCacheDtype): NativeSequence;
-  forward(batch: ForwardInput[]): Promise<{ best: Int32Array; logits: Float32Array }>;
+  forward(batch: ForwardInput[]): Promise<NativeForwardResult>;
   encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViewBatch>;
   /** True when the vision encoder (SAM, CLIP or Qwen2, the projector) runs on the device too. */
   readonly visionOnDevice: boolean;

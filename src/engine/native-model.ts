@@ -142,21 +142,21 @@ export class NativeModel {
 
   /**
    * Runs one batched step; returns, in input order, each input's argmax over the ids it does not ban
-   * (lowest id on ties) and, unless it set `logits: false`, the logits[vocab] of its last new token.
-   * Without logits the vocabulary head streams through a running argmax and nothing vocab-sized is
-   * copied.
+   * (lowest id on ties), that id's log-probability under the whole vocabulary (bans aside) and, unless
+   * it set `logits: false`, the logits[vocab] of its last new token. Without logits the vocabulary
+   * head streams through a running argmax and log-sum-exp, and nothing vocab-sized is copied.
    */
   forward(batch: ForwardInput[]): Promise<ForwardOutput[]> {
     const engine = this.gpu ?? this.handle;
     const run = this.queue.then(() => engine.forward(batch));
     this.queue = run.catch(() => undefined);
-    return run.then(({ best, logits }) => {
+    return run.then(({ best, logprob, logits }) => {
       let row = 0;
       return batch.map((input, i) => {
-        if (input.logits === false) return { best: best[i] };
+        if (input.logits === false) return { best: best[i], logprob: logprob[i] };
         const rowLogits = logits.subarray(row * this.vocab, (row + 1) * this.vocab);
         row += 1;
-        return { best: best[i], logits: rowLogits };
+        return { best: best[i], logprob: logprob[i], logits: rowLogits };
       });
     });
   }

@@ -4,13 +4,14 @@
 import type { RgbImage } from '../documents/rgb-image.js';
 import { resolveBatchSize, type BatchSize, type ResolvedBatch } from './batch-size.js';
 import type { DeviceSpec } from './compute-device.js';
+import { spanConfidence, tokenTextSpans, type Confidence, type TextSpan } from './confidence.js';
 import type { Precision } from './precision.js';
 import { ContinuousBatch, type GenerationRequest, type GenerationResult } from './generate.js';
 import type { OcrTask, Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
 import type { PreprocessedPage } from './image-preprocess.js';
 import type { EncodedViews, KvCacheDtype, WeightQuantization } from './native-binding.js';
 import { NativeModel } from './native-model.js';
-import type { OcrPage } from './ocr-postprocess.js';
+import type { OcrBlock, OcrPage, OcrParagraph } from './ocr-postprocess.js';
 import { sharedPageCpuThreads, type PageCpuThreads } from './page-cpu-pool.js';
 import { buildPromptIds, generationDefaults, promptText } from './prompts.js';
 import { Tokenizer } from './tokenizer.js';
@@ -50,6 +51,12 @@ export interface PreparedPrompt {
 }
 
 export interface PageResult extends OcrPage {
+  /** Each block with the confidence of the tokens that produced it, its tag included. */
+  blocks: Array<OcrBlock & { confidence: Confidence }>;
+  /** Each markdown paragraph with the confidence of the tokens that produced it. */
+  paragraphs: Array<OcrParagraph & { confidence: Confidence }>;
+  /** The confidence of the page's generated tokens (all of them, a final EOS included; for V3 multi-page output, its page's). */
+  confidence: Confidence;
   /** The decoded text with special tokens, before post-processing. */
   rawText: string;
   tokens: { prompt: number; generated: number; image: number };
@@ -172,7 +179,7 @@ export class OcrEngine {
         const started = performance.now();
         const rawText = this.tokenizer.decode(result.ids);
         const page = await this.cpuThreads.postprocess(rawText, { width: images[i].width, height: images[i].height }, i);
-        return this.pageResult(page, rawText, result, prepared[i], performance.now() - started, 1);
+        return this.pageResult(page, rawText, result, this.tokenSpans(result), prepared[i], performance.now() - started, 1);
       }),
     );
   }
@@ -186,9 +193,15 @@ export class OcrEngine {
     const rawText = this.tokenizer.decode(result.ids);
     const pages = await this.cpuThreads.postprocessMulti(rawText, images.map((image) => ({ width: image.width, height: image.height })));
     const postprocess = performance.now() - started;
-    return images.map((_, i) =>
-      this.pageResult(pages[i] ?? { markdown: '', blocks: [] }, i === 0 ? rawText : '', result, prepared, postprocess, images.length),
-    );
+    const spans = this.tokenSpans(result);
+    // A page the model wrote nothing for holds no token: its confidence is 0.
+    const unwritten: OcrPage = { markdown: '', blocks: [], paragraphs: [], span: { start: rawText.length, end: rawText.length } };
+    return images.map((_, i) => this.pageResult(pages[i] ?? unwritten, i === 0 ? rawText : '', result, spans, prepared, postprocess, images.length));
+  }
+
+  /** Where each generated token's text lies in the decoded output. */
+  private tokenSpans(result: GenerationResult): TextSpan[] {
+    return tokenTextSpans(result.ids.map((id) => this.tokenizer.tokenBytes(id)));
   }
 
   private assemble(page: PreprocessedPage, global: EncodedViews, tiles: EncodedViews | undefined): Float32Array {
@@ -235,12 +248,17 @@ export class OcrEngine {
     page: OcrPage,
     rawText: string,
     result: GenerationResult,
+    tokenSpans: readonly TextSpan[],
     prepared: PreparedPrompt,
     postprocess: number,
     pagesInPrompt: number,
   ): PageResult {
+    const confidence = (span: TextSpan) => spanConfidence(result.logprobs, tokenSpans, span);
     return {
       ...page,
+      blocks: page.blocks.map((block) => ({ ...block, confidence: confidence(block.span) })),
+      paragraphs: page.paragraphs.map((paragraph) => ({ ...paragraph, confidence: confidence(paragraph.span) })),
+      confidence: confidence(page.span),
       rawText,
       tokens: {
         prompt: result.promptTokens,

@@ -23,7 +23,7 @@ export function promptText(variant: Variant, task: OcrTask): string {
 }
 
 /** Python's str.isspace() set, which str.strip() removes (JavaScript's trim() differs: U+001C–U+001F, U+0085, U+FEFF). */
-const PYTHON_WHITESPACE = '\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000';
+export const PYTHON_WHITESPACE = '\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000';
 
 /** Python's `text.strip()`. */
 export function pythonStrip(text: string): string {

@@ -51,6 +51,8 @@ const CHAR_TO_BYTE = new Map(BYTE_TO_CHAR.map((char, byte) => [char, byte]));
 
 const utf8Encoder = new TextEncoder();
 
+const NO_BYTES = new Uint8Array(0);
+
 export class Tokenizer {
   /** Number of token ids: highest defined id + 1 (128,827 for DeepSeek-OCR: base vocabulary plus added tokens). */
   readonly vocabSize: number;
@@ -119,6 +121,11 @@ export class Tokenizer {
       if (options.skipSpecial && this.specialIds.has(id)) return undefined;
       return this.bytesOf(id);
     });
+  }
+
+  /** The bytes `id` decodes to (none for an id without a token); decode() joins them and reads them as UTF-8. */
+  tokenBytes(id: number): Uint8Array {
+    return this.bytesOf(id) ?? NO_BYTES;
   }
 
   idOf(token: string): number | undefined {

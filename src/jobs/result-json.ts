@@ -6,9 +6,13 @@ import { InvalidBoundaryDataError, parseBoundaryData } from './boundary-data.js'
 import { documentTypeSchema, modeSchema, ocrJobOptionsSchema, stageSchema, stageTimingsSchema, taskSchema, variantSchema } from './job-types.js';
 
 const count = z.number().int().nonnegative();
+const probability = z.number().min(0).max(1);
 
-/** Mean and lowest probability (0..1) of the greedy choices of the generated tokens it covers. */
-const confidenceJsonSchema = z.object({ mean: z.number(), min: z.number() });
+/**
+ * Mean and lowest probability of the greedy choices of the generated tokens behind a page, a block or a
+ * paragraph (docs/engine.md "Confidence"). Optional when read: results of earlier versions lack it.
+ */
+const confidenceJsonSchema = z.object({ mean: probability, min: probability });
 export type ConfidenceJson = z.infer<typeof confidenceJsonSchema>;
 
 const ocrBlockJsonSchema = z.object({
@@ -64,6 +68,8 @@ const pageResultJsonSchema = z.object({
   model: resultModelSchema,
   markdown: z.string(),
   blocks: z.array(ocrBlockJsonSchema),
+  /** The markdown's blank-line separated paragraphs, each with its confidence. */
+  paragraphs: z.array(z.object({ text: z.string(), confidence: confidenceJsonSchema })).optional(),
   tokens: z.object({ prompt: count, image: count, generated: count }),
   finish: z.enum(['eos', 'length']),
   timings_ms: stageTimingsSchema,
@@ -92,16 +98,20 @@ const documentResultJsonSchema = z.object({
   damage: z.string().optional(),
   /** Per stage over the document's done pages: total and percentiles in milliseconds. */
   timings_ms: z.record(stageSchema, stageSummarySchema),
-  completedAt: z.string(),
-  scriptorium: scriptoriumBuildJsonSchema,
-  /** Over the done pages: their mean, a 10-bin histogram of page means, the least confident pages (lowest mean first). */
+  /**
+   * Over the done pages that carry a confidence: the mean of their means, their means in 10 bins
+   * ([0, 0.1), … [0.9, 1]) and up to 10 pages, lowest mean first; null when no page carries one.
+   */
   confidence: z
     .object({
-      mean: z.number(),
-      histogram: z.array(z.number()),
-      leastConfident: z.array(z.object({ page: z.number().int().positive(), mean: z.number(), min: z.number() })),
+      mean: probability,
+      histogram: z.array(count).length(10),
+      leastConfident: z.array(z.object({ page: z.number().int().positive(), mean: probability, min: probability })).max(10),
     })
+    .nullable()
     .optional(),
+  completedAt: z.string(),
+  scriptorium: scriptoriumBuildJsonSchema,
   /** The done pages that carry flags. */
   flagged: z.array(z.object({ page: z.number().int().positive(), flags: z.array(z.string()) })).optional(),
 });

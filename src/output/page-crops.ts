@@ -1,6 +1,7 @@
 // The image regions a page's markdown links to (`image` blocks), cut out of the rendered page and
 // stored as PNGs at results/<docId>/images/<nnnn>_<n>.png; the markdown's links are rewritten to
-// those names, relative to the document's results folder, so document.md shows them.
+// those names, relative to the document's results folder, so document.md shows them (and the
+// paragraphs that hold them).
 import sharp from 'sharp';
 
 import type { RgbImage } from '../documents/rgb-image.js';
@@ -11,6 +12,7 @@ import type { Storage } from '../storage/storage.js';
 /** Stores the page's image regions; resolves with the page, its image links renamed to the stored crops. */
 export async function storePageCrops<P extends OcrPage>(docId: string, page: number, image: RgbImage, result: P, storage: Storage): Promise<P> {
   let markdown = result.markdown;
+  let paragraphs = result.paragraphs;
   let index = 0;
   const blocks = [];
   for (const block of result.blocks) {
@@ -24,10 +26,12 @@ export async function storePageCrops<P extends OcrPage>(docId: string, page: num
       const png = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } }).extract(region).png().toBuffer();
       await storage.put(key, png, { contentType: 'image/png' });
     }
-    markdown = markdown.replace(`](${block.imageLink})`, `](${link})`);
+    const renamed = (text: string) => text.replace(`](${block.imageLink})`, `](${link})`);
+    markdown = renamed(markdown);
+    paragraphs = paragraphs.map((paragraph) => ({ ...paragraph, text: renamed(paragraph.text) }));
     blocks.push({ ...block, imageLink: link });
   }
-  return { ...result, markdown, blocks };
+  return { ...result, markdown, blocks, paragraphs };
 }
 
 /** The box [x0, y0, x1, y1] inside the image as sharp's extract region; undefined when nothing is left. */

@@ -1,11 +1,12 @@
 // The last step of a document, once all its page jobs have settled: results/<docId>/document.md (the
-// pages' markdown in order), document.json (pages, failed pages with reasons, stage statistics),
+// pages' markdown in order), document.json (pages, failed pages with reasons, stage statistics, confidence),
 // then a marker: _DONE when every page succeeded, else _FAILED_PAGES with the reasons (so that a
 // re-run or `scriptorium retry` reads those pages again). The marker goes last, so a crash part-way
 // never leaves a marker without the files, and assembling again after a crash rewrites the same files.
 // A page with no status from the queue (an earlier, interrupted run stored it, so it was not queued
 // again) is read from its stored result; one without a stored result that failed before (a retry of
 // other pages) keeps the reason the earlier _FAILED_PAGES marker gave.
+import { documentConfidence } from '../engine/confidence.js';
 import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
 import type { DocumentJobData, Stage } from '../jobs/job-types.js';
 import { parseFailedPagesMarkerJson, parsePageResultJson, type DocumentResultJson, type FailedPagesMarkerJson, type PageResultJson } from '../jobs/result-json.js';
@@ -70,6 +71,8 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
       store: summarize('store'),
       total: summarize('total'),
     },
+    // Pages stored by earlier versions carry no confidence and are left out of it.
+    confidence: documentConfidence(done.flatMap(({ page, result }) => (result.confidence ? [{ page, confidence: result.confidence }] : []))),
     completedAt,
     scriptorium: scriptoriumBuild(),
   };

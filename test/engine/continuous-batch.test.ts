@@ -106,7 +106,7 @@ describe('a forward call that fails', () => {
         batchSizes.push(inputs.length);
         if (inputs.some((input) => input.ids.includes(POISON))) throw new Error('this decoder rejects the poison id');
         for (const input of inputs) (input.sequence as { length: number }).length += input.ids.length;
-        return inputs.map(() => ({ best: 7 }));
+        return inputs.map(() => ({ best: 7, logprob: -0.5 }));
       },
     };
     return model as unknown as NativeModel;

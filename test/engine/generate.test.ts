@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 
 import { generate } from '../../src/engine/generate.js';
+import { logProbability } from '../../src/engine/logits-processors.js';
 import { NativeModel } from '../../src/engine/native-model.js';
 import { Tokenizer } from '../../src/engine/tokenizer.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
@@ -74,16 +75,21 @@ describe('generate', () => {
     for (const piece of pieces) assert.ok(!/[\uD800-\uDBFF]$/.test(piece), 'a piece ends inside a surrogate pair');
   });
 
-  test('the streamed head returns the argmax of the logits, skipping banned ids', async () => {
+  test('the streamed head returns the argmax of the logits, skipping banned ids, with its log-probability over every id', async () => {
     const [withLogits, streamed] = [decoder.createSequence(), decoder.createSequence()];
     try {
       const [full] = await decoder.forward([{ sequence: withLogits, ids: Int32Array.from(PROMPTS[1]) }]);
       const order = [...full.logits!.keys()].sort((a, b) => full.logits![b] - full.logits![a] || a - b);
       assert.equal(full.best, order[0]);
+      assert.ok(Math.abs(full.logprob - logProbability(full.logits!, order[0])) <= 1e-5, `${full.logprob}`);
       const [best] = await decoder.forward([
         { sequence: streamed, ids: Int32Array.from(PROMPTS[1]), logits: false, banned: Int32Array.of(order[1], order[0]) },
       ]);
-      assert.deepEqual(best, { best: order[2] });
+      assert.equal(best.best, order[2]);
+      assert.equal(best.logits, undefined);
+      // The banned ids keep their share of the probability: the model's, before the bans.
+      const expected = logProbability(full.logits!, order[2]);
+      assert.ok(Math.abs(best.logprob - expected) <= 1e-5, `log-probability ${best.logprob}, float64 ${expected}`);
     } finally {
       withLogits.release();
       streamed.release();
@@ -97,6 +103,18 @@ describe('generate', () => {
     const [unbanned] = await generate(decoder, [{ ...request, noRepeatNgram: undefined }]);
     assert.deepEqual(streamed.ids, onLogits.ids);
     assert.notDeepEqual(streamed.ids, unbanned.ids, 'the bans never changed a token: the test proves nothing');
+  });
+
+  test('every generated id has its log-probability, the same on the streamed head as from full logits', async () => {
+    const request = { promptIds: PROMPTS[2], maxNewTokens: 40, stopIds: [], noRepeatNgram: { size: 3, window: 1000 } };
+    const [streamed] = await generate(decoder, [request]);
+    const [onLogits] = await generate(decoder, [{ ...request, recordTopK: 1 }]);
+    assert.equal(streamed.logprobs.length, streamed.ids.length);
+    assert.deepEqual(streamed.ids, onLogits.ids);
+    streamed.logprobs.forEach((logprob, i) => {
+      assert.ok(logprob <= 0, `step ${i}: ${logprob}`);
+      assert.ok(Math.abs(logprob - onLogits.logprobs[i]) <= 1e-5, `step ${i}: ${logprob} against ${onLogits.logprobs[i]}`);
+    });
   });
 
   test('a prompt id outside the vocabulary is rejected before any work', async () => {

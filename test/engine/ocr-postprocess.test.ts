@@ -42,10 +42,12 @@ describe('V1/V2 <|ref|> tags', () => {
 
 describe('V3 <|det|>LABEL [box] tags', () => {
   test('label and single box inside det, content after it', () => {
-    const { blocks, markdown } = parsePageOutput('<|det|>title [10, 20, 30, 40]<|/det|># Title\n<|det|>text [0, 500, 999, 999]<|/det|>Body', { width: 999, height: 1998 });
+    const output = '<|det|>title [10, 20, 30, 40]<|/det|># Title\n<|det|>text [0, 500, 999, 999]<|/det|>Body';
+    const { blocks, markdown } = parsePageOutput(output, { width: 999, height: 1998 });
+    const second = output.indexOf('<|det|>text');
     assert.deepEqual(blocks, [
-      { type: 'title', text: '# Title', box: [10, 40, 30, 80], boxes: [[10, 40, 30, 80]] },
-      { type: 'text', text: 'Body', box: [0, 1000, 999, 1998], boxes: [[0, 1000, 999, 1998]] },
+      { type: 'title', text: '# Title', box: [10, 40, 30, 80], boxes: [[10, 40, 30, 80]], span: { start: 0, end: second - 1 } },
+      { type: 'text', text: 'Body', box: [0, 1000, 999, 1998], boxes: [[0, 1000, 999, 1998]], span: { start: second, end: output.length } },
     ]);
     assert.equal(markdown, '# Title\nBody');
   });
@@ -78,7 +80,12 @@ describe('markdown rendering', () => {
   });
 
   test('output without tags is all markdown and no blocks', () => {
-    assert.deepEqual(parsePageOutput('  Free OCR text\n', A4), { markdown: 'Free OCR text', blocks: [] });
+    assert.deepEqual(parsePageOutput('  Free OCR text\n', A4), {
+      markdown: 'Free OCR text',
+      blocks: [],
+      paragraphs: [{ text: 'Free OCR text', span: { start: 2, end: 15 } }],
+      span: { start: 0, end: 16 },
+    });
   });
 
   test('text before the first tag stays in the markdown but in no block', () => {
@@ -96,8 +103,9 @@ describe('malformed tags', () => {
   });
 
   test('coordinates that are not numbers give a block without a box', () => {
-    const [block] = parsePageOutput('<|det|>text [12, abc, 5, 6]<|/det|>Hello', A4).blocks;
-    assert.deepEqual(block, { type: 'text', text: 'Hello', boxes: [] });
+    const output = '<|det|>text [12, abc, 5, 6]<|/det|>Hello';
+    const [block] = parsePageOutput(output, A4).blocks;
+    assert.deepEqual(block, { type: 'text', text: 'Hello', boxes: [], span: { start: 0, end: output.length } });
   });
 
   test('a box of three numbers gives a block without a box', () => {
@@ -130,8 +138,50 @@ describe('V3 multi-page output', () => {
   });
 
   test('pages beyond the images given keep their text without boxes', () => {
-    const pages = parseMultiPageOutput('<PAGE>a<PAGE>b<PAGE><|det|>text [0, 0, 9, 9]<|/det|>c', sizes);
+    const output = '<PAGE>a<PAGE>b<PAGE><|det|>text [0, 0, 9, 9]<|/det|>c';
+    const pages = parseMultiPageOutput(output, sizes);
     assert.equal(pages.length, 3);
-    assert.deepEqual(pages[2].blocks, [{ type: 'text', text: 'c', boxes: [] }]);
+    assert.deepEqual(pages[2].blocks, [{ type: 'text', text: 'c', boxes: [], span: { start: 20, end: output.length } }]);
+  });
+});
+
+describe('spans in the decoded output', () => {
+  const spanned = (text: string, span: { start: number; end: number }) => text.slice(span.start, span.end);
+
+  test('a block spans its tag and its content, without the white space after it; the page spans all the output', () => {
+    const output = 'Intro\n<|ref|>title<|/ref|><|det|>[[1, 2, 3, 4]]<|/det|>\n# Title\n\n<|det|>text [0, 0, 9, 9]<|/det|>Body\n<｜end▁of▁sentence｜>';
+    const page = parsePageOutput(output, A4);
+    assert.deepEqual(page.blocks.map((b) => spanned(output, b.span)), [
+      '<|ref|>title<|/ref|><|det|>[[1, 2, 3, 4]]<|/det|>\n# Title',
+      '<|det|>text [0, 0, 9, 9]<|/det|>Body',
+    ]);
+    assert.deepEqual(page.span, { start: 0, end: output.length });
+  });
+
+  test('paragraphs are the markdown split on blank lines, each spanning the output that made it', () => {
+    const output = '<|det|>title [0, 0, 9, 9]<|/det|># Title\n\n\n\nFirst line\nsecond line\n<|det|>image [0, 0, 9, 9]<|/det|>\n \nLast';
+    const page = parsePageOutput(output, A4);
+    assert.equal(page.markdown, '# Title\n\nFirst line\nsecond line\n![](images/0_0.png)\n\n \nLast');
+    assert.deepEqual(page.paragraphs.map((p) => p.text), ['# Title', 'First line\nsecond line\n![](images/0_0.png)', 'Last']);
+    assert.deepEqual(page.paragraphs.map((p) => spanned(output, p.span)), [
+      '# Title',
+      'First line\nsecond line\n<|det|>image [0, 0, 9, 9]<|/det|>',
+      'Last',
+    ]);
+  });
+
+  test('rewritten text spans what it replaced', () => {
+    const output = '$a \\coloneqq b$';
+    const [paragraph] = parsePageOutput(output, A4).paragraphs;
+    assert.equal(paragraph.text, '$a := b$');
+    assert.deepEqual(paragraph.span, { start: 0, end: output.length });
+  });
+
+  test('multi-page output: each page spans its segment and its blocks are offsets in the whole output', () => {
+    const output = 'stray<PAGE>First\n<PAGE>\n<|det|>text [0, 0, 9, 9]<|/det|>Second<｜end▁of▁sentence｜>';
+    const pages = parseMultiPageOutput(output, [A4, A4]);
+    assert.deepEqual(pages.map((p) => spanned(output, p.span)), ['First\n', '\n<|det|>text [0, 0, 9, 9]<|/det|>Second<｜end▁of▁sentence｜>']);
+    assert.equal(spanned(output, pages[1].blocks[0].span), '<|det|>text [0, 0, 9, 9]<|/det|>Second');
+    assert.equal(spanned(output, pages[0].paragraphs[0].span), 'First');
   });
 });

@@ -31,15 +31,21 @@ function page(): { width: number; height: number; data: Buffer } {
 
 test('each image region is stored as a PNG of its box, and the markdown links to it', async () => {
   const result: OcrPage = {
-    markdown: 'Intro\n![](images/0_0.png)\nBetween\n![](images/0_1.png)\n',
+    markdown: 'Intro\n![](images/0_0.png)\n\nBetween\n![](images/0_1.png)\n',
     blocks: [
-      { type: 'text', text: 'Intro', boxes: [] },
-      { type: 'image', text: '', box: [20, 12, 30, 20], boxes: [[20, 12, 30, 20]], imageLink: 'images/0_0.png' },
-      { type: 'image', text: '', box: [35, 25, 60, 50], boxes: [[35, 25, 60, 50]], imageLink: 'images/0_1.png' },
+      { type: 'text', text: 'Intro', boxes: [], span: { start: 0, end: 5 } },
+      { type: 'image', text: '', box: [20, 12, 30, 20], boxes: [[20, 12, 30, 20]], imageLink: 'images/0_0.png', span: { start: 5, end: 9 } },
+      { type: 'image', text: '', box: [35, 25, 60, 50], boxes: [[35, 25, 60, 50]], imageLink: 'images/0_1.png', span: { start: 20, end: 29 } },
     ],
+    paragraphs: [
+      { text: 'Intro\n![](images/0_0.png)', span: { start: 0, end: 9 } },
+      { text: 'Between\n![](images/0_1.png)', span: { start: 12, end: 29 } },
+    ],
+    span: { start: 0, end: 29 },
   };
   const stored = await storePageCrops(DOC, 3, page(), result, storage);
-  assert.equal(stored.markdown, 'Intro\n![](images/0003_0.png)\nBetween\n![](images/0003_1.png)\n');
+  assert.equal(stored.markdown, 'Intro\n![](images/0003_0.png)\n\nBetween\n![](images/0003_1.png)\n');
+  assert.deepEqual(stored.paragraphs.map((p) => p.text), ['Intro\n![](images/0003_0.png)', 'Between\n![](images/0003_1.png)'], 'paragraphs link the stored crops too');
   const { data, info } = await sharp(await storage.get(`results/${DOC}/images/0003_0.png`)).raw().toBuffer({ resolveWithObject: true });
   assert.deepEqual([info.width, info.height], [10, 8]);
   for (let i = 0; i < data.length; i += info.channels) assert.deepEqual([...data.subarray(i, i + 3)], [255, 0, 0]);

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ReferenceDecoder, type Visibility } from './reference-decoder.js';
 import { greedyReference, slidingNoRepeatNgramBans } from './reference-generate.js';
-import { argmax, attend, rmsNorm, rope, routeToExperts, softmax, topK } from './reference-math.js';
+import { argmax, attend, logSoftmaxAt, rmsNorm, rope, routeToExperts, softmax, topK } from './reference-math.js';
 import { SafetensorsCheckpoint } from './safetensors-reader.js';
 import { tinyDecoderConfig, writeSafetensors, writeTinyCheckpoint } from './write-tiny-checkpoint.js';
 
@@ -64,6 +64,11 @@ describe('reference math', () => {
   test('softmax normalises exponentials and survives large inputs', () => {
     assertClose(softmax([0, Math.log(3)]), [0.25, 0.75]);
     assertClose(softmax([1000, 1000, 1000, 1000]), [0.25, 0.25, 0.25, 0.25]);
+  });
+
+  test('logSoftmaxAt is the log of the softmax, and survives large inputs', () => {
+    assert.ok(Math.abs(logSoftmaxAt([0, Math.log(3)], 1) - Math.log(0.75)) < 1e-15);
+    assert.ok(Math.abs(logSoftmaxAt([1000, 1000, 1000, 1000], 2) - Math.log(0.25)) < 1e-15);
   });
 
   test('argmax and topK take the lower index first on ties', () => {
@@ -209,14 +214,15 @@ describe('reference decoder on a synthetic checkpoint', () => {
     assert.equal(sequence.length, prompt.length);
   });
 
-  test('greedyReference returns exactly `steps` argmax ids with their top-k', () => {
-    const result = greedyReference(v1, prompt, 7, { topk: 3 });
+  test('greedyReference returns exactly `steps` argmax ids with their top-k and log-probabilities', () => {
+    const result = greedyReference(v1, prompt, 7, { topk: 3, keepStepLogits: true });
     assert.equal(result.ids.length, 7);
-    assert.equal(result.stepLogits, undefined);
     result.topk.forEach((best, step) => {
       assert.equal(best.ids[0], result.ids[step]);
       assert.ok(best.logits[0] >= best.logits[1] && best.logits[1] >= best.logits[2]);
+      assert.equal(result.logprobs[step], logSoftmaxAt(result.stepLogits![step], result.ids[step]));
     });
+    assert.equal(greedyReference(v1, prompt, 2).stepLogits, undefined);
   });
 
   test('teacher forcing feeds forceIds but reports the argmax of every step', () => {

@@ -2,7 +2,7 @@
 // no-repeat-n-gram rule of docs/model.md §10.2.
 
 import type { EmbeddingOverride, ReferenceDecoder } from './reference-decoder.js';
-import { argmax, topK } from './reference-math.js';
+import { argmax, logSoftmaxAt, topK } from './reference-math.js';
 
 export interface GreedyOptions {
   forceIds?: number[]; // teacher forcing: after step i feed forceIds[i] instead of the argmax (length ≥ steps − 1)
@@ -20,6 +20,7 @@ export interface TopCandidates {
 export interface GreedyResult {
   prefillLogits: Float64Array; // [vocab], logits after the prompt
   ids: number[]; // [steps], argmax of each step's logits
+  logprobs: number[]; // [steps], the log-softmax of each step's logits at its argmax
   stepLogits?: Float64Array[]; // [steps][vocab], with keepStepLogits; stepLogits[0] = prefillLogits
   topk: TopCandidates[]; // [steps]
 }
@@ -40,12 +41,13 @@ export function greedyReference(
   }
   const sequence = decoder.newSequence();
   const prefillLogits = sequence.forward(promptIds, embeds);
-  const result: GreedyResult = { prefillLogits, ids: [], topk: [], ...(keepStepLogits ? { stepLogits: [] } : {}) };
+  const result: GreedyResult = { prefillLogits, ids: [], logprobs: [], topk: [], ...(keepStepLogits ? { stepLogits: [] } : {}) };
   let logits = prefillLogits;
   for (let step = 0; step < steps; step++) {
     if (step > 0) logits = sequence.forward([forceIds?.[step - 1] ?? result.ids[step - 1]]);
     const best = topK(logits, topk);
     result.ids.push(argmax(logits));
+    result.logprobs.push(logSoftmaxAt(logits, result.ids[step]));
     result.topk.push({ ids: best, logits: best.map((id) => logits[id]) });
     result.stepLogits?.push(logits);
   }

@@ -106,6 +106,15 @@ export function argmax(x: ArrayLike<number>): number {
   return best;
 }
 
+/** log softmax(x)[i]: x[i] − max − log Σ exp(x − max). */
+export function logSoftmaxAt(x: ArrayLike<number>, i: number): number {
+  let max = -Infinity;
+  for (let j = 0; j < x.length; j++) max = Math.max(max, x[j]);
+  let sum = 0;
+  for (let j = 0; j < x.length; j++) sum += Math.exp(x[j] - max);
+  return x[i] - max - Math.log(sum);
+}
+
 /** Indices of the k largest values of x[n], largest first, the lower index first on ties. */
 export function topK(x: ArrayLike<number>, k: number): number[] {
   const chosen: number[] = [];

@@ -1,7 +1,9 @@
 // Native engine vs the float64 reference on one prompt: prefill logits within 1e-3 (or the tolerance
 // given) of the largest logit; greedy ids identical up to the first step whose reference top-2 gap is
 // below that tolerance; then, teacher-forced on the reference ids for all steps, every unambiguous step picks
-// the reference's token and every step's top logit agrees within the tolerance.
+// the reference's token and every step's top logit agrees within the tolerance, and so does the chosen
+// token's log-probability, within twice it (a log-softmax moves by at most twice its logits' largest error):
+// from the native head's streamed log-sum-exp, and in float64 from the logits that came back.
 import assert from 'node:assert/strict';
 
 import { generate } from '../../src/engine/generate.js';
@@ -34,13 +36,16 @@ export interface DecodingComparison {
   nearTies: number;
   /** Leading free-running steps whose ids equal the reference's. */
   freeAgreeingSteps: number;
+  /** Largest |log-probability − the reference's| over the unambiguous steps, of the native head's and of the returned logits'. */
+  logprobError: { streamed: number; fromLogits: number };
 }
 
 /** One line for the test log: the measured errors beside their tolerance. */
 export function describeComparison(c: DecodingComparison): string {
   return (
     `prefill logits max abs error ${c.prefillError.toExponential(2)} (${c.prefillRelativeError.toExponential(2)} of the largest; tolerance ${c.tolerance.toExponential(2)}); ` +
-    `free-running ids equal for ${c.freeAgreeingSteps} steps; ${c.nearTies} near-tie steps (step tolerance ${c.stepTolerance.toExponential(2)})`
+    `free-running ids equal for ${c.freeAgreeingSteps} steps; ${c.nearTies} near-tie steps (step tolerance ${c.stepTolerance.toExponential(2)}); ` +
+    `log-probabilities off by ${c.logprobError.streamed.toExponential(2)} (head) and ${c.logprobError.fromLogits.toExponential(2)} (from logits)`
   );
 }
 
@@ -67,9 +72,11 @@ export async function compareDecoding(
   const steps = expected.ids.length;
   const tolerance = relative.prefill * maxAbs(expected.prefillLogits);
   const stepTolerance = relative.steps * maxAbs(expected.prefillLogits);
-  const [free, forced] = await generate(native, [
+  const [free, forced, streamed] = await generate(native, [
     { promptIds, embeds, maxNewTokens: steps, stopAtEos: false, keepPrefillLogits: true, recordTopK: 2 },
     { promptIds, embeds, maxNewTokens: steps, forceIds: expected.ids, recordTopK: 2 },
+    // No processor: the native head returns the argmax and its log-probability, no logits.
+    { promptIds, embeds, maxNewTokens: steps, forceIds: expected.ids },
   ]);
 
   const prefillError = maxAbsDiff(free.prefillLogits!, expected.prefillLogits);
@@ -82,12 +89,30 @@ export async function compareDecoding(
   assert.deepEqual(free.ids.slice(0, agreeUntil), expected.ids.slice(0, agreeUntil), 'free-running greedy ids');
 
   let nearTies = 0;
+  const logprobError = { streamed: 0, fromLogits: 0 };
   for (let step = 0; step < steps; step++) {
     const topError = Math.abs(forced.topk[step].logits[0] - expected.topk[step].logits[0]);
     assert.ok(topError <= stepTolerance, `step ${step}: top logit off by ${topError} > ${stepTolerance}`);
-    if (nearTie(step)) nearTies++;
-    else assert.equal(forced.chosen[step], expected.ids[step], `step ${step}: teacher-forced argmax`);
+    if (nearTie(step)) {
+      nearTies++;
+      continue;
+    }
+    assert.equal(forced.chosen[step], expected.ids[step], `step ${step}: teacher-forced argmax`);
+    assert.equal(streamed.chosen[step], expected.ids[step], `step ${step}: teacher-forced argmax of the native head`);
+    for (const [run, result] of [['streamed', streamed], ['fromLogits', forced]] as const) {
+      const error = Math.abs(result.logprobs[step] - expected.logprobs[step]);
+      assert.ok(error <= 2 * stepTolerance, `step ${step}: log-probability (${run}) off by ${error} > ${2 * stepTolerance}`);
+      logprobError[run] = Math.max(logprobError[run], error);
+    }
   }
   const freeAgreement = free.ids.findIndex((id, step) => id !== expected.ids[step]);
-  return { prefillError, prefillRelativeError: prefillError / maxAbs(expected.prefillLogits), tolerance, stepTolerance, nearTies, freeAgreeingSteps: freeAgreement === -1 ? steps : freeAgreement };
+  return {
+    prefillError,
+    prefillRelativeError: prefillError / maxAbs(expected.prefillLogits),
+    tolerance,
+    stepTolerance,
+    nearTies,
+    freeAgreeingSteps: freeAgreement === -1 ? steps : freeAgreement,
+    logprobError,
+  };
 }

@@ -57,6 +57,24 @@ test('document.json lists done pages, failed pages with reasons, and stage stati
   assert.equal(stored.model?.checkpoint, 'sha256:tiny');
 });
 
+test("document.json's confidence is over the done pages that carry one; pages of earlier versions without one are left out", async () => {
+  await storePage('confident', 1, 'One.', 5, { mean: 0.95, min: 0.5 });
+  await storePage('confident', 2, 'Two.', 5); // stored by an earlier version
+  await storePage('confident', 3, 'Three.', 5, { mean: 0.42, min: 0.01 });
+  const statuses: PageStatus[] = [1, 2, 3].map((page) => ({ page, status: 'done', key: pageKey('confident', page) }));
+  const document = await assembleDocument(documentJob('confident', 4), [...statuses, { page: 4, status: 'failed', reason: 'unreadable' }], storage);
+  assert.ok(Math.abs(document.confidence!.mean - (0.95 + 0.42) / 2) < 1e-12, `mean ${document.confidence!.mean}`);
+  assert.deepEqual(document.confidence!.histogram, [0, 0, 0, 0, 1, 0, 0, 0, 0, 1]);
+  assert.deepEqual(document.confidence!.leastConfident, [
+    { page: 3, mean: 0.42, min: 0.01 },
+    { page: 1, mean: 0.95, min: 0.5 },
+  ]);
+  const stored = JSON.parse((await storage.get(`results/${idOf('confident')}/document.json`)).toString()) as DocumentResultJson;
+  assert.deepEqual(stored.confidence, document.confidence);
+  // No page with a confidence: null rather than a made-up figure.
+  assert.equal((await assembleThreePages('unconfident')).confidence, null);
+});
+
 test('the marker (here _FAILED_PAGES: page 2 failed) is written only after document.md and document.json are stored', async () => {
   await assembleThreePages('order');
   const events = putEvents.filter((event) => event.includes(`results/${idOf('order')}/`) && !event.includes('/pages/'));
@@ -158,7 +176,7 @@ function pageKey(name: string, page: number): string {
 }
 
 /** A page JSON whose stages all took `stageMs`. */
-async function storePage(name: string, page: number, markdown: string, stageMs: number): Promise<void> {
+async function storePage(name: string, page: number, markdown: string, stageMs: number, confidence?: PageResultJson['confidence']): Promise<void> {
   const timings = Object.fromEntries(
     ['queued', 'fetch', 'render', 'preprocess', 'encode', 'prefill', 'decode', 'postprocess', 'store', 'total'].map((stage) => [stage, stageMs]),
   ) as StageTimings;
@@ -169,6 +187,7 @@ async function storePage(name: string, page: number, markdown: string, stageMs: 
     model: { variant: 'v1', task: 'markdown', mode: 'tiny', checkpoint: 'sha256:tiny', synthetic: true },
     markdown,
     blocks: [],
+    ...(confidence === undefined ? {} : { confidence }),
     tokens: { prompt: 83, image: 73, generated: 8 },
     finish: 'length',
     timings_ms: timings,

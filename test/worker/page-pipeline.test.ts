@@ -81,6 +81,18 @@ describe('V1 page jobs', () => {
     assert.equal((await storage.get(`results/${idOf('doc3')}/pages/0002.md`)).toString(), json.markdown);
   });
 
+  test("a page JSON holds the page's confidence, each block's and each markdown paragraph's", async () => {
+    const json = await pageJson('doc3', 2);
+    const probabilities = (c: { mean: number; min: number } | undefined) => c !== undefined && c.min > 0 && c.min <= c.mean && c.mean <= 1;
+    assert.ok(probabilities(json.confidence), JSON.stringify(json.confidence));
+    for (const block of json.blocks) assert.ok(probabilities(block.confidence), JSON.stringify(block));
+    assert.equal(json.paragraphs!.length > 0, json.markdown.length > 0);
+    for (const paragraph of json.paragraphs!) {
+      assert.ok(json.markdown.includes(paragraph.text), `${JSON.stringify(paragraph.text)} is not in the markdown`);
+      assert.ok(probabilities(paragraph.confidence), JSON.stringify(paragraph));
+    }
+  });
+
   test('a job whose pages are all in storage has that stored outcome; a job with a page missing has none', async () => {
     const stored = await pipeline.storedOutcome(pageJob('doc3', 2, 2, V1_OPTIONS));
     assert.deepEqual(stored?.pages.map(({ page, key, timings_ms }) => ({ page, key, total: timings_ms.total })), [
@@ -145,6 +157,9 @@ describe('V3 page groups', () => {
     const pages = await Promise.all([1, 2, 3].map((page) => pageJson('multi', page)));
     assert.deepEqual(pages.map((json) => json.source.page), [1, 2, 3]);
     assert.ok(pages.every((json) => json.model.task === 'parse-multi' && json.tokens.generated <= 24));
+    // The pass's tokens go to the pages whose segment holds them; every page carries a confidence.
+    assert.ok(pages.every((json) => json.confidence !== undefined && json.confidence.mean >= 0 && json.confidence.mean <= 1));
+    assert.ok(pages[0].confidence!.mean > 0, JSON.stringify(pages[0].confidence));
   });
 });
 
@@ -217,6 +232,9 @@ function instantPageResult(): PageResult {
   return {
     markdown: 'text',
     blocks: [],
+    paragraphs: [{ text: 'text', span: { start: 0, end: 4 }, confidence: { mean: 0.9, min: 0.8 } }],
+    span: { start: 0, end: 4 },
+    confidence: { mean: 0.9, min: 0.8 },
     rawText: 'text',
     tokens: { prompt: 2, image: 1, generated: 1 },
     finish: 'eos',

@@ -25,20 +25,36 @@ const IMAGE = { width: 1224, height: 1584, pagePoints: { width: 612, height: 792
 const RESULT: PageResult = {
   markdown: '# Title\n\nBody',
   blocks: [
-    { type: 'title', text: 'Title', box: [10, 20, 300, 40], boxes: [[10, 20, 300, 40], [10, 50, 300, 70]] },
-    { type: 'text', text: 'Body', boxes: [] },
+    { type: 'title', text: 'Title', box: [10, 20, 300, 40], boxes: [[10, 20, 300, 40], [10, 50, 300, 70]], span: { start: 0, end: 60 }, confidence: { mean: 0.75, min: 0.5 } },
+    { type: 'text', text: 'Body', boxes: [], span: { start: 60, end: 90 }, confidence: { mean: 1, min: 1 } },
   ],
+  paragraphs: [
+    { text: '# Title', span: { start: 38, end: 60 }, confidence: { mean: 0.5, min: 0.25 } },
+    { text: 'Body', span: { start: 80, end: 90 }, confidence: { mean: 1, min: 1 } },
+  ],
+  span: { start: 0, end: 110 },
+  confidence: { mean: 0.8, min: 0.25 },
   rawText: '<|ref|>title<|/ref|>…',
   tokens: { prompt: 900, generated: 12, image: 890 },
   finish: 'eos',
   timings: { preprocess: 4, encode: 5, prefill: 6, decode: 7, postprocess: 8 },
 };
 
-test('blocks keep type, text and the first box; a block without a box has no box field', () => {
+test('blocks keep type, text, the first box and their confidence; a block without a box has no box field', () => {
   assert.deepEqual(pageResultJson(DATA, 4, RESULT, TIMINGS, READER, 1, IMAGE).blocks, [
-    { type: 'title', text: 'Title', box: [10, 20, 300, 40] },
-    { type: 'text', text: 'Body' },
+    { type: 'title', text: 'Title', box: [10, 20, 300, 40], confidence: { mean: 0.75, min: 0.5 } },
+    { type: 'text', text: 'Body', confidence: { mean: 1, min: 1 } },
   ]);
+});
+
+test('the page and each markdown paragraph carry their confidence; spans stay out of the result', () => {
+  const json = pageResultJson(DATA, 4, RESULT, TIMINGS, READER, 1, IMAGE);
+  assert.deepEqual(json.confidence, { mean: 0.8, min: 0.25 });
+  assert.deepEqual(json.paragraphs, [
+    { text: '# Title', confidence: { mean: 0.5, min: 0.25 } },
+    { text: 'Body', confidence: { mean: 1, min: 1 } },
+  ]);
+  assert.equal('span' in json, false);
 });
 
 test('the result names the source page, the model, the tokens, the timings and the worker', () => {

@@ -259,7 +259,7 @@ void test_router(Gpu& gpu, uint32_t rows, uint32_t experts, uint32_t top_k, bool
 }
 
 void test_argmax(Gpu& gpu, uint32_t rows, uint32_t n) {
-  run("argmax (with bans) rows=" + std::to_string(rows) + " n=" + std::to_string(n), [&]() -> std::string {
+  run("argmax and log-probability (with bans) rows=" + std::to_string(rows) + " n=" + std::to_string(n), [&]() -> std::string {
     const uint32_t ld = n + 1;
     std::vector<float> x = random_f32(static_cast<size_t>(rows) * ld);
     // Row 0: a tie between two maxima (the first wins); row 1 (if any): every entry -inf.
@@ -293,11 +293,24 @@ void test_argmax(Gpu& gpu, uint32_t rows, uint32_t n) {
     auto B = gpu.upload(std::vector<int32_t>(rows, -7));
     auto Bans = gpu.upload(bans);
     auto Banned = gpu.upload(banned);
-    gpu.ops->argmax(*gpu.batch, {X.get(), 0}, ld, {B.get(), 0}, *Bans, *Banned, rows, n);
+    auto L = gpu.upload(std::vector<float>(rows, -7.f));
+    gpu.ops->argmax(*gpu.batch, {X.get(), 0}, ld, {B.get(), 0}, {L.get(), 0}, *Bans, *Banned, rows, n);
     gpu.batch->run();
     const std::vector<int32_t> got = gpu.download<int32_t>(*B, rows);
-    for (uint32_t r = 0; r < rows; ++r)
+    const std::vector<float> logprob = gpu.download<float>(*L, rows);
+    for (uint32_t r = 0; r < rows; ++r) {
       if (got[r] != want[r]) return "row " + std::to_string(r) + ": got " + std::to_string(got[r]) + ", want " + std::to_string(want[r]);
+      // The log-softmax over every id, banned ones included, in float64; a row of -inf has none.
+      const float* row = x.data() + r * ld;
+      const double mx = *std::max_element(row, row + n);
+      if (mx == -INFINITY) continue;
+      double sum = 0;
+      for (uint32_t i = 0; i < n; ++i) sum += std::exp(row[i] - mx);
+      const double expected = row[want[r]] - mx - std::log(sum);
+      // F32 sums of n / 256 terms per invocation, then 8 merges, against logits up to 50 in size.
+      if (!(std::fabs(logprob[r] - expected) <= 2e-5))
+        return "row " + std::to_string(r) + ": log-probability " + std::to_string(logprob[r]) + ", want " + std::to_string(expected);
+    }
     return "";
   });
 }
