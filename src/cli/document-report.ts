@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { needsReview } from '../jobs/page-flags.js';
 import type { EnqueueSummary, QueuedDocument, RejectedInput } from '../producer/enqueue.js';
 import type { DocumentSettlement } from '../queue/document-watcher.js';
 import type { Storage } from '../storage/storage.js';
@@ -54,11 +55,29 @@ export function failedLine(document: QueuedDocument, reason: string): string {
 
 /** One line when a document has been assembled, its markdown at `markdownAt`. */
 export function assembledLine(document: QueuedDocument, { returnvalue }: AssembledDocument, markdownAt: string): string {
-  const { failedPages, damage } = returnvalue;
+  const { failedPages, damage, flagged = [] } = returnvalue;
   const failed = failedPages.map(({ page, reason }) => `\n               page ${page} failed: ${reason}`).join('');
+  const flags = flagged.map(({ page, flags }) => `\n               page ${page} flagged: ${flags.join(', ')}${needsReview(flags) ? ' (needs review)' : ''}`).join('');
   const label = failedPages.length === 0 ? 'done' : `done, ${failedPages.length} of ${document.pages} pages failed`;
   const damaged = damage === undefined ? '' : `\n               partial: ${damage}`;
-  return `${label.padEnd(14)} ${document.uri}  →  ${markdownAt}${damaged}${failed}`;
+  return `${label.padEnd(14)} ${document.uri}  →  ${markdownAt}${damaged}${failed}${flags}`;
+}
+
+/**
+ * The last line of a run: documents complete, partial and failed, and the flagged pages among the
+ * done ones (they leave the exit status alone: they were read).
+ */
+export function finishedLine(settlements: readonly DocumentSettlement[]): string {
+  const complete = settlements.filter((s) => s.status === 'completed' && s.returnvalue.failedPages.length === 0).length;
+  const failed = settlements.filter((s) => s.status === 'failed').length;
+  const partial = settlements.length - complete - failed;
+  const flagged = settlements.flatMap((s) => (s.status === 'completed' ? (s.returnvalue.flagged ?? []) : []));
+  const review = flagged.filter(({ flags }) => needsReview(flags)).length;
+  const flaggedText =
+    flagged.length === 0
+      ? ''
+      : `; ${flagged.length} page${flagged.length === 1 ? '' : 's'} flagged, ${review} needing review${review === 0 ? '' : ' (`scriptorium retry --flagged` reads them again)'}`;
+  return `${settlements.length} document${settlements.length === 1 ? '' : 's'} finished: ${complete} complete, ${partial} with failed pages, ${failed} failed${flaggedText}`;
 }
 
 export function exitStatusOf(summary: EnqueueSummary, settlements: readonly DocumentSettlement[]): number {

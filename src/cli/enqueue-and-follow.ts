@@ -7,13 +7,24 @@ import path from 'node:path';
 import { documentResultKeys } from '../jobs/storage-layout.js';
 import { inputLinkName, linkResultsByInput } from '../output/input-links.js';
 import { enqueueDocuments, type EnqueueOptions, type EnqueueSummary, type QueuedDocument } from '../producer/enqueue.js';
-import { DocumentWatcher, type DocumentSettlement } from '../queue/document-watcher.js';
+import { DocumentWatcher } from '../queue/document-watcher.js';
 import { followPageJobs } from '../queue/page-job-events.js';
 import { pageQueue } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 import { writeRunManifest } from '../producer/run-manifest.js';
 import { describeCause } from '../storage/storage-error.js';
-import { assembledLine, enqueueSummaryLine, exitStatusOf, failedLine, objectLocation, queuedLine, EXIT_ALL_DONE, EXIT_INTERRUPTED, EXIT_SOME_FAILED } from './document-report.js';
+import {
+  assembledLine,
+  enqueueSummaryLine,
+  exitStatusOf,
+  failedLine,
+  finishedLine,
+  objectLocation,
+  queuedLine,
+  EXIT_ALL_DONE,
+  EXIT_INTERRUPTED,
+  EXIT_SOME_FAILED,
+} from './document-report.js';
 import { EnqueueProgress, type ProgressTerminal } from './enqueue-progress.js';
 
 export interface EnqueueAndFollowOptions {
@@ -129,11 +140,4 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Pro
       },
     );
   });
-}
-
-function finishedLine(settlements: readonly DocumentSettlement[]): string {
-  const complete = settlements.filter((s) => s.status === 'completed' && s.returnvalue.failedPages.length === 0).length;
-  const failed = settlements.filter((s) => s.status === 'failed').length;
-  const partial = settlements.length - complete - failed;
-  return `${settlements.length} document${settlements.length === 1 ? '' : 's'} finished: ${complete} complete, ${partial} with failed pages, ${failed} failed`;
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 
 import { InvalidBoundaryDataError, parseBoundaryData } from './boundary-data.js';
 import { documentTypeSchema, modeSchema, ocrJobOptionsSchema, stageSchema, stageTimingsSchema, taskSchema, variantSchema } from './job-types.js';
+import { FINISH_REASONS, flaggedPageSchema, pageFlagSchema } from './page-flags.js';
 
 const count = z.number().int().nonnegative();
 
@@ -50,6 +51,12 @@ const scriptoriumBuildJsonSchema = z.object({
 });
 export type ScriptoriumBuildJson = z.infer<typeof scriptoriumBuildJsonSchema>;
 
+/** Results written before the budget's reason was named max_tokens say 'length'. */
+const finishSchema = z.preprocess((finish) => (finish === 'length' ? 'max_tokens' : finish), z.enum(FINISH_REASONS));
+
+/** A loop in a page's generated tokens (engine/repetition.ts). */
+const repetitionJsonSchema = z.object({ start: count, span: z.number().int().positive(), repeats: z.number().int().positive() });
+
 /** results/<docId>/pages/<nnnn>.json */
 const pageResultJsonSchema = z.object({
   docId: z.string(),
@@ -59,7 +66,12 @@ const pageResultJsonSchema = z.object({
   markdown: z.string(),
   blocks: z.array(ocrBlockJsonSchema),
   tokens: z.object({ prompt: count, image: count, generated: count }),
-  finish: z.enum(['eos', 'length']),
+  finish: finishSchema,
+  /** Written by every current worker; absent from results of earlier versions. */
+  flags: z.array(pageFlagSchema).optional(),
+  needs_review: z.boolean().optional(),
+  /** Only when the generation loops. */
+  repetition: repetitionJsonSchema.optional(),
   timings_ms: stageTimingsSchema,
   worker: z.object({ host: z.string().min(1), backend: z.string().min(1), attempt: z.number().int().positive() }),
   scriptorium: scriptoriumBuildJsonSchema,
@@ -76,6 +88,8 @@ const documentResultJsonSchema = z.object({
   model: resultModelSchema.nullable(),
   pages: z.array(z.object({ page: z.number().int().positive(), status: z.literal('done'), key: z.string() })),
   failedPages: z.array(z.object({ page: z.number().int().positive(), reason: z.string() })),
+  /** The done pages that carry flags; absent from documents assembled by earlier versions. */
+  flagged: z.array(flaggedPageSchema).optional(),
   /** Only for a damaged document that was rebuilt: what is wrong; the pages it lost are failed pages. */
   damage: z.string().optional(),
   /** Per stage over the document's done pages: total and percentiles in milliseconds. */
@@ -84,6 +98,18 @@ const documentResultJsonSchema = z.object({
   scriptorium: scriptoriumBuildJsonSchema,
 });
 export type DocumentResultJson = z.infer<typeof documentResultJsonSchema>;
+
+/**
+ * results/<docId>/_DONE, written last when every page was read: the options the document was read
+ * with, which `scriptorium retry --flagged` starts from (markers of earlier versions hold no options).
+ */
+const doneMarkerJsonSchema = z.object({ docId: z.string(), options: ocrJobOptionsSchema, completedAt: z.string() });
+export type DoneMarkerJson = z.infer<typeof doneMarkerJsonSchema>;
+
+/** A _DONE marker as stored, checked like a page result. */
+export function parseDoneMarkerJson(text: string, key: string): DoneMarkerJson {
+  return parseBoundaryData(doneMarkerJsonSchema, parseJson(text, key), key);
+}
 
 /**
  * results/<docId>/_FAILED_PAGES, written instead of _DONE when a page failed: the reasons, and what
@@ -102,6 +128,11 @@ export type FailedPagesMarkerJson = z.infer<typeof failedPagesMarkerJsonSchema>;
 /** A _FAILED_PAGES marker as stored, checked like a page result. */
 export function parseFailedPagesMarkerJson(text: string, key: string): FailedPagesMarkerJson {
   return parseBoundaryData(failedPagesMarkerJsonSchema, parseJson(text, key), key);
+}
+
+/** A document.json as stored, checked like a page result. */
+export function parseDocumentResultJson(text: string, key: string): DocumentResultJson {
+  return parseBoundaryData(documentResultJsonSchema, parseJson(text, key), key);
 }
 
 /** A page result about to be written, checked as it will be read: its provenance is never empty. */

@@ -1,5 +1,6 @@
 // The shapes of the HTTP API (`scriptorium serve`), declared once: the server answers with them,
 // the client in src/client returns them, and openapi.ts describes them for everyone else.
+import type { PageFlag } from '../jobs/page-flags.js';
 import type { OcrTask, Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
 
 /** Submission options, as multipart form fields or JSON members; all optional (the server's defaults apply). */
@@ -50,8 +51,11 @@ export type DocumentState = 'queued' | 'running' | 'completed' | 'partial' | 'fa
 export interface DocumentStatus {
   docId: string;
   state: DocumentState;
-  pages: { total: number; done: number; failed: number; pending: number };
+  /** flagged: the done pages that carry flags (they count as done too). */
+  pages: { total: number; done: number; failed: number; pending: number; flagged: number };
   failedPages: { page: number; reason: string }[];
+  /** The done pages that carry flags (docs/operations.md "Page flags"), in page order. */
+  flaggedPages: { page: number; flags: PageFlag[] }[];
   /** Why the document job failed (state 'failed' only). */
   reason?: string;
   /**
