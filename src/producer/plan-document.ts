@@ -83,7 +83,7 @@ export async function planDocument(
     enqueuedAt,
     ...(damage === undefined ? {} : { damage }),
   };
-  const sealed = opened.password === undefined ? {} : { pdfPassword: sealPdfPassword(opened.password, bytes) };
+  const sealed = sealedPasswordOf(opened, bytes);
   const pageJobs = pageRanges(pageCount, options).map(([firstPage, lastPage]): PageJobData => ({
     docId,
     sourceUri: input.uri,
@@ -100,11 +100,16 @@ export async function planDocument(
   return { status: 'planned', docId, keys, documentJob, pageJobs, alreadyDone, bytes };
 }
 
+/** What a page job of an opened document carries of its password: nothing, unless it needed one (sealed to its bytes). */
+export function sealedPasswordOf(opened: { password?: string }, bytes: Buffer): Pick<PageJobData, 'pdfPassword'> {
+  return opened.password === undefined ? {} : { pdfPassword: sealPdfPassword(opened.password, bytes) };
+}
+
 /**
  * Opens the document without the password first, so that `password` is set only on a document that
  * cannot be opened without it; with a wrong password, the DocumentError says so.
  */
-async function openWithPassword(bytes: Buffer, pdfPassword: string | undefined): Promise<OpenedDocument & { password?: string }> {
+export async function openWithPassword(bytes: Buffer, pdfPassword: string | undefined): Promise<OpenedDocument & { password?: string }> {
   try {
     return await openDocument(bytes);
   } catch (error) {
