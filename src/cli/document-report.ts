@@ -55,29 +55,38 @@ export function failedLine(document: QueuedDocument, reason: string): string {
 
 /** One line when a document has been assembled, its markdown at `markdownAt`. */
 export function assembledLine(document: QueuedDocument, { returnvalue }: AssembledDocument, markdownAt: string): string {
-  const { failedPages, damage, flagged = [] } = returnvalue;
+  const { failedPages, damage } = returnvalue;
   const failed = failedPages.map(({ page, reason }) => `\n               page ${page} failed: ${reason}`).join('');
-  const flags = flagged.map(({ page, flags }) => `\n               page ${page} flagged: ${flags.join(', ')}${needsReview(flags) ? ' (needs review)' : ''}`).join('');
   const label = failedPages.length === 0 ? 'done' : `done, ${failedPages.length} of ${document.pages} pages failed`;
   const damaged = damage === undefined ? '' : `\n               partial: ${damage}`;
-  return `${label.padEnd(14)} ${document.uri}  →  ${markdownAt}${damaged}${failed}${flags}`;
+  return `${label.padEnd(14)} ${document.uri}  →  ${markdownAt}${damaged}${failed}`;
 }
 
-/**
- * The last line of a run: documents complete, partial and failed, and the flagged pages among the
- * done ones (they leave the exit status alone: they were read).
- */
+/** After an assembled document's line, its flagged pages with their flags; undefined when it has none. */
+export function flaggedPagesLine(document: QueuedDocument, { returnvalue }: AssembledDocument): string | undefined {
+  const { flagged = [] } = returnvalue;
+  if (flagged.length === 0) return undefined;
+  return `${'flagged'.padEnd(14)} ${document.uri}  ${flagged.map(({ page, flags }) => `page ${page}: ${flags.join(', ')}`).join('; ')}`;
+}
+
+/** The last line of a run: documents complete, partial and failed. */
 export function finishedLine(settlements: readonly DocumentSettlement[]): string {
   const complete = settlements.filter((s) => s.status === 'completed' && s.returnvalue.failedPages.length === 0).length;
   const failed = settlements.filter((s) => s.status === 'failed').length;
   const partial = settlements.length - complete - failed;
+  return `${settlements.length} document${settlements.length === 1 ? '' : 's'} finished: ${complete} complete, ${partial} with failed pages, ${failed} failed`;
+}
+
+/**
+ * After the last line, the flagged pages of the documents assembled and those that need review;
+ * undefined when none is flagged. Flags leave the exit status alone: the pages were read.
+ */
+export function flaggedTotalLine(settlements: readonly DocumentSettlement[]): string | undefined {
   const flagged = settlements.flatMap((s) => (s.status === 'completed' ? (s.returnvalue.flagged ?? []) : []));
+  if (flagged.length === 0) return undefined;
   const review = flagged.filter(({ flags }) => needsReview(flags)).length;
-  const flaggedText =
-    flagged.length === 0
-      ? ''
-      : `; ${flagged.length} page${flagged.length === 1 ? '' : 's'} flagged, ${review} needing review${review === 0 ? '' : ' (`scriptorium retry --flagged` reads them again)'}`;
-  return `${settlements.length} document${settlements.length === 1 ? '' : 's'} finished: ${complete} complete, ${partial} with failed pages, ${failed} failed${flaggedText}`;
+  const retry = review === 0 ? '' : ': `scriptorium retry --flagged` reads them again';
+  return `${flagged.length} page${flagged.length === 1 ? '' : 's'} flagged, ${review} needing review${retry}`;
 }
 
 export function exitStatusOf(summary: EnqueueSummary, settlements: readonly DocumentSettlement[]): number {

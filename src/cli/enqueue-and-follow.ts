@@ -19,6 +19,8 @@ import {
   exitStatusOf,
   failedLine,
   finishedLine,
+  flaggedPagesLine,
+  flaggedTotalLine,
   objectLocation,
   queuedLine,
   EXIT_ALL_DONE,
@@ -103,7 +105,15 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
         const document = following.get(settlement.docId)!;
         following.delete(settlement.docId);
         if (settlement.status === 'failed') print(failedLine(document, settlement.reason));
-        else finishedLines.push(markdownAt(document).then((at) => print(assembledLine(document, settlement, at))));
+        else {
+          finishedLines.push(
+            markdownAt(document).then((at) => {
+              print(assembledLine(document, settlement, at));
+              const flagged = flaggedPagesLine(document, settlement);
+              if (flagged !== undefined) print(flagged);
+            }),
+          );
+        }
       }),
       options.signal,
     );
@@ -114,6 +124,8 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
       return EXIT_INTERRUPTED;
     }
     if (settlements.length > 0) write(finishedLine(settlements));
+    const flagged = flaggedTotalLine(settlements);
+    if (flagged !== undefined) write(flagged);
     return exitStatusOf(summary, settlements);
   } finally {
     progress?.clear();
