@@ -2,8 +2,9 @@
 // pages' markdown in order), document.json (pages, failed pages with reasons, flagged pages, stage
 // statistics), then a marker: _DONE when every page succeeded, else _FAILED_PAGES with the reasons (so
 // that a re-run or `scriptorium retry` reads those pages again). Both markers hold the options the
-// document was read with, which `scriptorium retry` starts from. The marker goes last, so a crash part-way
-// never leaves a marker without the files, and assembling again after a crash rewrites the same files.
+// document was read with, which `scriptorium retry` starts from. The marker goes last, so a crash
+// part-way never leaves a marker without the files, and assembling again after a crash rewrites the
+// same files.
 // A page with no status from the queue (an earlier, interrupted run stored it, so it was not queued
 // again) is read from its stored result.
 import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
