@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { needsReview } from '../jobs/page-flags.js';
 import type { EnqueueSummary, QueuedDocument, RejectedInput } from '../producer/enqueue.js';
 import type { DocumentSettlement } from '../queue/document-watcher.js';
 import type { Storage } from '../storage/storage.js';
@@ -61,6 +62,33 @@ export function assembledLine(document: QueuedDocument, { returnvalue }: Assembl
   const label = failedPages.length === 0 ? 'done' : `done, ${failedPages.length} of ${document.pages} pages failed`;
   const damaged = damage === undefined ? '' : `\n               partial: ${damage}`;
   return `${label.padEnd(14)} ${document.uri}  →  ${markdownAt}${damaged}${failed}`;
+}
+
+/** After an assembled document's line, its flagged pages with their flags; undefined when it has none. */
+export function flaggedPagesLine(document: QueuedDocument, { returnvalue }: AssembledDocument): string | undefined {
+  const { flagged = [] } = returnvalue;
+  if (flagged.length === 0) return undefined;
+  return `${'flagged'.padEnd(14)} ${document.uri}  ${flagged.map(({ page, flags }) => `page ${page}: ${flags.join(', ')}`).join('; ')}`;
+}
+
+/** The last line of a run: documents complete, partial and failed. */
+export function finishedLine(settlements: readonly DocumentSettlement[]): string {
+  const complete = settlements.filter((s) => s.status === 'completed' && s.returnvalue.failedPages.length === 0).length;
+  const failed = settlements.filter((s) => s.status === 'failed').length;
+  const partial = settlements.length - complete - failed;
+  return `${settlements.length} document${settlements.length === 1 ? '' : 's'} finished: ${complete} complete, ${partial} with failed pages, ${failed} failed`;
+}
+
+/**
+ * After the last line, the flagged pages of the documents assembled and those that need review;
+ * undefined when none is flagged. Flags leave the exit status alone: the pages were read.
+ */
+export function flaggedTotalLine(settlements: readonly DocumentSettlement[]): string | undefined {
+  const flagged = settlements.flatMap((s) => (s.status === 'completed' ? (s.returnvalue.flagged ?? []) : []));
+  if (flagged.length === 0) return undefined;
+  const review = flagged.filter(({ flags }) => needsReview(flags)).length;
+  const retry = review === 0 ? '' : ': `scriptorium retry --flagged` reads them again';
+  return `${flagged.length} page${flagged.length === 1 ? '' : 's'} flagged, ${review} needing review${retry}`;
 }
 
 export function exitStatusOf(summary: EnqueueSummary, settlements: readonly DocumentSettlement[]): number {

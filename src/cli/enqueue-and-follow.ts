@@ -9,14 +9,27 @@ import path from 'node:path';
 import { documentResultKeys } from '../jobs/storage-layout.js';
 import { inputLinkName, linkResultsByInput } from '../output/input-links.js';
 import { enqueueDocuments, type DocumentToQueue, type EnqueueOptions, type EnqueueSummary, type QueuedDocument } from '../producer/enqueue.js';
-import { DocumentWatcher, type DocumentSettlement } from '../queue/document-watcher.js';
+import { DocumentWatcher } from '../queue/document-watcher.js';
 import { followPageJobs } from '../queue/page-job-events.js';
 import { NoRoomError, type QueueCapacity } from '../queue/queue-capacity.js';
 import { pageQueue } from '../queue/queue-names.js';
 import { redisOptions } from '../queue/redis.js';
 import { writeRunManifest } from '../producer/run-manifest.js';
 import { describeCause } from '../storage/storage-error.js';
-import { assembledLine, enqueueSummaryLine, exitStatusOf, failedLine, objectLocation, queuedLine, EXIT_ALL_DONE, EXIT_INTERRUPTED, EXIT_SOME_FAILED } from './document-report.js';
+import {
+  assembledLine,
+  enqueueSummaryLine,
+  exitStatusOf,
+  failedLine,
+  finishedLine,
+  flaggedPagesLine,
+  flaggedTotalLine,
+  objectLocation,
+  queuedLine,
+  EXIT_ALL_DONE,
+  EXIT_INTERRUPTED,
+  EXIT_SOME_FAILED,
+} from './document-report.js';
 import { EnqueueProgress, type ProgressTerminal } from './enqueue-progress.js';
 
 export interface EnqueueAndFollowOptions {
@@ -110,7 +123,15 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
         const document = following.get(settlement.docId)!;
         following.delete(settlement.docId);
         if (settlement.status === 'failed') print(failedLine(document, settlement.reason));
-        else finishedLines.push(markdownAt(document).then((at) => print(assembledLine(document, settlement, at))));
+        else {
+          finishedLines.push(
+            markdownAt(document).then((at) => {
+              print(assembledLine(document, settlement, at));
+              const flagged = flaggedPagesLine(document, settlement);
+              if (flagged !== undefined) print(flagged);
+            }),
+          );
+        }
       }),
       options.signal,
     );
@@ -121,6 +142,8 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
       return EXIT_INTERRUPTED;
     }
     if (settlements.length > 0) write(finishedLine(settlements));
+    const flagged = flaggedTotalLine(settlements);
+    if (flagged !== undefined) write(flagged);
     return exitStatusOf(summary, settlements);
   } finally {
     progress?.clear();
@@ -169,11 +192,4 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Pro
       },
     );
   });
-}
-
-function finishedLine(settlements: readonly DocumentSettlement[]): string {
-  const complete = settlements.filter((s) => s.status === 'completed' && s.returnvalue.failedPages.length === 0).length;
-  const failed = settlements.filter((s) => s.status === 'failed').length;
-  const partial = settlements.length - complete - failed;
-  return `${settlements.length} document${settlements.length === 1 ? '' : 's'} finished: ${complete} complete, ${partial} with failed pages, ${failed} failed`;
 }

@@ -1,8 +1,8 @@
 // The command-line options that choose how documents are read, shared by `enqueue` and `run`:
 // checked against the model variant and turned into the OcrJobOptions every job carries.
-import { modesOf, tasksOf, type OcrTask, type Variant, type VisionMode } from '../vocabulary/ocr-vocabulary.js';
+import { modesOf, OCR_TASKS, tasksOf, VISION_MODES, type OcrTask, type Variant, type VisionMode } from '../vocabulary/ocr-vocabulary.js';
 import type { OcrJobOptions } from '../jobs/job-types.js';
-import { ocrJobOptions } from '../producer/ocr-job-options.js';
+import { ocrJobOptions, type OcrJobChoices } from '../producer/ocr-job-options.js';
 import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from '../queue/job-options.js';
 import type { OptionValues } from './command-line.js';
 import { checkedChoice, integer, notBoth, text } from './options.js';
@@ -47,6 +47,21 @@ export function ocrJobOptionsOf(values: OcrJobOptionValues, variant: Variant): O
     longestSide: values['longest-side'],
     maxNewTokens: values['max-tokens'],
   });
+}
+
+/**
+ * Only the choices given, for documents of any variant (`retry --flagged`): a task or mode must be
+ * one some variant has; whether the document's variant has it is checked per document.
+ */
+export function ocrJobChoicesOf(values: OcrJobOptionValues): OcrJobChoices {
+  notBoth(values, 'dpi', 'longest-side');
+  const choices: OcrJobChoices = {};
+  if (values.task !== undefined) choices.task = checkedChoice<OcrTask>(values.task, '--task', OCR_TASKS);
+  if (values.mode !== undefined) choices.mode = checkedChoice<VisionMode>(values.mode, '--mode', VISION_MODES);
+  if (values.dpi !== undefined) choices.dpi = values.dpi;
+  if (values['longest-side'] !== undefined) choices.longestSide = values['longest-side'];
+  if (values['max-tokens'] !== undefined) choices.maxNewTokens = values['max-tokens'];
+  return choices;
 }
 
 /** The password for encrypted PDFs from --password or --password-env, if either is given. */

@@ -1,6 +1,7 @@
 // `scriptorium status`: prints what src/queue/queue-status.ts reads from Redis: jobs per state, what
-// each kind of work completed lately and when it should be through, the live workers, the latest
-// failed jobs with their reasons, and each API key's usage of its quotas.
+// each kind of work completed lately and when it should be through, the pages flagged lately, the
+// live workers, the latest failed jobs with their reasons, and each API key's usage of its quotas.
+import { PAGE_FLAGS } from '../jobs/page-flags.js';
 import type { LiveWorker } from '../queue/live-workers.js';
 import { DOCUMENTS, fullQueueName, PAGE_QUEUES } from '../queue/queue-names.js';
 import { JOB_STATES, readQueueStatus, type QueueStatus, type WorkRate } from '../queue/queue-status.js';
@@ -17,12 +18,14 @@ Job counts per state of ${fullQueueName(DOCUMENTS)} and of each variant's page q
 and the number of workers connected to each; for documents and for
 each kind of page (variant-task-mode: kinds differ in speed many times over), what was completed in the
 last M minutes (--window: 10, 10m or 1h; default 10, at most ${MAX_WINDOW_MINUTES}), the rate, and at that rate the time left
-for the work still queued or running ("no live workers" while none is alive); the live workers (host,
-backend, the jobs they hold, pages done and failed, how long since their last heartbeat); and the
-latest failed jobs with their reasons (--failed N, default 20; 0 for none); and for each API key of
-\`scriptorium serve\`, by name, its priority class, the pages it submitted this UTC day and the
-documents it has in flight, beside its quotas. A failed page job is kept in its document as a failed
-page; a failed document job is tried again by enqueueing its input again.`;
+for the work still queued or running ("no live workers" while none is alive); the pages flagged in
+those minutes, per flag (max_tokens, timeout, repetition, empty: read, but worth a look, see
+\`scriptorium retry --flagged\`); the live workers (host, backend, the jobs they hold, pages done and
+failed, how long since their last heartbeat); the latest failed jobs with their reasons (--failed N,
+default 20; 0 for none); and for each API key of \`scriptorium serve\`, by name, its priority class,
+the pages it submitted this UTC day and the documents it has in flight, beside its quotas. A failed
+page job is kept in its document as a failed page; a failed document job is tried again by
+enqueueing its input again.`;
 
 const MINUTE = 60_000;
 
@@ -77,6 +80,7 @@ export function statusLines(status: QueueStatus, redisDescription: string, windo
     rows.push(rateRow(PAGES_ROW, 'pages', { kind: 'pages', completed: 0, perMinute: 0, left: 0 }));
   }
   lines.push('', ...table(['queue', `done in ${windowMinutes} min`, 'per min', 'left', 'ETA'], rows));
+  lines.push('', flaggedLine(status.flagged, windowMinutes));
 
   lines.push('');
   if (alive) {
@@ -112,6 +116,12 @@ export function statusLines(status: QueueStatus, redisDescription: string, windo
     }
   }
   return lines;
+}
+
+/** The pages flagged in the window, per flag. */
+function flaggedLine(flagged: QueueStatus['flagged'], windowMinutes: number): string {
+  const counts = PAGE_FLAGS.filter((flag) => flagged[flag] > 0).map((flag) => `${flagged[flag]} ${flag}`);
+  return `pages flagged in ${windowMinutes} min: ${counts.length === 0 ? 'none' : counts.join(', ')}`;
 }
 
 /** The ETA column: the time left by the rule of work-left.ts, or why there is none. */

@@ -45,7 +45,8 @@ export interface GenerationRequest {
   stream?: { text: TextStream; onText: (delta: string) => void };
 }
 
-export type FinishReason = 'eos' | 'length';
+/** Why decoding stopped: an end id, the token budget, or the request's deadline (GenerateOptions). */
+export type FinishReason = 'eos' | 'max_tokens' | 'timeout';
 
 export interface GenerationResult {
   /** Generated ids (forced ids when teacher-forced). */
@@ -72,7 +73,7 @@ interface Member {
   sequence: NativeSequence | undefined;  // created when the member joins the batch
   result: GenerationResult;
   limit: number;
-  signal: AbortSignal | undefined;
+  stop: GenerateOptions;
   resolve(result: GenerationResult): void;
   reject(error: unknown): void;
 }
@@ -107,9 +108,15 @@ function chooseToken(member: Member, raw: Float32Array): number {
   return argmax(logits);
 }
 
+/** Two ways to stop a request, both checked before the prefill and before every decode step. */
 export interface GenerateOptions {
-  /** Checked before the prefill and before every decode step: once aborted, generate rejects with its reason. */
+  /** Once aborted (a cancel, a shutdown), the request rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * Once aborted, a request that is decoding resolves with the ids it has, finish 'timeout'; one that
+   * has not joined the batch yet read nothing and rejects with the signal's reason.
+   */
+  deadline?: AbortSignal;
 }
 
 /** Decodes `requests` together (a one-off batch); resolves with one result per request, in order. */
@@ -120,7 +127,7 @@ export async function generate(
 ): Promise<GenerationResult[]> {
   for (const request of requests) validate(request, decoder.vocab);
   const batch = new ContinuousBatch(decoder, Math.max(1, requests.length));
-  return Promise.all(requests.map((request) => batch.generate(request, options.signal)));
+  return Promise.all(requests.map((request) => batch.generate(request, options)));
 }
 
 /** One forward call of a continuous batch, as its `onStep` observer sees it. */
@@ -166,10 +173,10 @@ export class ContinuousBatch {
   }
 
   /**
-   * Generates for one request within the shared batch. `signal` is checked before the request's
-   * every step: once aborted, it leaves the batch and the promise rejects with the signal's reason.
+   * Generates for one request within the shared batch. `stop`'s signals are checked before the
+   * request's every step: once one aborts, the request leaves the batch (see GenerateOptions).
    */
-  generate(request: GenerationRequest, signal?: AbortSignal): Promise<GenerationResult> {
+  generate(request: GenerationRequest, stop: GenerateOptions = {}): Promise<GenerationResult> {
     validate(request, this.#model.vocab);
     return new Promise<GenerationResult>((resolve, reject) => {
       this.#waiting.push({
@@ -179,13 +186,13 @@ export class ContinuousBatch {
           ids: [],
           chosen: [],
           logprobs: [],
-          finish: 'length',
+          finish: 'max_tokens',
           promptTokens: request.promptIds.length,
           topk: [],
           timings: { prefillMs: 0, decodeMs: 0 },
         },
         limit: request.forceIds ? request.forceIds.length : request.maxNewTokens,
-        signal,
+        stop,
         resolve,
         reject,
       });
@@ -197,8 +204,7 @@ export class ContinuousBatch {
     this.#running = true;
     try {
       for (;;) {
-        for (const member of this.#waiting.filter((m) => m.signal?.aborted)) this.#leave(member, member.signal!.reason);
-        for (const member of this.#members.filter((m) => m.signal?.aborted)) this.#leave(member, member.signal!.reason);
+        for (const member of [...this.#waiting, ...this.#members]) this.#stopIfAsked(member);
         while (this.#members.length < this.#maxSequences && this.#waiting.length > 0) {
           const room = this.#memoryRoom(this.#waiting[0]);
           if (room === 'wait') break; // the first in line joins first once there is room
@@ -306,6 +312,21 @@ export class ContinuousBatch {
       this.#leave(member);
     } else if (result.ids.length >= member.limit) {
       this.#leave(member);
+    }
+  }
+
+  /** Makes the member leave when one of its stop signals has aborted (GenerateOptions). */
+  #stopIfAsked(member: Member): void {
+    const { signal, deadline } = member.stop;
+    if (signal?.aborted) {
+      this.#leave(member, signal.reason);
+    } else if (deadline?.aborted) {
+      if (member.sequence === undefined) {
+        this.#leave(member, deadline.reason);
+      } else {
+        member.result.finish = 'timeout';
+        this.#leave(member);
+      }
     }
   }
 

@@ -6,7 +6,7 @@ import { resolveBatchSize, type BatchSize, type ResolvedBatch } from './batch-si
 import type { DeviceSpec } from './compute-device.js';
 import { spanConfidence, tokenTextSpans, type Confidence, type TextSpan } from './confidence.js';
 import type { Precision } from './precision.js';
-import { ContinuousBatch, type GenerationRequest, type GenerationResult } from './generate.js';
+import { ContinuousBatch, type GenerateOptions, type GenerationRequest, type GenerationResult } from './generate.js';
 import type { OcrTask, Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
 import type { PreprocessedPage } from './image-preprocess.js';
 import type { EncodedViews, KvCacheDtype, WeightQuantization } from './native-binding.js';
@@ -14,6 +14,7 @@ import { NativeModel } from './native-model.js';
 import type { OcrBlock, OcrPage, OcrParagraph } from './ocr-postprocess.js';
 import { sharedPageCpuThreads, type PageCpuThreads } from './page-cpu-pool.js';
 import { buildPromptIds, generationDefaults, promptText } from './prompts.js';
+import type { Repetition } from './repetition.js';
 import { Tokenizer } from './tokenizer.js';
 import { assembleDeepEncoder, assembleDeepEncoderV2, type ViewFeatures } from './vision-assembly.js';
 
@@ -36,6 +37,11 @@ export interface OcrOptions {
   onText?: (page: number, delta: string) => void;
   /** Stops decoding between steps once aborted: the call then rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * The pages' deadline: once aborted, decoding stops between steps and every page keeps the text it
+   * has, with finish 'timeout'. A call whose decode has not begun by then rejects with its reason.
+   */
+  deadline?: AbortSignal;
 }
 
 /** Everything the decoder needs for one prompt, before any decoding. */
@@ -61,6 +67,8 @@ export interface PageResult extends OcrPage {
   rawText: string;
   tokens: { prompt: number; generated: number; image: number };
   finish: GenerationResult['finish'];
+  /** A loop in the generated ids (repetition.ts), if any; the pages of a single pass share their generation's. */
+  repetition?: Repetition;
   /** Milliseconds; prefill and decode are shared by the pages decoded together. */
   timings: StageTimings;
 }
@@ -172,14 +180,17 @@ export class OcrEngine {
     const prepared: PreparedPrompt[] = [];
     for (const image of images) prepared.push(await this.prepare([image], task, mode));
     const results = await Promise.all(
-      prepared.map((p, i) => this.decoding.generate(this.request(p, task, options, i), options.signal)),
+      prepared.map((p, i) => this.decoding.generate(this.request(p, task, options, i), stopsOf(options))),
     );
     return Promise.all(
       results.map(async (result, i) => {
         const started = performance.now();
         const rawText = this.tokenizer.decode(result.ids);
-        const page = await this.cpuThreads.postprocess(rawText, { width: images[i].width, height: images[i].height }, i);
-        return this.pageResult(page, rawText, result, this.tokenSpans(result), prepared[i], performance.now() - started, 1);
+        const [page, repetition] = await Promise.all([
+          this.cpuThreads.postprocess(rawText, { width: images[i].width, height: images[i].height }, i),
+          this.cpuThreads.repetition(result.ids),
+        ]);
+        return this.pageResult(page, rawText, result, this.tokenSpans(result), repetition, prepared[i], performance.now() - started, 1);
       }),
     );
   }
@@ -188,15 +199,18 @@ export class OcrEngine {
   async recognizeSinglePass(images: readonly RgbImage[], options: OcrOptions = {}): Promise<PageResult[]> {
     if (this.variant !== 'v3') throw new Error('single-pass multi-page reading is a V3 (Unlimited-OCR) feature');
     const prepared = await this.prepare(images, 'parse-multi', 'base');
-    const result = await this.decoding.generate(this.request(prepared, 'parse-multi', options, 0), options.signal);
+    const result = await this.decoding.generate(this.request(prepared, 'parse-multi', options, 0), stopsOf(options));
     const started = performance.now();
     const rawText = this.tokenizer.decode(result.ids);
-    const pages = await this.cpuThreads.postprocessMulti(rawText, images.map((image) => ({ width: image.width, height: image.height })));
+    const [pages, repetition] = await Promise.all([
+      this.cpuThreads.postprocessMulti(rawText, images.map((image) => ({ width: image.width, height: image.height }))),
+      this.cpuThreads.repetition(result.ids),
+    ]);
     const postprocess = performance.now() - started;
     const spans = this.tokenSpans(result);
     // A page the model wrote nothing for holds no token: its confidence is 0.
     const unwritten: OcrPage = { markdown: '', blocks: [], paragraphs: [], span: { start: rawText.length, end: rawText.length } };
-    return images.map((_, i) => this.pageResult(pages[i] ?? unwritten, i === 0 ? rawText : '', result, spans, prepared, postprocess, images.length));
+    return images.map((_, i) => this.pageResult(pages[i] ?? unwritten, i === 0 ? rawText : '', result, spans, repetition, prepared, postprocess, images.length));
   }
 
   /** Where each generated token's text lies in the decoded output. */
@@ -249,6 +263,7 @@ export class OcrEngine {
     rawText: string,
     result: GenerationResult,
     tokenSpans: readonly TextSpan[],
+    repetition: Repetition | undefined,
     prepared: PreparedPrompt,
     postprocess: number,
     pagesInPrompt: number,
@@ -259,6 +274,7 @@ export class OcrEngine {
       blocks: page.blocks.map((block) => ({ ...block, confidence: confidence(block.span) })),
       paragraphs: page.paragraphs.map((paragraph) => ({ ...paragraph, confidence: confidence(paragraph.span) })),
       confidence: confidence(page.span),
+      ...(repetition === undefined ? {} : { repetition }),
       rawText,
       tokens: {
         prompt: result.promptTokens,
@@ -275,6 +291,10 @@ export class OcrEngine {
       },
     };
   }
+}
+
+function stopsOf({ signal, deadline }: OcrOptions): GenerateOptions {
+  return { signal, deadline };
 }
 
 function concat(parts: readonly Float32Array[]): Float32Array {

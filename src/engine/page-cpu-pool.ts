@@ -1,5 +1,5 @@
 // The engine's per-page CPU work in worker threads: preprocessing (about 0.2–0.6 s of Pillow-exact
-// resampling per page) and post-processing run off the event loop, so that a worker's lock renewals,
+// resampling per page), post-processing and the search for loops in the generated ids run off the event loop, so that a worker's lock renewals,
 // heartbeats and Redis traffic never wait behind them. Requests go to the first idle thread; threads
 // start on first use, and idle ones do not keep the process alive.
 import os from 'node:os';
@@ -9,17 +9,20 @@ import type { RgbImage } from '../documents/rgb-image.js';
 import type { PreprocessedPage } from './image-preprocess.js';
 import type { Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
 import type { OcrPage, PageSize } from './ocr-postprocess.js';
+import type { Repetition } from './repetition.js';
 
 const THREAD_URL = new URL('./page-cpu-thread-main.js', import.meta.url);
 
 export type PageCpuRequest =
   | { id: number; kind: 'preprocess'; image: RgbImage; variant: Variant; mode: VisionMode }
   | { id: number; kind: 'postprocess'; rawText: string; size: PageSize; pageIndex: number }
-  | { id: number; kind: 'postprocess-multi'; rawText: string; sizes: PageSize[] };
+  | { id: number; kind: 'postprocess-multi'; rawText: string; sizes: PageSize[] }
+  | { id: number; kind: 'repetition'; ids: Int32Array };
 
 export type PageCpuReply =
   | { id: number; ok: true; kind: 'preprocess'; page: PreprocessedPage }
   | { id: number; ok: true; kind: 'postprocess'; pages: OcrPage[] }
+  | { id: number; ok: true; kind: 'repetition'; repetition: Repetition | undefined }
   | { id: number; ok: false; message: string };
 
 type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
@@ -79,6 +82,13 @@ export class PageCpuThreads {
     const reply = await this.#submit({ kind: 'postprocess-multi', rawText, sizes });
     if (reply.kind !== 'postprocess') throw new Error('page thread answered a postprocess request with another kind');
     return reply.pages;
+  }
+
+  /** findRepetition(ids) with the default thresholds on a thread; the ids are copied. */
+  async repetition(ids: readonly number[]): Promise<Repetition | undefined> {
+    const reply = await this.#submit({ kind: 'repetition', ids: Int32Array.from(ids) });
+    if (reply.kind !== 'repetition') throw new Error('page thread answered a repetition request with another kind');
+    return reply.repetition;
   }
 
   /** Stops the threads; requests still queued or running reject. */

@@ -1,10 +1,12 @@
 // Worker thread of PageCpuThreads: preprocesses page images (the Pillow-exact resizes, tiling,
-// normalisation) and post-processes decoded text, so that none of it runs on the event loop.
+// normalisation), post-processes decoded text and looks for loops in generated ids, so that none of
+// it runs on the event loop.
 import { parentPort } from 'node:worker_threads';
 
 import { preprocessPage } from './image-preprocess.js';
 import { parseMultiPageOutput, parsePageOutput } from './ocr-postprocess.js';
 import type { PageCpuReply, PageCpuRequest } from './page-cpu-pool.js';
+import { findRepetition } from './repetition.js';
 
 if (!parentPort) throw new Error('page-cpu-thread-main.js runs as a worker thread of PageCpuThreads');
 const port = parentPort;
@@ -19,9 +21,12 @@ port.on('message', (request: PageCpuRequest) => {
     } else if (request.kind === 'postprocess') {
       const page = parsePageOutput(request.rawText, request.size, request.pageIndex);
       port.postMessage({ id: request.id, ok: true, kind: 'postprocess', pages: [page] } satisfies PageCpuReply);
-    } else {
+    } else if (request.kind === 'postprocess-multi') {
       const pages = parseMultiPageOutput(request.rawText, request.sizes);
       port.postMessage({ id: request.id, ok: true, kind: 'postprocess', pages } satisfies PageCpuReply);
+    } else {
+      const repetition = findRepetition(request.ids);
+      port.postMessage({ id: request.id, ok: true, kind: 'repetition', repetition } satisfies PageCpuReply);
     }
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

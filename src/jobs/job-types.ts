@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { DocumentType } from '../documents/document-type.js';
 import { OCR_TASKS, VARIANTS, VISION_MODES } from '../vocabulary/ocr-vocabulary.js';
 import { parseBoundaryData } from './boundary-data.js';
+import { flaggedPageSchema, pageFlagSchema } from './page-flags.js';
 
 export const DOCUMENTS_QUEUE = '{scriptorium}:documents';
 
@@ -80,6 +81,8 @@ const storedPageSchema = z.object({
   markdownKey: z.string().min(1),
   /** As in the JSON, except that store and total here include the JSON's own write. */
   timings_ms: stageTimingsSchema,
+  /** The page's flags, as in its JSON; absent from the return values of earlier versions. */
+  flags: z.array(pageFlagSchema).optional(),
 });
 export type StoredPage = z.infer<typeof storedPageSchema>;
 
@@ -115,6 +118,8 @@ const documentOutcomeSchema = z.object({
   json: z.string(),
   pages: positiveInteger,
   failedPages: z.array(z.object({ page: positiveInteger, reason: z.string() })),
+  /** As in document.json: the done pages that carry flags; absent from the return values of earlier versions. */
+  flagged: z.array(flaggedPageSchema).optional(),
   /** As in DocumentJobData: the document was damaged; some of its pages may be missing. */
   damage: z.string().optional(),
 });

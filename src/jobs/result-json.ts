@@ -4,6 +4,7 @@ import { z } from 'zod';
 
 import { InvalidBoundaryDataError, parseBoundaryData } from './boundary-data.js';
 import { documentTypeSchema, modeSchema, ocrJobOptionsSchema, stageSchema, stageTimingsSchema, taskSchema, variantSchema } from './job-types.js';
+import { FINISH_REASONS, flaggedPageSchema, pageFlagSchema } from './page-flags.js';
 
 const count = z.number().int().nonnegative();
 const probability = z.number().min(0).max(1);
@@ -60,6 +61,12 @@ const scriptoriumBuildJsonSchema = z.object({
 });
 export type ScriptoriumBuildJson = z.infer<typeof scriptoriumBuildJsonSchema>;
 
+/** Results written before the budget's reason was named max_tokens say 'length'. */
+const finishSchema = z.preprocess((finish) => (finish === 'length' ? 'max_tokens' : finish), z.enum(FINISH_REASONS));
+
+/** A loop in a page's generated tokens (engine/repetition.ts). */
+const repetitionJsonSchema = z.object({ start: count, span: z.number().int().positive(), repeats: z.number().int().positive() });
+
 /** results/<docId>/pages/<nnnn>.json */
 const pageResultJsonSchema = z.object({
   docId: z.string(),
@@ -71,16 +78,18 @@ const pageResultJsonSchema = z.object({
   /** The markdown's blank-line separated paragraphs, each with its confidence. */
   paragraphs: z.array(z.object({ text: z.string(), confidence: confidenceJsonSchema })).optional(),
   tokens: z.object({ prompt: count, image: count, generated: count }),
-  finish: z.enum(['eos', 'length']),
+  finish: finishSchema,
+  /** Written by every current worker; absent from results of earlier versions. */
+  flags: z.array(pageFlagSchema).optional(),
+  /** The page should be looked at by a person (max_tokens, timeout or repetition; an empty page is not). */
+  needs_review: z.boolean().optional(),
+  /** Only when the generation loops. */
+  repetition: repetitionJsonSchema.optional(),
   timings_ms: stageTimingsSchema,
   worker: z.object({ host: z.string().min(1), backend: z.string().min(1), attempt: z.number().int().positive() }),
   scriptorium: scriptoriumBuildJsonSchema,
   /** The page's confidence; absent in results written before it was recorded. */
   confidence: confidenceJsonSchema.optional(),
-  /** What a reviewer should know of the page; absent in results written before flags were recorded. */
-  flags: z.array(z.enum(['max_tokens', 'timeout', 'repetition', 'empty'])).optional(),
-  /** The page should be looked at by a person (max_tokens, timeout or repetition; an empty page is not). */
-  needs_review: z.boolean().optional(),
 });
 export type PageResultJson = z.infer<typeof pageResultJsonSchema>;
 
@@ -94,6 +103,8 @@ const documentResultJsonSchema = z.object({
   model: resultModelSchema.nullable(),
   pages: z.array(z.object({ page: z.number().int().positive(), status: z.literal('done'), key: z.string() })),
   failedPages: z.array(z.object({ page: z.number().int().positive(), reason: z.string() })),
+  /** The done pages that carry flags; absent from documents assembled by earlier versions. */
+  flagged: z.array(flaggedPageSchema).optional(),
   /** Only for a damaged document that was rebuilt: what is wrong; the pages it lost are failed pages. */
   damage: z.string().optional(),
   /** Per stage over the document's done pages: total and percentiles in milliseconds. */
@@ -112,10 +123,20 @@ const documentResultJsonSchema = z.object({
     .optional(),
   completedAt: z.string(),
   scriptorium: scriptoriumBuildJsonSchema,
-  /** The done pages that carry flags. */
-  flagged: z.array(z.object({ page: z.number().int().positive(), flags: z.array(z.string()) })).optional(),
 });
 export type DocumentResultJson = z.infer<typeof documentResultJsonSchema>;
+
+/**
+ * results/<docId>/_DONE, written last when every page was read: the options the document was read
+ * with, which `scriptorium retry --flagged` starts from (markers of earlier versions hold no options).
+ */
+const doneMarkerJsonSchema = z.object({ docId: z.string(), options: ocrJobOptionsSchema, completedAt: z.string() });
+export type DoneMarkerJson = z.infer<typeof doneMarkerJsonSchema>;
+
+/** A _DONE marker as stored, checked like a page result. */
+export function parseDoneMarkerJson(text: string, key: string): DoneMarkerJson {
+  return parseBoundaryData(doneMarkerJsonSchema, parseJson(text, key), key);
+}
 
 /**
  * results/<docId>/_FAILED_PAGES, written instead of _DONE when a page failed: the reasons, and what

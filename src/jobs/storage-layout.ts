@@ -125,7 +125,13 @@ export function docIdOfFailedPagesMarker(key: string): string | undefined {
   return match?.[1];
 }
 
-/** results/, where retry --failed looks for _FAILED_PAGES markers. */
+/** The docId of a results/<docId>/_DONE key; undefined for any other key. */
+export function docIdOfDoneMarker(key: string): string | undefined {
+  const match = new RegExp(`^${RESULTS}/([0-9a-f]{${DOC_ID_HEX_DIGITS}})/${DONE_MARKER}$`).exec(key);
+  return match?.[1];
+}
+
+/** results/, where retry looks for _FAILED_PAGES (--failed) and _DONE (--flagged) markers. */
 export const RESULTS_FOLDER = `${RESULTS}/`;
 
 /** results/<docId>/pages/ */

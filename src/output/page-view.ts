@@ -6,14 +6,12 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
+import { needsReview } from '../jobs/page-flags.js';
 import type { DocumentResultJson, OcrBlockJson, PageResultJson } from '../jobs/result-json.js';
 import { escapeHtml, markdownHtml } from './safe-markdown.js';
 
 /** A block whose least confident token is below this is marked low confidence. */
 export const LOW_CONFIDENCE_MIN = 0.5;
-
-/** The flags that mean a person should look at the page (the result's needs_review); an empty page is flagged but needs no review. */
-const REVIEW_FLAGS = new Set(['max_tokens', 'timeout', 'repetition']);
 
 /** The viewer's static files (its script and style sheets): viewer/ at the package root, from src/output/ or dist/src/output/. */
 export const VIEWER_ASSETS_DIR = fileURLToPath(new URL(import.meta.url.includes('/dist/') ? '../../../viewer/' : '../../viewer/', import.meta.url));
@@ -38,7 +36,7 @@ export function pageViewCss(): Promise<string> {
 
 /** The pages of a document that need review (flagged with max_tokens, timeout or repetition), in order. */
 export function pagesNeedingReview(document: DocumentResultJson): number[] {
-  return (document.flagged ?? []).filter(({ flags }) => flags.some((flag) => REVIEW_FLAGS.has(flag))).map(({ page }) => page);
+  return (document.flagged ?? []).filter(({ flags }) => needsReview(flags)).map(({ page }) => page);
 }
 
 export function pageViewHtml({ page, result, failure, imageSrc }: PageViewInput): string {

@@ -225,7 +225,7 @@ async function addDocumentJobs(plan: PlannedDocument, lifecycle: PageJobLifecycl
  * The document's flow: the parent job on the documents queue, one child per page job on the page
  * queue of its variant. Adding it again while its jobs exist adds nothing: BullMQ keeps the jobs it holds by id.
  */
-export function documentFlow(plan: PlannedDocument, lifecycle: PageJobLifecycle = {}): FlowJob {
+export function documentFlow(plan: Pick<PlannedDocument, 'docId' | 'documentJob' | 'pageJobs'>, lifecycle: PageJobLifecycle = {}): FlowJob {
   const { docId, documentJob, pageJobs } = plan;
   return {
     name: documentJobName(docId),

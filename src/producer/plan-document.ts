@@ -116,7 +116,7 @@ export async function planDocument(
     ...(damage === undefined ? {} : { damage }),
   };
   // Sealing hashes the whole PDF: an encrypted file is read once more for it.
-  const sealed = opened.password === undefined ? {} : { pdfPassword: sealPdfPassword(opened.password, typeof source === 'string' ? await readFile(source) : source) };
+  const sealed = await sealedPasswordOf(opened, source);
   const pageJobs = pageRanges(pageCount, options).map(([firstPage, lastPage]): PageJobData => ({
     docId,
     sourceUri: input.uri,
@@ -138,11 +138,18 @@ function megabytes(bytes: number): string {
   return `${(bytes / MIB).toFixed(1)} MB`;
 }
 
+/** What a page job of an opened document carries of its password: nothing, unless it needed one (sealed to its bytes). */
+/** What page jobs carry of an encrypted PDF's password: sealed with the document's bytes (a file is read for it). */
+export async function sealedPasswordOf(opened: { password?: string }, source: DocumentSource): Promise<Pick<PageJobData, 'pdfPassword'>> {
+  if (opened.password === undefined) return {};
+  return { pdfPassword: sealPdfPassword(opened.password, typeof source === 'string' ? await readFile(source) : source) };
+}
+
 /**
  * Opens the document without the password first, so that `password` is set only on a document that
  * cannot be opened without it; with a wrong password, the DocumentError says so.
  */
-async function openWithPassword(source: DocumentSource, pdfPassword: string | undefined): Promise<OpenedDocument & { password?: string }> {
+export async function openWithPassword(source: DocumentSource, pdfPassword: string | undefined): Promise<OpenedDocument & { password?: string }> {
   try {
     return await openDocument(source);
   } catch (error) {

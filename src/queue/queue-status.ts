@@ -1,16 +1,18 @@
 // What `scriptorium status` shows, read from Redis: jobs per state of every queue, work completed in
 // a recent window and work left (pages per kind of page, since kinds differ in speed many times
-// over), the live workers, the latest failed jobs, and each API key's usage of its quotas.
+// over), the pages flagged in that window, the live workers, the latest failed jobs, and each API
+// key's usage of its quotas.
 import { Queue } from 'bullmq';
 
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { parsePageJobData } from '../jobs/job-types.js';
+import type { PageFlag } from '../jobs/page-flags.js';
 import { pagesOfJobId } from './job-ids.js';
 import { KeyQuotas, type KeyQuota, type KeyUsage } from './key-quotas.js';
 import { listLiveWorkers, type LiveWorker } from './live-workers.js';
 import { DOCUMENTS, jobKey, PAGE_QUEUES, pageQueue, type QueueName } from './queue-names.js';
 import { connectRedis, type RedisClient, redisOptions } from './redis.js';
-import { countedKinds, pageKind, recentThroughput } from './throughput.js';
+import { countedKinds, pageKind, recentFlagged, recentThroughput } from './throughput.js';
 import { UNFINISHED_DOCUMENT_STATES, UNFINISHED_PAGE_STATES, type WorkLeft } from './work-left.js';
 
 export const JOB_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'waiting-children', 'completed', 'failed', 'paused'] as const;
@@ -46,6 +48,8 @@ export interface QueueStatus {
   documents: WorkRate;
   /** One per kind of page completed in the last hour or still left, in kind order. */
   pages: WorkRate[];
+  /** Pages stored with each flag in the window (a page with two flags counts under both). */
+  flagged: Record<PageFlag, number>;
   liveWorkers: LiveWorker[];
   failed: { queue: QueueName; jobs: FailedJob[] }[];
   /** The API keys the last `serve` started recorded, by name, with their quotas and usage. */
@@ -106,6 +110,7 @@ export async function readQueueStatus(redisUrl: string, options: QueueStatusOpti
       queues,
       documents: { kind: 'documents', ...documentRate, left: documentsLeft },
       pages: pageRates.filter((rate) => rate.completed > 0 || rate.left > 0),
+      flagged: await recentFlagged(client, options.windowMinutes, now),
       liveWorkers: await listLiveWorkers(client),
       failed,
       apiKeys: await new KeyQuotas(client).recordedUsage(now),

@@ -10,10 +10,11 @@
 // jobs BullMQ still keeps: those are trimmed by count and age (job-options.ts), so counting their
 // finishedOn timestamps would undercount a busy queue, and would mean reading job hashes. A window is
 // then a single MGET. The minute is the worker's clock: hosts a few seconds apart only blur the
-// window's edges.
-
+// window's edges. Flagged pages are counted the same way, per flag, over every page queue:
+// {scriptorium}:throughput:flagged:<flag>:<minute>.
 import type { OcrJobOptions } from '../jobs/job-types.js';
-import type { QueueName } from './queue-names.js';
+import { PAGE_FLAGS, type PageFlag } from '../jobs/page-flags.js';
+import { DOCUMENTS, type QueueName } from './queue-names.js';
 import type { RedisClient } from './redis.js';
 
 const MINUTE_MS = 60_000;
@@ -38,6 +39,10 @@ function counterKey({ queue, kind }: CountedWork, minute: number): string {
   return `${queue.prefix}:throughput:${queue.name}:${kind === undefined ? '' : `${kind}:`}${minute}`;
 }
 
+function flaggedKey(flag: PageFlag, minute: number): string {
+  return `${DOCUMENTS.prefix}:throughput:flagged:${flag}:${minute}`;
+}
+
 /** The set of the kinds counted in the last hour. */
 function kindsKey(queue: QueueName): string {
   return `${queue.prefix}:throughput:${queue.name}:kinds`;
@@ -49,6 +54,31 @@ export async function countCompleted(redis: RedisClient, work: CountedWork, amou
   const transaction = redis.multi().incrby(key, amount).expire(key, COUNTER_TTL_SECONDS);
   if (work.kind !== undefined) transaction.sadd(kindsKey(work.queue), work.kind).expire(kindsKey(work.queue), COUNTER_TTL_SECONDS);
   await transaction.exec();
+}
+
+/** Adds stored pages' flags to the current minute's counters, one count per flag. */
+export async function countFlagged(redis: RedisClient, flags: readonly PageFlag[], now = Date.now()): Promise<void> {
+  const minute = Math.floor(now / MINUTE_MS);
+  const transaction = redis.multi();
+  for (const flag of flags) transaction.incrby(flaggedKey(flag, minute), 1).expire(flaggedKey(flag, minute), COUNTER_TTL_SECONDS);
+  await transaction.exec();
+}
+
+/** Pages flagged in the last `windowMinutes` minutes (the current minute included), per flag. */
+export async function recentFlagged(redis: RedisClient, windowMinutes: number, now = Date.now()): Promise<Record<PageFlag, number>> {
+  const minutes = windowMinutesOf(windowMinutes, now);
+  const counts = await redis.mget(PAGE_FLAGS.flatMap((flag) => minutes.map((minute) => flaggedKey(flag, minute))));
+  const sum = (at: number) => counts.slice(at * minutes.length, (at + 1) * minutes.length).reduce((total, count) => total + Number(count ?? 0), 0);
+  return Object.fromEntries(PAGE_FLAGS.map((flag, at) => [flag, sum(at)])) as Record<PageFlag, number>;
+}
+
+/** The minutes since the epoch of a window ending with the current one. */
+function windowMinutesOf(windowMinutes: number, now: number): number[] {
+  if (!(Number.isInteger(windowMinutes) && windowMinutes >= 1 && windowMinutes <= MAX_WINDOW_MINUTES)) {
+    throw new RangeError(`the throughput window must be 1 to ${MAX_WINDOW_MINUTES} minutes, got ${windowMinutes}`);
+  }
+  const current = Math.floor(now / MINUTE_MS);
+  return Array.from({ length: windowMinutes }, (_, i) => current - windowMinutes + 1 + i);
 }
 
 /** The kinds of `queue` counted in the last hour (a kind idle for longer may linger until the set expires). */
@@ -69,11 +99,7 @@ export interface Throughput {
  * started two minutes ago is not spread over the whole window.
  */
 export async function recentThroughput(redis: RedisClient, work: CountedWork, windowMinutes: number, now = Date.now()): Promise<Throughput> {
-  if (!(Number.isInteger(windowMinutes) && windowMinutes >= 1 && windowMinutes <= MAX_WINDOW_MINUTES)) {
-    throw new RangeError(`the throughput window must be 1 to ${MAX_WINDOW_MINUTES} minutes, got ${windowMinutes}`);
-  }
-  const current = Math.floor(now / MINUTE_MS);
-  const minutes = Array.from({ length: windowMinutes }, (_, i) => current - windowMinutes + 1 + i);
+  const minutes = windowMinutesOf(windowMinutes, now);
   const counts = (await redis.mget(minutes.map((minute) => counterKey(work, minute)))).map((value) => Number(value ?? 0));
   const completed = counts.reduce((sum, count) => sum + count, 0);
   const firstBusy = counts.findIndex((count) => count > 0);

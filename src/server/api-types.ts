@@ -1,5 +1,6 @@
 // The shapes of the HTTP API (`scriptorium serve`), declared once: the server answers with them,
 // the client in src/client returns them, and openapi.ts describes them for everyone else.
+import type { PageFlag } from '../jobs/page-flags.js';
 import type { OcrTask, Variant, VisionMode } from '../vocabulary/ocr-vocabulary.js';
 import type { PriorityClass } from '../queue/job-options.js';
 import type { QuotaName } from '../queue/key-quotas.js';
@@ -53,8 +54,11 @@ export type DocumentState = 'queued' | 'running' | 'completed' | 'partial' | 'fa
 export interface DocumentStatus {
   docId: string;
   state: DocumentState;
-  pages: { total: number; done: number; failed: number; pending: number };
+  /** flagged: the done pages that carry flags (they count as done too). */
+  pages: { total: number; done: number; failed: number; pending: number; flagged: number };
   failedPages: { page: number; reason: string }[];
+  /** The done pages that carry flags (docs/operations.md "Page flags"), in page order. */
+  flaggedPages: { page: number; flags: PageFlag[] }[];
   /** Why the document job failed (state 'failed' only). */
   reason?: string;
   /**

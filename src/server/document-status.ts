@@ -43,11 +43,14 @@ export async function documentStatus(docId: string, sources: DocumentStatusSourc
   const statuses = await pageStatusesOf(job);
   const done = new Set(statuses.filter((status) => status.status === 'done').map((status) => status.page));
   const failedPages = statuses.flatMap((status) => (status.status === 'failed' && !done.has(status.page) ? [{ page: status.page, reason: status.reason }] : []));
+  const flaggedPages = statuses
+    .flatMap((status) => (status.status === 'done' && status.flags !== undefined && status.flags.length > 0 ? [{ page: status.page, flags: status.flags }] : []))
+    .sort((a, b) => a.page - b.page);
   const pending = data.pageCount - done.size - failedPages.length;
-  const pages = { total: data.pageCount, done: done.size, failed: failedPages.length, pending };
-  if (state === 'failed') return { docId, state: 'failed', pages, failedPages, reason: job.failedReason, etaSeconds: null, links };
+  const pages = { total: data.pageCount, done: done.size, failed: failedPages.length, pending, flagged: flaggedPages.length };
+  if (state === 'failed') return { docId, state: 'failed', pages, failedPages, flaggedPages, reason: job.failedReason, etaSeconds: null, links };
   const settledPages = done.size + failedPages.length;
-  return { docId, state: settledPages === 0 ? 'queued' : 'running', pages, failedPages, etaSeconds: await queueEtaSeconds(data.options, sources), links };
+  return { docId, state: settledPages === 0 ? 'queued' : 'running', pages, failedPages, flaggedPages, etaSeconds: await queueEtaSeconds(data.options, sources), links };
 }
 
 const SETTLED_STATES = new Set<DocumentStatus['state']>(['completed', 'partial', 'failed']);
@@ -82,8 +85,10 @@ export async function settledDocument(docId: string, storage: Storage): Promise<
 
 function settledStatus(document: DocumentResultJson, links: DocumentLinks): DocumentStatus {
   const { failedPages } = document;
-  const pages = { total: document.source.pages, done: document.pages.length, failed: failedPages.length, pending: 0 };
-  return { docId: document.docId, state: failedPages.length === 0 ? 'completed' : 'partial', pages, failedPages, etaSeconds: null, links };
+  // Documents assembled by earlier versions list no flagged pages.
+  const flaggedPages = document.flagged ?? [];
+  const pages = { total: document.source.pages, done: document.pages.length, failed: failedPages.length, pending: 0, flagged: flaggedPages.length };
+  return { docId: document.docId, state: failedPages.length === 0 ? 'completed' : 'partial', pages, failedPages, flaggedPages, etaSeconds: null, links };
 }
 
 /**

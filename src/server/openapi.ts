@@ -1,5 +1,6 @@
 // The OpenAPI 3.1 description of the HTTP API, served at /openapi.json. The API tests check that
 // every route the server has is described here and that real answers fit the schemas.
+import { PAGE_FLAGS } from '../jobs/page-flags.js';
 import { OCR_TASKS, VARIANTS, VISION_MODES } from '../vocabulary/ocr-vocabulary.js';
 import { MAX_PRIORITY, MIN_PRIORITY, PRIORITY_CLASSES } from '../queue/job-options.js';
 import { TEXT_LAYERS } from '../output/searchable-pdf.js';
@@ -137,18 +138,33 @@ export const OPENAPI_DOCUMENT = {
       },
       DocumentStatus: {
         type: 'object',
-        required: ['docId', 'state', 'pages', 'failedPages', 'etaSeconds', 'links'],
+        required: ['docId', 'state', 'pages', 'failedPages', 'flaggedPages', 'etaSeconds', 'links'],
         properties: {
           docId: { type: 'string' },
           state: { enum: ['queued', 'running', 'completed', 'partial', 'failed'] },
           pages: {
             type: 'object',
-            required: ['total', 'done', 'failed', 'pending'],
-            properties: { total: { type: 'integer' }, done: { type: 'integer' }, failed: { type: 'integer' }, pending: { type: 'integer' } },
+            required: ['total', 'done', 'failed', 'pending', 'flagged'],
+            properties: {
+              total: { type: 'integer' },
+              done: { type: 'integer' },
+              failed: { type: 'integer' },
+              pending: { type: 'integer' },
+              flagged: { type: 'integer', description: 'the done pages that carry flags (they count as done too)' },
+            },
           },
           failedPages: {
             type: 'array',
             items: { type: 'object', required: ['page', 'reason'], properties: { page: { type: 'integer' }, reason: { type: 'string' } } },
+          },
+          flaggedPages: {
+            type: 'array',
+            description: 'the done pages that carry flags: max_tokens, timeout and repetition mean the page needs review; empty, that it has no text',
+            items: {
+              type: 'object',
+              required: ['page', 'flags'],
+              properties: { page: { type: 'integer' }, flags: { type: 'array', minItems: 1, items: { enum: [...PAGE_FLAGS] } } },
+            },
           },
           reason: { type: 'string' },
           etaSeconds: { type: ['integer', 'null'], description: 'when the pages queue as it stands is drained at its recent rate: an upper bound; null while no worker serves it or without a recent rate' },

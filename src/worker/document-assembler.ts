@@ -1,15 +1,18 @@
 // The last step of a document, once all its page jobs have settled: results/<docId>/document.md (the
-// pages' markdown in order), document.json (pages, failed pages with reasons, stage statistics, confidence),
-// then a marker: _DONE when every page succeeded, else _FAILED_PAGES with the reasons (so that a
-// re-run or `scriptorium retry` reads those pages again). The marker goes last, so a crash part-way
-// never leaves a marker without the files, and assembling again after a crash rewrites the same files.
+// pages' markdown in order), document.json (pages, failed pages with reasons, flagged pages, stage
+// statistics, confidence), then a marker: _DONE when every page succeeded, else _FAILED_PAGES with the
+// reasons (so that a re-run or `scriptorium retry` reads those pages again). Both markers hold the
+// options the document was read with, which `scriptorium retry` starts from. The marker goes last, so
+// a crash part-way never leaves a marker without the files, and assembling again after a crash
+// rewrites the same files.
 // A page with no status from the queue (an earlier, interrupted run stored it, so it was not queued
 // again) is read from its stored result; one without a stored result that failed before (a retry of
 // other pages) keeps the reason the earlier _FAILED_PAGES marker gave.
 import { documentConfidence } from '../engine/confidence.js';
 import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
 import type { DocumentJobData, Stage } from '../jobs/job-types.js';
-import { parseFailedPagesMarkerJson, parsePageResultJson, type DocumentResultJson, type FailedPagesMarkerJson, type PageResultJson } from '../jobs/result-json.js';
+import type { PageFlag } from '../jobs/page-flags.js';
+import { parseFailedPagesMarkerJson, parsePageResultJson, type DocumentResultJson, type DoneMarkerJson, type FailedPagesMarkerJson, type PageResultJson } from '../jobs/result-json.js';
 import { cancelledMarkerKey, documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
 import { scriptoriumBuild } from '../output/build-info.js';
 import type { Storage } from '../storage/storage.js';
@@ -18,7 +21,7 @@ import { summarizeStageTimes, type StageSummary } from './stage-stats.js';
 
 /** How one page of the document ended, as its page job reported it. */
 export type PageStatus =
-  | { page: number; status: 'done'; /** results/<docId>/pages/<nnnn>.json */ key: string }
+  | { page: number; status: 'done'; /** results/<docId>/pages/<nnnn>.json */ key: string; /** As the page job reported them. */ flags?: PageFlag[] }
   | { page: number; status: 'failed'; reason: string };
 
 /** Between pages in document.md: the marker the official scripts and `scriptorium ocr` use. */
@@ -58,6 +61,7 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
     model: done[0]?.result.model ?? null,
     pages: done.map(({ page, key }) => ({ page, status: 'done', key })),
     failedPages: pages.flatMap((page) => (page.status === 'failed' ? [{ page: page.page, reason: page.reason }] : [])),
+    flagged: done.flatMap(({ page, result }) => (result.flags !== undefined && result.flags.length > 0 ? [{ page, flags: result.flags }] : [])),
     ...(job.damage === undefined ? {} : { damage: job.damage }),
     timings_ms: {
       queued: summarize('queued'),
@@ -84,7 +88,8 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
     storage.put(keys.json, Buffer.from(`${JSON.stringify(document, null, 2)}\n`), { contentType: 'application/json' }),
   ]);
   if (document.failedPages.length === 0) {
-    await storage.put(keys.done, Buffer.from(`${JSON.stringify({ docId: job.docId, completedAt })}\n`), { contentType: 'application/json' });
+    const marker: DoneMarkerJson = { docId: job.docId, options: job.options, completedAt };
+    await storage.put(keys.done, Buffer.from(`${JSON.stringify(marker, null, 2)}\n`), { contentType: 'application/json' });
     await storage.delete(keys.failedPages);
   } else {
     const marker: FailedPagesMarkerJson = {

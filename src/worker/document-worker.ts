@@ -52,9 +52,10 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
         json: keys.json,
         pages: data.pageCount,
         failedPages: document.failedPages,
+        flagged: document.flagged,
         ...(data.damage === undefined ? {} : { damage: data.damage }),
       };
-      logger.info({ docId: outcome.docId, pages: outcome.pages, failedPages: outcome.failedPages.length }, 'document done');
+      logger.info({ docId: outcome.docId, pages: outcome.pages, failedPages: outcome.failedPages.length, flaggedPages: document.flagged?.length }, 'document done');
       return outcome;
     },
     {
@@ -73,7 +74,9 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
 /** Done pages from the children's return values, failed pages from their ignored failures. */
 export async function pageStatusesOf(job: Job<DocumentJobData>): Promise<PageStatus[]> {
   const [values, failures] = await Promise.all([job.getChildrenValues(), job.getIgnoredChildrenFailures()]);
-  const done = Object.values(values).flatMap((value) => parseDonePageOutcome(value).pages.map(({ page, key }): PageStatus => ({ page, status: 'done', key })));
+  const done = Object.values(values).flatMap((value) =>
+    parseDonePageOutcome(value).pages.map(({ page, key, flags }): PageStatus => ({ page, status: 'done', key, ...(flags === undefined ? {} : { flags }) })),
+  );
   const failed = Object.entries(failures).flatMap(([key, bullmqReason]) => {
     const reason = bullmqReason === BULLMQ_STALLED_REASON ? STALLED_PAGE_REASON : bullmqReason;
     const pages = pagesOfJobId(pageJobIdOfKey(key) ?? '');

@@ -90,7 +90,8 @@ export class PagePipeline {
   /**
    * Reads one page job; resolves with its outcome. A job that fails (its page cannot be rendered,
    * storage fails) is a failed outcome: rejects only for bugs, never for the job's input. Once
-   * `deadline` aborts, decoding stops between steps and the job fails with the signal's reason.
+   * `deadline` aborts, decoding stops between steps and the pages keep what they read, flagged
+   * 'timeout'; a job whose decode had not begun fails with the signal's reason.
    */
   async processPage(job: PageJob, deadline?: AbortSignal): Promise<PageOutcome> {
     const claim: Claim = { at: Date.now(), clock: performance.now() };
@@ -126,7 +127,7 @@ export class PagePipeline {
         if (error instanceof StorageError && error.code === 'not_found') return undefined;
         throw error;
       }
-      stored.push({ page, key, markdownKey: pageResultKey(data.docId, page, 'md'), timings_ms: result.timings_ms });
+      stored.push({ page, key, markdownKey: pageResultKey(data.docId, page, 'md'), timings_ms: result.timings_ms, ...(result.flags === undefined ? {} : { flags: result.flags }) });
     }
     return { status: 'done', docId: data.docId, jobId, pages: stored };
   }
@@ -158,8 +159,8 @@ export class PagePipeline {
     const singlePass = task === 'parse-multi';
     const results = singlePass
       ? // maxNewTokens is per page; one pass produces the text of all its pages.
-        await engine.recognizeSinglePass(images, { maxNewTokens: maxNewTokens && maxNewTokens * images.length, signal: deadline })
-      : await engine.recognizePages(images, { task, mode, maxNewTokens, signal: deadline });
+        await engine.recognizeSinglePass(images, { maxNewTokens: maxNewTokens && maxNewTokens * images.length, deadline })
+      : await engine.recognizePages(images, { task, mode, maxNewTokens, deadline });
     onDecoded?.(decodeStatsOf(results, singlePass));
     return results;
   }
@@ -197,8 +198,8 @@ export class PagePipeline {
         const json = pageResultJson(data, page, result, timings, this.#reader, attempt, rendered.images[i]);
         await storage.put(key, Buffer.from(`${JSON.stringify(json, null, 2)}\n`), { contentType: 'application/json' });
         const timings_ms = { ...timings, store: roundMs(performance.now() - started), total: roundMs(performance.now() - claim.clock) };
-        logger.info({ docId: data.docId, page, jobId, attempt, tokens: json.tokens, finish: json.finish, timings_ms }, 'page done');
-        return { page, key, markdownKey, timings_ms };
+        logger.info({ docId: data.docId, page, jobId, attempt, tokens: json.tokens, finish: json.finish, flags: json.flags, timings_ms }, 'page done');
+        return { page, key, markdownKey, timings_ms, flags: json.flags };
       }),
     );
     return { status: 'done', docId: data.docId, jobId, pages: stored };

@@ -3,6 +3,7 @@ import type { PageResult } from '../engine/ocr-engine.js';
 import type { PdfPagePoints } from '../documents/document.js';
 import { DEFAULT_PDF_DPI } from '../documents/pdf-render-size.js';
 import type { PageJobData, StageTimings } from '../jobs/job-types.js';
+import { needsReview, pageFlagsOf } from '../jobs/page-flags.js';
 import { checkPageResultJson, type OcrBlockJson, type PageRenderJson, type PageResultJson } from '../jobs/result-json.js';
 import { scriptoriumBuild } from '../output/build-info.js';
 
@@ -24,6 +25,7 @@ export function pageResultJson(
   image: { width: number; height: number; pagePoints?: PdfPagePoints },
 ): PageResultJson {
   const { variant, task, mode } = data.options;
+  const flags = pageFlagsOf({ finish: result.finish, looping: result.repetition !== undefined, markdown: result.markdown });
   return checkPageResultJson({
     docId: data.docId,
     source: { uri: data.sourceUri, page },
@@ -35,6 +37,9 @@ export function pageResultJson(
     confidence: result.confidence,
     tokens: { prompt: result.tokens.prompt, image: result.tokens.image, generated: result.tokens.generated },
     finish: result.finish,
+    flags,
+    needs_review: needsReview(flags),
+    ...(result.repetition === undefined ? {} : { repetition: result.repetition }),
     timings_ms: timings,
     worker: { host: reader.host, backend: reader.backend, attempt },
     scriptorium: scriptoriumBuild(),

@@ -5,8 +5,9 @@
 // pages share every pass over the weights. A job's return value is its outcome (result keys and
 // stage timings); a failed page throws its reason, as an UnrecoverableError when another try cannot help.
 //
-// Faults: each page gets a deadline (pageTimeoutMs); its decode stops there and the job fails with
-// "timed out after …", to be tried again. An engine that does not return even `hangGraceMs` after the
+// Faults: each page gets a deadline (pageTimeoutMs); its decode stops there and the page is done
+// with the text it read, flagged 'timeout' for review (a page whose decode had not begun by then
+// fails with "timed out after …", to be tried again). An engine that does not return even `hangGraceMs` after the
 // deadline is hung (native code never came back): that page fails with the reason, pages held for
 // later go back to the queue untouched, and onEngineHung tells the process to exit so that its
 // supervisor starts a fresh one. A worker that dies outright holds its jobs until their locks expire;
@@ -99,11 +100,11 @@ export interface PageWorkerOptions {
   admit?: (pages: number) => boolean;
 }
 
-/** Why a page job failed when the deadline stopped its decode. */
+/** The deadline's reason: a page stopped while decoding keeps its text; one whose decode had not begun fails with it. */
 export class PageTimeoutError extends Error {
   override readonly name = 'PageTimeoutError';
   constructor(timeoutMs: number) {
-    super(`timed out after ${seconds(timeoutMs)} s: the page timeout stopped its decode`);
+    super(`timed out after ${seconds(timeoutMs)} s: the page timeout passed before its decode began`);
   }
 }
 

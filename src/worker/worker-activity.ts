@@ -1,13 +1,14 @@
 // What one worker process is doing, gathered from its workers' events: the page jobs it holds and
 // the pages it finished, for its heartbeat (live workers in `scriptorium status`); the same events
-// feed the Prometheus metrics and the per-minute throughput counters in Redis.
+// feed the Prometheus metrics and the per-minute throughput and flagged-page counters in Redis.
 import type { Worker } from 'bullmq';
 import type { Logger } from 'pino';
 
 import type { DocumentJobData, DocumentOutcome, DonePageOutcome, PageJobData } from '../jobs/job-types.js';
 import type { LiveWorkerProgress } from '../queue/live-workers.js';
 import { DOCUMENTS, pageQueue } from '../queue/queue-names.js';
-import { countCompleted, pageKind, type CountedWork } from '../queue/throughput.js';
+import type { PageFlag } from '../jobs/page-flags.js';
+import { countCompleted, countFlagged, pageKind, type CountedWork } from '../queue/throughput.js';
 import type { DecodeStats } from './page-pipeline.js';
 import { failureReasonLabel, observeStageTimes, workerMetrics } from './worker-metrics.js';
 import type { RedisClient } from '../queue/redis.js';
@@ -35,7 +36,11 @@ export class WorkerActivity {
       const pages = outcome.pages.length;
       this.#pagesDone += pages;
       metrics.pagesDone.inc(pages);
-      for (const page of outcome.pages) observeStageTimes(page.timings_ms);
+      for (const page of outcome.pages) {
+        observeStageTimes(page.timings_ms);
+        for (const flag of page.flags ?? []) metrics.pagesFlagged.inc({ reason: flag });
+      }
+      this.#countFlags(outcome.pages.flatMap((page) => page.flags ?? []));
       this.#count({ queue: pageQueue(job.data.options.variant), kind: pageKind(job.data.options) }, pages);
     });
     worker.on('failed', (job, error) => {
@@ -67,6 +72,13 @@ export class WorkerActivity {
 
   progress(): LiveWorkerProgress {
     return { currentJobs: [...this.#currentJobs], pagesDone: this.#pagesDone, pagesFailed: this.#pagesFailed };
+  }
+
+  #countFlags(flags: readonly PageFlag[]): void {
+    if (flags.length === 0) return;
+    countFlagged(this.#redis, flags).catch((error: unknown) =>
+      this.#logger.warn({ err: error, flags }, 'could not count flagged pages for `scriptorium status`'),
+    );
   }
 
   #count(work: CountedWork, amount: number): void {

@@ -16,6 +16,7 @@ import { WorkerHealth, type HealthAnswer } from './worker-health.js';
 export interface WorkerMetrics {
   pagesDone: Counter;
   pagesFailed: Counter<'reason'>;
+  pagesFlagged: Counter<'reason'>;
   pageRetries: Counter<'reason'>;
   stageSeconds: Histogram<'stage'>;
   generatedTokens: Counter;
@@ -40,6 +41,11 @@ export function workerMetrics(): WorkerMetrics {
     pagesFailed: new Counter({
       name: 'scriptorium_pages_failed_total',
       help: 'Pages that failed for good in this process (no tries left), by reason (see failureReasonLabel)',
+      labelNames: ['reason'],
+    }),
+    pagesFlagged: new Counter({
+      name: 'scriptorium_pages_flagged_total',
+      help: 'Pages read and stored with a flag by this process, by flag (max_tokens, timeout, repetition, empty); a page with two flags counts under both',
       labelNames: ['reason'],
     }),
     pageRetries: new Counter({
@@ -72,13 +78,14 @@ export function workerMetrics(): WorkerMetrics {
 export type FailureReasonLabel = 'timeout' | 'engine-hung' | 'worker-died' | 'unreadable' | 'other';
 
 /**
- * - timeout: the page deadline stopped its decode; engine-hung: the engine never returned
+ * - timeout: the page deadline passed before its decode began (one stopped while decoding is done,
+ *   flagged 'timeout'); engine-hung: the engine never returned
  * - worker-died: its workers died more often than --max-stalled allows
  * - unreadable: another try cannot help (a page that cannot be rendered, a missing source)
  * - other: anything else, retried (storage or Redis unreachable, …)
  */
 export function failureReasonLabel(error: Error): FailureReasonLabel {
-  // A page stopped by its deadline fails with the PageTimeoutError's message as a plain Error.
+  // A page whose deadline passed before its decode fails with the PageTimeoutError's message as a plain Error.
   if (error.name === 'PageTimeoutError' || error.message.startsWith('timed out after ')) return 'timeout';
   if (error.name === 'EngineHungError') return 'engine-hung';
   if (/stalled more than allowable limit/.test(error.message)) return 'worker-died';

@@ -1,6 +1,7 @@
 // Page-level resume and retry on a real Redis with the built CLI: a `run` killed mid-document is run
 // again and reads only the pages without a stored result; a document assembled with a failed page
-// gets _FAILED_PAGES instead of _DONE, and `scriptorium retry --failed` reads exactly that page again.
+// gets _FAILED_PAGES instead of _DONE, and `scriptorium retry --failed` reads exactly that page again;
+// `scriptorium retry --flagged` reads the pages flagged for review again with the options it is given.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -14,7 +15,7 @@ import { pino } from 'pino';
 
 import { startOcrWorkers } from '../../src/worker/ocr-workers.js';
 import type { OcrJobOptions } from '../../src/jobs/job-types.js';
-import type { DocumentResultJson } from '../../src/jobs/result-json.js';
+import type { DocumentResultJson, PageResultJson } from '../../src/jobs/result-json.js';
 import { enqueueDocuments } from '../../src/producer/enqueue.js';
 import { startEmbeddedRedis } from '../../src/queue/embedded-redis.js';
 import { pageJobId } from '../../src/queue/job-ids.js';
@@ -156,6 +157,93 @@ describe('page-level resume and retry', { skip: REDIS_SERVER_MISSING }, () => {
       }
     } finally {
       await pages.close();
+      await redis.close();
+    }
+  });
+});
+
+describe('retry --flagged', { skip: REDIS_SERVER_MISSING }, () => {
+  let work: string;
+  let model: string;
+
+  before(async () => {
+    work = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-retry-flagged-'));
+    model = await tinyCheckpoint('v1');
+  });
+  after(() => rm(work, { recursive: true, force: true }));
+
+  test('reads only the pages flagged for review again, with the options given, over their old results', async () => {
+    const redis = await startEmbeddedRedis();
+    const storage = new FileStorage(path.join(work, 'flagged'));
+    const connection = redisOptions(redis.url, 'client');
+    const pages = new Queue(pageQueue('v1').name, { connection, prefix: pageQueue('v1').prefix });
+    const readJson = async <T>(key: string) => JSON.parse((await storage.get(key)).toString()) as T;
+    try {
+      const input = path.join(work, 'three-pages.pdf');
+      await writeFile(input, await makePdf([LETTER, LETTER, LETTER], 4));
+      const ocr: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 36, maxNewTokens: 6 };
+      const { docId } = (await enqueueDocuments([input], { ocr, storage, connection })).queued[0];
+      const running = await startOcrWorkers({ model: { dir: model, synthetic: true }, checkpointId: 'sha256:tiny-v1', threads: 1, storage, redisUrl: redis.url, batch: 2, logger: silent });
+      try {
+        await waitUntil(() => storage.exists(`results/${docId}/_DONE`), 120_000, 'the document assembled');
+        // The random weights write on to the 6-token budget on every page; pages 1 and 3 are made to
+        // look as if they had ended on their own, so that page 2 alone is flagged.
+        const second = await readJson<PageResultJson>(`results/${docId}/${page(2)}`);
+        assert.ok(second.flags?.includes('max_tokens') && second.needs_review, `page 2 flags: ${String(second.flags)}`);
+        for (const n of [1, 3]) {
+          const result = await readJson<PageResultJson>(`results/${docId}/${page(n)}`);
+          await storage.put(`results/${docId}/${page(n)}`, Buffer.from(JSON.stringify({ ...result, finish: 'eos', flags: [], needs_review: false })));
+        }
+        const assembled = await readJson<DocumentResultJson>(`results/${docId}/document.json`);
+        await storage.put(`results/${docId}/document.json`, Buffer.from(JSON.stringify({ ...assembled, flagged: [{ page: 2, flags: second.flags }] })));
+        const kept = await Promise.all([1, 3].map((n) => storage.get(`results/${docId}/${page(n)}`)));
+
+        const retry = cli(['retry', '--flagged', docId, '--mode', 'small', '--max-tokens', '9', '--storage', storage.root], { REDIS_URL: redis.url, SCRIPTORIUM_TEST_FAULT: '' });
+        assert.equal(await retry.exited, 0, retry.stderr());
+        assert.equal(retry.stdout(), `${docId}: 1 flagged page (2) queued again, mode small, task markdown, 36 dpi, at most 9 tokens (${input})\n`);
+        assert.deepEqual(
+          await Promise.all([1, 2, 3].map(async (n) => (await pages.getJob(pageJobId(docId, n, n))) !== undefined)),
+          [false, true, false],
+          'only page 2 is queued',
+        );
+        await waitUntil(
+          async () => (await readJson<DocumentResultJson>(`results/${docId}/document.json`)).completedAt !== assembled.completedAt,
+          120_000,
+          'the document assembled again',
+        );
+        const reread = await readJson<PageResultJson>(`results/${docId}/${page(2)}`);
+        assert.deepEqual({ mode: reread.model.mode, dpi: reread.render.dpi }, { mode: 'small', dpi: 36 });
+        assert.ok(reread.tokens.generated > 0 && reread.tokens.generated <= 9, `${reread.tokens.generated} tokens`);
+        assert.deepEqual(await Promise.all([1, 3].map((n) => storage.get(`results/${docId}/${page(n)}`))), kept, 'the other pages keep their results');
+        const document = await readJson<DocumentResultJson>(`results/${docId}/document.json`);
+        assert.deepEqual(document.pages.map((p) => p.page), [1, 2, 3]);
+        assert.deepEqual(document.flagged, reread.flags?.length ? [{ page: 2, flags: reread.flags }] : []);
+        // The document's own options stay in its marker: a later retry starts from them again.
+        assert.deepEqual((await readJson<{ options: OcrJobOptions }>(`results/${docId}/_DONE`)).options, ocr);
+      } finally {
+        await running.close();
+      }
+    } finally {
+      await pages.close();
+      await redis.close();
+    }
+  });
+
+  test('refuses read options without --flagged, --failed with --flagged, and says why a document is not retried', async () => {
+    const redis = await startEmbeddedRedis();
+    try {
+      const env = { REDIS_URL: redis.url, SCRIPTORIUM_TEST_FAULT: '' };
+      const docId = 'e'.repeat(32);
+      const withMode = cli(['retry', docId, '--mode', 'small', '--storage', work], env);
+      assert.equal(await withMode.exited, 2);
+      assert.match(withMode.stderr(), /--mode goes with --flagged only/);
+      const both = cli(['retry', '--failed', '--flagged', '--storage', work], env);
+      assert.equal(await both.exited, 2);
+      assert.match(both.stderr(), /give --failed or --flagged, not both/);
+      const unknown = cli(['retry', '--flagged', docId, '--storage', work], env);
+      assert.equal(await unknown.exited, 3);
+      assert.equal(unknown.stdout(), `${docId}: not retried: it has not been assembled (unknown, or still being read)\n`);
+    } finally {
       await redis.close();
     }
   });

@@ -1,5 +1,6 @@
-// What `scriptorium status` prints from a queue status: an ETA only while workers are alive, and
-// rates per kind of page, the slowest kind deciding when the pages are through; each API key's usage.
+// What `scriptorium status` prints from a queue status: an ETA only while workers are alive, rates
+// per kind of page, the slowest kind deciding when the pages are through, the flagged pages, and each
+// API key's usage.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
@@ -24,7 +25,9 @@ const WORKER: LiveWorker = {
   pagesFailed: 0,
 };
 
-function status(liveWorkers: LiveWorker[]): QueueStatus {
+const NONE_FLAGGED = { max_tokens: 0, timeout: 0, repetition: 0, empty: 0 };
+
+function status(liveWorkers: LiveWorker[], flagged = NONE_FLAGGED): QueueStatus {
   return {
     queues: [
       { queue: DOCUMENTS, workers: liveWorkers.length, counts: COUNTS },
@@ -36,6 +39,7 @@ function status(liveWorkers: LiveWorker[]): QueueStatus {
       { kind: 'v1-markdown-gundam', completed: 10, perMinute: 1, left: 30 },
       { kind: 'v1-markdown-tiny', completed: 500, perMinute: 50, left: 100 },
     ],
+    flagged,
     liveWorkers,
     failed: [],
     apiKeys: [],
@@ -86,4 +90,10 @@ test("each API key's usage is shown by name beside its class and quotas ('-': no
 
 test('without recorded API keys there is no key table', () => {
   assert.ok(!statusLines(status([WORKER]), 'redis://r', 10, NOW).some((line) => line.startsWith('API key')));
+});
+
+test('the pages flagged in the window are counted per flag, or said to be none', () => {
+  assert.ok(statusLines(status([WORKER]), 'redis://r', 10, NOW).includes('pages flagged in 10 min: none'));
+  const lines = statusLines(status([WORKER], { ...NONE_FLAGGED, max_tokens: 3, repetition: 2 }), 'redis://r', 5, NOW);
+  assert.ok(lines.includes('pages flagged in 5 min: 3 max_tokens, 2 repetition'), lines.join('\n'));
 });

@@ -72,12 +72,36 @@ describe('continuous batching', () => {
     const controller = new AbortController();
     const aborted = batch.generate(
       counting(FIRST, (n) => n === 5 && controller.abort(new Error('page timed out'))),
-      controller.signal,
+      { signal: controller.signal },
     );
     const other = batch.generate(SECOND);
     await assert.rejects(aborted, /page timed out/);
     assert.deepEqual((await other).ids, alone.get(SECOND));
     assert.deepEqual(batch.size, { active: 0, waiting: 0 });
+  });
+
+  test('a request whose deadline passes while it decodes keeps its ids with finish "timeout"; the others finish unchanged', async () => {
+    const batch = new ContinuousBatch(model, 4);
+    const deadline = new AbortController();
+    const stopped = batch.generate(
+      counting(FIRST, (n) => n === 5 && deadline.abort(new Error('page timed out'))),
+      { deadline: deadline.signal },
+    );
+    const other = batch.generate(SECOND);
+    const result = await stopped;
+    assert.equal(result.finish, 'timeout');
+    assert.deepEqual(result.ids, alone.get(FIRST)!.slice(0, 5), 'the ids up to the deadline, as decoded alone');
+    assert.deepEqual((await other).ids, alone.get(SECOND));
+    assert.deepEqual(batch.size, { active: 0, waiting: 0 });
+  });
+
+  test('a request whose deadline passed before it joined the batch read nothing: it rejects with the reason', async () => {
+    const batch = new ContinuousBatch(model, 1);
+    const deadline = new AbortController();
+    const running = batch.generate(counting(FIRST, (n) => n === 2 && deadline.abort(new Error('page timed out'))));
+    const waiting = batch.generate(SECOND, { deadline: deadline.signal });
+    await assert.rejects(waiting, /page timed out/);
+    assert.deepEqual((await running).ids, alone.get(FIRST));
   });
 
   test('a request with a prompt outside the vocabulary is refused before it joins', () => {

@@ -43,10 +43,10 @@ describe('generate', () => {
     assert.deepEqual(stopped.ids, free.ids.slice(0, free.ids.indexOf(stop) + 1));
   });
 
-  test('the token budget ends generation with finish "length"', async () => {
+  test('the token budget ends generation with finish "max_tokens"', async () => {
     const [result] = await generate(decoder, [{ promptIds: PROMPTS[1], maxNewTokens: 7, stopIds: [] }]);
     assert.equal(result.ids.length, 7);
-    assert.equal(result.finish, 'length');
+    assert.equal(result.finish, 'max_tokens');
   });
 
   test('the no-repeat-n-gram blocker leaves no repeated 3-gram inside its window', async () => {

@@ -63,6 +63,15 @@ test('a page result as the worker writes it reads back unchanged', () => {
   assert.deepEqual(parsePageResultJson(`${JSON.stringify(PAGE_RESULT, null, 2)}\n`, 'results/x/pages/0002.json'), PAGE_RESULT);
 });
 
+test('a page result with its flags reads back unchanged; one of an earlier version, without flags and with finish "length", reads as max_tokens', () => {
+  const flagged: PageResultJson = { ...PAGE_RESULT, finish: 'max_tokens', flags: ['max_tokens', 'repetition'], needs_review: true, repetition: { start: 3, span: 2, repeats: 40 } };
+  assert.deepEqual(parsePageResultJson(JSON.stringify(flagged), 'k.json'), flagged);
+  const earlier = parsePageResultJson(JSON.stringify({ ...PAGE_RESULT, finish: 'length' }), 'k.json');
+  assert.deepEqual({ finish: earlier.finish, flags: earlier.flags, needs_review: earlier.needs_review }, { finish: 'max_tokens', flags: undefined, needs_review: undefined });
+  assert.throws(() => parsePageResultJson(JSON.stringify({ ...PAGE_RESULT, flags: ['tired'] }), 'k.json'), /k\.json is invalid: flags\.0: /);
+  assert.throws(() => parsePageResultJson(JSON.stringify({ ...PAGE_RESULT, finish: 'stop' }), 'k.json'), /k\.json is invalid: finish: /);
+});
+
 test('a page result that is not JSON, or lacks a field, names its key and the problem', () => {
   assert.throws(() => parsePageResultJson('{"docId": ', 'results/x/pages/0002.json'), /^InvalidBoundaryDataError: results\/x\/pages\/0002\.json is not JSON: /);
   const { markdown: _, ...withoutMarkdown } = PAGE_RESULT;

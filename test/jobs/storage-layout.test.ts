@@ -5,6 +5,8 @@ import { test } from 'node:test';
 import {
   checkDocId,
   docIdOfStagedKey,
+  docIdOfDoneMarker,
+  docIdOfFailedPagesMarker,
   documentKeys,
   documentResultKeys,
   inputLinkKey,
@@ -51,6 +53,13 @@ test('the assembled document is document.md, document.json and the _DONE marker 
     done: `results/${DOC_ID}/_DONE`,
     failedPages: `results/${DOC_ID}/_FAILED_PAGES`,
   });
+});
+
+test('the markers of a document give back its docId; other keys give none', () => {
+  const keys = documentResultKeys(DOC_ID);
+  assert.deepEqual([docIdOfDoneMarker(keys.done), docIdOfFailedPagesMarker(keys.failedPages)], [DOC_ID, DOC_ID]);
+  for (const key of [keys.json, keys.failedPages, `results/${DOC_ID}/pages/_DONE`, `x/results/${DOC_ID}/_DONE`]) assert.equal(docIdOfDoneMarker(key), undefined, key);
+  assert.equal(docIdOfFailedPagesMarker(keys.done), undefined);
 });
 
 test('a rejected input is recorded under rejected/ by 32 hex digits of its uri', () => {

@@ -12,7 +12,7 @@ import { pageJobId } from '../../src/queue/job-ids.js';
 import { LIVE_WORKER_KEY_PREFIX, LiveWorkerHeartbeat, listLiveWorkers, type LiveWorkerIdentity, type LiveWorkerProgress } from '../../src/queue/live-workers.js';
 import { DOCUMENTS, pageQueue } from '../../src/queue/queue-names.js';
 import { readQueueStatus } from '../../src/queue/queue-status.js';
-import { countCompleted, countedKinds, recentThroughput } from '../../src/queue/throughput.js';
+import { countCompleted, countedKinds, countFlagged, recentFlagged, recentThroughput } from '../../src/queue/throughput.js';
 
 const PAGES = pageQueue('v1');
 import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
@@ -108,6 +108,17 @@ describe('live workers and throughput in Redis', { skip: REDIS_SERVER_MISSING },
     // The first busy minute of the window began 9.5 minutes before NOW.
     assert.deepEqual(pages, { completed: 45, perMinute: 45 / 9.5 });
     assert.deepEqual(await recentThroughput(client, { queue: DOCUMENTS }, 10, NOW), { completed: 2, perMinute: 2 });
+  });
+
+  test('flagged pages are counted per flag in the window, a page with two flags under both', async () => {
+    await countFlagged(client, ['timeout'], NOW - 11 * MINUTE); // before a 10-minute window
+    await countFlagged(client, ['max_tokens', 'repetition'], NOW - 3 * MINUTE);
+    await countFlagged(client, ['max_tokens'], NOW);
+    await countFlagged(client, ['empty'], NOW);
+    assert.deepEqual(await recentFlagged(client, 10, NOW), { max_tokens: 2, timeout: 0, repetition: 1, empty: 1 });
+    assert.deepEqual(await recentFlagged(client, 12, NOW), { max_tokens: 2, timeout: 1, repetition: 1, empty: 1 });
+    const [key] = await client.keys('scriptorium:throughput:flagged:empty:*');
+    assert.ok((await client.ttl(key)) > 60 * 60, 'flagged counters are kept as long as the longest window');
   });
 
   test('a run that started in the current minute is rated over one minute at least', async () => {

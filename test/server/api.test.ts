@@ -216,7 +216,7 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
     assert.equal(submitted.pages, 3);
     const queued = await client.status(submitted.docId);
     checkAnswer('GET', '/v1/documents/{docId}', 200, queued);
-    assert.deepEqual({ state: queued.state, pages: queued.pages }, { state: 'queued', pages: { total: 3, done: 0, failed: 0, pending: 3 } });
+    assert.deepEqual({ state: queued.state, pages: queued.pages }, { state: 'queued', pages: { total: 3, done: 0, failed: 0, pending: 3, flagged: 0 } });
     const response = await fetch(url(submitted.links.self), { method: 'DELETE', headers: { authorization: `Bearer ${KEY}` } });
     checkAnswer('DELETE', '/v1/documents/{docId}', response.status, await response.json());
     assert.equal(response.status, 202);
@@ -255,13 +255,16 @@ describe('scriptorium serve', { skip: REDIS_SERVER_MISSING }, () => {
     for (const { docId, pages } of [upload, byUri]) {
       const status = await client.waitUntilSettled(docId);
       checkAnswer('GET', '/v1/documents/{docId}', 200, status);
+      // The random weights run to the token budget: every page is flagged max_tokens, and still done.
       assert.deepEqual({ state: status.state, pages: status.pages, failed: status.failedPages }, {
         state: 'completed',
-        pages: { total: pages, done: pages, failed: 0, pending: 0 },
+        pages: { total: pages, done: pages, failed: 0, pending: 0, flagged: pages },
         failed: [],
       });
       const document = await client.result(docId, 'json');
       assert.equal(document.pages.length, pages);
+      assert.deepEqual(status.flaggedPages, document.flagged);
+      assert.ok(status.flaggedPages.every(({ flags }) => flags.includes('max_tokens')), JSON.stringify(status.flaggedPages));
       const markdown = await client.result(docId, 'md');
       const pageMarkdown = await Promise.all(Array.from({ length: pages }, (_, i) => client.page(docId, i + 1, 'md')));
       for (const text of pageMarkdown) assert.ok(markdown.includes(text), 'document.md holds every page');

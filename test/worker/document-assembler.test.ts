@@ -1,5 +1,5 @@
-// Document assembly from page statuses and page JSONs on file:// storage: document.md, document.json,
-// then the _DONE marker.
+// Document assembly from page statuses and page JSONs on file:// storage: document.md, document.json
+// (flagged pages included), then the _DONE marker with the document's options.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -8,7 +8,8 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import type { DocumentJobData, StageTimings } from '../../src/jobs/job-types.js';
-import type { DocumentResultJson, PageResultJson } from '../../src/jobs/result-json.js';
+import { needsReview, type PageFlag } from '../../src/jobs/page-flags.js';
+import { parseDoneMarkerJson, type DocumentResultJson, type PageResultJson } from '../../src/jobs/result-json.js';
 import { documentKeys, pageResultKey } from '../../src/jobs/storage-layout.js';
 import { openStorage } from '../../src/storage/open-storage.js';
 import type { Storage } from '../../src/storage/storage.js';
@@ -58,9 +59,9 @@ test('document.json lists done pages, failed pages with reasons, and stage stati
 });
 
 test("document.json's confidence is over the done pages that carry one; pages of earlier versions without one are left out", async () => {
-  await storePage('confident', 1, 'One.', 5, { mean: 0.95, min: 0.5 });
+  await storePage('confident', 1, 'One.', 5, { confidence: { mean: 0.95, min: 0.5 } });
   await storePage('confident', 2, 'Two.', 5); // stored by an earlier version
-  await storePage('confident', 3, 'Three.', 5, { mean: 0.42, min: 0.01 });
+  await storePage('confident', 3, 'Three.', 5, { confidence: { mean: 0.42, min: 0.01 } });
   const statuses: PageStatus[] = [1, 2, 3].map((page) => ({ page, status: 'done', key: pageKey('confident', page) }));
   const document = await assembleDocument(documentJob('confident', 4), [...statuses, { page: 4, status: 'failed', reason: 'unreadable' }], storage);
   assert.ok(Math.abs(document.confidence!.mean - (0.95 + 0.42) / 2) < 1e-12, `mean ${document.confidence!.mean}`);
@@ -95,6 +96,26 @@ test('_DONE only when every page succeeded; otherwise _FAILED_PAGES with the rea
   await storePage('whole', 1, 'Only page.', 5);
   await assembleDocument(documentJob('whole', 1), [{ page: 1, status: 'done', key: pageKey('whole', 1) }], storage);
   assert.deepEqual([await storage.exists(`results/${idOf('whole')}/_DONE`), await storage.exists(`results/${idOf('whole')}/_FAILED_PAGES`)], [true, false]);
+  const done = parseDoneMarkerJson((await storage.get(`results/${idOf('whole')}/_DONE`)).toString(), '_DONE');
+  assert.deepEqual({ docId: done.docId, options: done.options }, { docId: idOf('whole'), options: documentJob('whole', 1).options });
+});
+
+test('document.json lists the done pages that carry flags; pages without flags, and results of earlier versions, are not listed', async () => {
+  await storePage('flagged', 1, 'Read before pages had flags.', 5);
+  await storePage('flagged', 2, 'Clean.', 5, { flags: [] });
+  await storePage('flagged', 3, 'Cut off, looping.', 5, { flags: ['max_tokens', 'repetition'] });
+  await storePage('flagged', 4, ' ', 5, { flags: ['empty'] });
+  const document = await assembleDocument(
+    documentJob('flagged', 4),
+    [1, 2, 3, 4].map((page): PageStatus => ({ page, status: 'done', key: pageKey('flagged', page) })),
+    storage,
+  );
+  assert.deepEqual(document.flagged, [
+    { page: 3, flags: ['max_tokens', 'repetition'] },
+    { page: 4, flags: ['empty'] },
+  ]);
+  assert.equal(document.pages.length, 4, 'a flagged page is done');
+  assert.equal(await storage.exists(`results/${idOf('flagged')}/_DONE`), true);
 });
 
 test('a page without a status whose result is stored (an earlier run read it) counts as done', async () => {
@@ -175,8 +196,17 @@ function pageKey(name: string, page: number): string {
   return pageResultKey(idOf(name), page, 'json');
 }
 
-/** A page JSON whose stages all took `stageMs`. */
-async function storePage(name: string, page: number, markdown: string, stageMs: number, confidence?: PageResultJson['confidence']): Promise<void> {
+/**
+ * A page JSON whose stages all took `stageMs`, with `confidence` and `flags` when given; without flags,
+ * one written by an earlier version (no flags, and the token budget's finish still named 'length').
+ */
+async function storePage(
+  name: string,
+  page: number,
+  markdown: string,
+  stageMs: number,
+  { confidence, flags }: { confidence?: PageResultJson['confidence']; flags?: PageFlag[] } = {},
+): Promise<void> {
   const timings = Object.fromEntries(
     ['queued', 'fetch', 'render', 'preprocess', 'encode', 'prefill', 'decode', 'postprocess', 'store', 'total'].map((stage) => [stage, stageMs]),
   ) as StageTimings;
@@ -189,12 +219,13 @@ async function storePage(name: string, page: number, markdown: string, stageMs: 
     blocks: [],
     ...(confidence === undefined ? {} : { confidence }),
     tokens: { prompt: 83, image: 73, generated: 8 },
-    finish: 'length',
+    finish: 'max_tokens',
+    ...(flags === undefined ? {} : { flags, needs_review: needsReview(flags) }),
     timings_ms: timings,
     worker: { host: 'test-host', backend: 'cpu-test', attempt: 1 },
     scriptorium: { version: '0.1.0', commit: 'unknown' },
   };
-  await storage.put(pageKey(name, page), Buffer.from(JSON.stringify(json)));
+  await storage.put(pageKey(name, page), Buffer.from(JSON.stringify(flags === undefined ? { ...json, finish: 'length' } : json)));
 }
 
 /** The storage, recording when each put starts and ends. */

@@ -14,6 +14,7 @@ import { pino } from 'pino';
 
 import { startOcrWorkers, type OcrWorkers } from '../../src/worker/ocr-workers.js';
 import type { OcrJobOptions } from '../../src/jobs/job-types.js';
+import { PAGE_FLAGS } from '../../src/jobs/page-flags.js';
 import type { PageResultJson } from '../../src/jobs/result-json.js';
 import { enqueueDocuments } from '../../src/producer/enqueue.js';
 import { DocumentWatcher } from '../../src/queue/document-watcher.js';
@@ -99,6 +100,16 @@ describe('a running worker seen from outside', { skip: REDIS_SERVER_MISSING }, (
     assert.match(text, new RegExp(`^scriptorium_generated_tokens_total ${generated}$`, 'm'));
     const decodeSeconds = Number(/^scriptorium_decode_seconds_total (\S+)$/m.exec(text)?.[1]);
     assert.ok(decodeSeconds > 0, `decode seconds ${decodeSeconds}`);
+  });
+
+  test('the metrics and status count the flagged pages per flag, as their results carry them', async () => {
+    const counts = new Map<string, number>();
+    for (const page of await pageJsons()) for (const flag of page.flags ?? []) counts.set(flag, (counts.get(flag) ?? 0) + 1);
+    assert.equal(counts.get('max_tokens'), 2, 'the 4-token budget flags both pages');
+    const text = await scrape();
+    for (const [flag, count] of counts) assert.match(text, new RegExp(`^scriptorium_pages_flagged_total\\{reason="${flag}"\\} ${count}$`, 'm'), flag);
+    const expected = PAGE_FLAGS.filter((flag) => counts.has(flag)).map((flag) => `${counts.get(flag)} ${flag}`);
+    assert.match(await status(), new RegExp(`^pages flagged in 10 min: ${expected.join(', ')}$`, 'm'));
   });
 
   test('the metrics hold the queue depths, read at the scrape, and the process metrics', async () => {

@@ -135,14 +135,17 @@ describe('page and document workers', { skip: REDIS_SERVER_MISSING }, () => {
     assert.ok(outcome.pages[0].timings_ms.total > 0);
   });
 
-  test('the document job returns where its results are and which pages failed', async () => {
+  test('the document job returns where its results are, which pages failed and which are flagged', async () => {
     const { summary, settlements } = await untilAssembled(() => enqueuePdf(2));
     const { docId } = summary.queued[0];
+    // As document.json lists them: the random weights run every page to its token budget.
+    const { flagged } = await documentJson(storage, docId);
+    assert.ok(flagged?.length === 2 && flagged.every(({ flags }) => flags.includes('max_tokens')), JSON.stringify(flagged));
     assert.deepEqual(settlements, [
       {
         docId,
         status: 'completed',
-        returnvalue: { docId, markdown: `results/${docId}/document.md`, json: `results/${docId}/document.json`, pages: 2, failedPages: [] },
+        returnvalue: { docId, markdown: `results/${docId}/document.md`, json: `results/${docId}/document.json`, pages: 2, failedPages: [], flagged },
       },
     ]);
     assert.equal(await storage.exists(`results/${docId}/_DONE`), true);

@@ -1,4 +1,4 @@
-// The page result JSON built from an engine result (docs/design.md "Results").
+// The page result JSON built from an engine result (docs/design.md "Results"), its flags included.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
@@ -104,4 +104,21 @@ test('every page result names the Scriptorium version and commit that wrote it',
 test('a result without a checkpoint identity or host is refused, not written with empty provenance', () => {
   assert.throws(() => pageResultJson(DATA, 4, RESULT, TIMINGS, { ...READER, checkpoint: '' }, 1, IMAGE), /model\.checkpoint: /);
   assert.throws(() => pageResultJson(DATA, 4, RESULT, TIMINGS, { ...READER, host: '' }, 1, IMAGE), /worker\.host: /);
+});
+
+test('a page that ended on its own with text carries no flags and needs no review', () => {
+  const json = pageResultJson(DATA, 4, RESULT, TIMINGS, READER, 1, IMAGE);
+  assert.deepEqual({ flags: json.flags, needs_review: json.needs_review, repetition: json.repetition }, { flags: [], needs_review: false, repetition: undefined });
+});
+
+test('the budget, the deadline and a loop flag a page for review, with the loop found; an empty page is flagged but needs no review', () => {
+  const flagsOf = (result: Partial<PageResult>) => {
+    const json = pageResultJson(DATA, 4, { ...RESULT, ...result }, TIMINGS, READER, 1, IMAGE);
+    return { flags: json.flags, needs_review: json.needs_review, repetition: json.repetition };
+  };
+  const repetition = { start: 40, span: 12, repeats: 300 };
+  assert.deepEqual(flagsOf({ finish: 'max_tokens', repetition }), { flags: ['max_tokens', 'repetition'], needs_review: true, repetition });
+  assert.deepEqual(flagsOf({ finish: 'timeout' }), { flags: ['timeout'], needs_review: true, repetition: undefined });
+  assert.deepEqual(flagsOf({ markdown: ' \n\t\n', blocks: [] }), { flags: ['empty'], needs_review: false, repetition: undefined });
+  assert.deepEqual(flagsOf({ finish: 'timeout', markdown: '' }), { flags: ['timeout', 'empty'], needs_review: true, repetition: undefined });
 });
