@@ -46,9 +46,10 @@ COPY --from=build /src/build/Release/*.node build/Release/
 COPY --from=build /src/dist/src dist/src
 # The page viewer's static script and style sheets, served and inlined as they are.
 COPY viewer viewer
-# Model checkpoints (`scriptorium model download v3 --dir /models/v3`); a named volume mounted here
-# inherits the node user's ownership.
-RUN mkdir /models && chown node:node /models
+# Model checkpoints (`scriptorium model download v3 --dir /models/v3`) and the packed weights the
+# workers of a host share (SCRIPTORIUM_PACKED_WEIGHTS_DIR); named volumes mounted here inherit the
+# node user's ownership.
+RUN mkdir -p /models /var/cache/scriptorium/packed && chown node:node /models /var/cache/scriptorium/packed
 USER node
 ENTRYPOINT ["node", "dist/src/cli/main.js"]
 CMD ["work"]

@@ -24,6 +24,7 @@
       'native/cpu/kernels_scalar.cc',
       'native/cpu/kernels_dispatch.cc',
       'native/cpu/ops.cc',
+      'native/cpu/packed_weights_file.cc',
       'native/cpu/attention.cc',
       'native/cpu/cpu_decoder.cc',
       'native/cpu/quant_int8.cc',

@@ -13,7 +13,9 @@ import { COMMAND_DEFAULT_PRECISION, PRECISION_CHOICES, type Precision } from '..
 import { PAGE_CASES, type PageCase } from './page-cases.js';
 import { PEER_CASES } from './peer-cases.js';
 
-export const PARTS = ['ceilings', 'throughput', 'encoders', 'decode', 'latency', 'batch', 'kvcache', 'accuracy', 'peer'] as const;
+export const PARTS = ['ceilings', 'throughput', 'encoders', 'decode', 'latency', 'batch', 'kvcache', 'accuracy', 'shared-weights', 'peer'] as const;
+/** A part a plain run leaves out: it holds two full copies of the weights at once. */
+const ONLY_WHEN_NAMED: Part = 'shared-weights';
 export type Part = (typeof PARTS)[number];
 
 /** Tokens generated per page in the comparison with the peer (the speed issue's figure). */
@@ -36,8 +38,8 @@ a table on stdout, JSON and an SVG plot in --out; progress on stderr.
   --out DIR            where results are written (default bench-results)
   --runs N             runs of every measurement; medians are reported (default 3)
   --only PARTS         comma-separated parts: ${PARTS.join(', ')}
-                       (default all, peer only with --peer-bin; the ceilings are measured in every
-                       run, since every ratio needs them)
+                       (default all but shared-weights, which runs only when named, and peer only with
+                       --peer-bin; the ceilings are measured in every run, since every ratio needs them)
   --cases IDS          page cases for encoders, decode and accuracy: ${PAGE_CASES.map((c) => c.id).join(', ')} (default all)
   --throughput-cases IDS  pages the throughput part reads as a worker does: ${THROUGHPUT_CASES.map((c) => c.id).join(', ')}
                        (default v1-base)
@@ -132,7 +134,7 @@ export function parseBenchArgs(args: string[], env: NodeJS.ProcessEnv): BenchOpt
   }
   const { quick } = values;
   const peerBin = values['peer-bin'];
-  const parts = new Set(values.only ?? PARTS.filter((part) => part !== 'peer' || peerBin !== undefined));
+  const parts = new Set(values.only ?? PARTS.filter((part) => part !== ONLY_WHEN_NAMED && (part !== 'peer' || peerBin !== undefined)));
   if (parts.has('peer') && peerBin === undefined) {
     throw new UsageError('--only peer needs --peer-bin PATH, the peer\'s ds_ocr executable (bench/README.md says how to build it)');
   }

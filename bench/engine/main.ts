@@ -28,6 +28,7 @@ import {
   type PageSummary,
 } from './summary.js';
 import { linePlotSvg, type PlotSeries } from './svg-plot.js';
+import { measureSharedWeights, sharedWeightsText, type SharedWeightsRow } from './measure-shared-weights.js';
 import { summariseThroughput, throughputText, type ThroughputSummary } from './throughput-report.js';
 
 const BATCH_SIZES = [1, 4, 8, 16];
@@ -36,6 +37,10 @@ const GPU_BATCH_SIZES = [1, 8, 16, 64];
 const BATCH_VARIANT: Variant = 'v1';
 const BATCH_PREFIX_TOKENS = 256;
 const LATENCY_VARIANTS: readonly Variant[] = ['v1', 'v3'];
+/** The shared-weights part: processes on one node with the weights shared, and the page each reads. */
+const SHARED_WEIGHTS_VARIANT: Variant = 'v1';
+const SHARED_WEIGHTS_PROCESSES = [1, 2, 4];
+const SHARED_WEIGHTS_TOKENS = 32;
 const LATENCY_PAGES = 10;
 const KV_CACHE_VARIANT: Variant = 'v1';
 const KV_CACHE_PREFIX_TOKENS = 3000;
@@ -66,6 +71,7 @@ interface BenchResults {
   peer: PeerComparison[];
   /** Pages read as a worker reads them, per case, weights and batch size. */
   throughput: ThroughputSummary[];
+  sharedWeights: SharedWeightsRow[];
 }
 
 function latencyPlot(latency: readonly LatencySummary[]): string {
@@ -116,6 +122,7 @@ async function main(args: string[]): Promise<number> {
     accuracy: [],
     peer: [],
     throughput: [],
+    sharedWeights: [],
   };
   const save = () => writeFile(jsonFile, `${JSON.stringify(results, null, 2)}\n`);
   await save();
@@ -154,6 +161,16 @@ async function main(args: string[]): Promise<number> {
       }
     }
     print(throughputText(results.throughput, computeCeilings));
+  }
+
+  if (parts.has('shared-weights')) {
+    progress('memory of worker processes on one node, packed weights private and shared');
+    results.sharedWeights = await measureSharedWeights(
+      { modelDir: await checkpoint(SHARED_WEIGHTS_VARIANT), threads: options.threads, precision: options.precision, processes: SHARED_WEIGHTS_PROCESSES, tokens: SHARED_WEIGHTS_TOKENS },
+      progress,
+    );
+    await save();
+    print(sharedWeightsText(results.sharedWeights));
   }
 
   if (parts.has('encoders') || parts.has('decode')) {

@@ -271,6 +271,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     fail(path, "cannot stat");
   }
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  fingerprint_ = path + " dev " + std::to_string(st.st_dev) + " inode " + std::to_string(st.st_ino) + " bytes " +
+                 std::to_string(file_size) + " mtime " + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
   if (file_size < 8) {
     ::close(fd);
     fail(path, "truncated: " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
@@ -368,6 +370,12 @@ const TensorView& Checkpoint::checked(const std::string& name, const std::vector
 bool SafetensorsFile::maps(const void* data, size_t nbytes) const {
   const uintptr_t begin = reinterpret_cast<uintptr_t>(data), base = reinterpret_cast<uintptr_t>(mapping_);
   return mapping_ != nullptr && begin >= base && nbytes <= mapped_bytes_ && begin - base <= mapped_bytes_ - nbytes;
+}
+
+std::string Checkpoint::fingerprint() const {
+  std::string all;
+  for (const auto& file : files_) all += file->fingerprint() + "\n";
+  return all;
 }
 
 void Checkpoint::release_mapped(const void* data, size_t nbytes) const {

@@ -64,13 +64,16 @@ class SafetensorsFile {
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
   const std::string& path() const { return path_; }
+  // Which file this is and which version of it, from stat at open: path, device, inode, size and
+  // modification time (a rewritten or replaced file differs in at least one).
+  const std::string& fingerprint() const { return fingerprint_; }
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // Whether [data, data + nbytes) lies inside this file's mapping.
   bool maps(const void* data, size_t nbytes) const;
 
  private:
-  std::string path_;
+  std::string path_, fingerprint_;
   void* mapping_ = nullptr;
   size_t mapped_bytes_ = 0;
   std::map<std::string, TensorView> tensors_;
@@ -95,6 +98,9 @@ class Checkpoint {
 
   const std::map<std::string, const TensorView*>& tensors() const { return tensors_; }
   size_t total_bytes() const;  // tensor bytes in the files
+  // Every file's fingerprint (SafetensorsFile::fingerprint), in order: what a cache of weights
+  // derived from this checkpoint is keyed on.
+  std::string fingerprint() const;
   // Bytes of the BF16 copies made for F16 / F32 tensors: memory on top of the mapped files.
   size_t converted_bytes() const { return converted_bytes_; }
   // Tensors no get() / f32() call has asked for, sorted (buffers the model does not use).

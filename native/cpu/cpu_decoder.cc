@@ -7,6 +7,7 @@
 
 #include "cpu/log_sum_exp.h"
 #include "cpu/ops.h"
+#include "cpu/packed_weights_file.h"
 
 namespace scriptorium {
 
@@ -56,7 +57,7 @@ void KvCache::store(const KernelSet& kernels, int64_t layer, int64_t slot, const
 }
 
 Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool, Precision precision,
-                 WeightQuantization quantization)
+                 WeightQuantization quantization, const std::string& packed_weights_dir)
     : dims_(dims), pool_(pool), precision_(precision), kernels_(active_kernels()) {
   dims_.validate();
   auto bf16 = [&](const std::string& name, const std::vector<int64_t>& shape) {
@@ -70,10 +71,10 @@ Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPo
   layers_ = std::move(weights.layers);
   const bool int8 = quantization == WeightQuantization::Int8;
   if (int8) quantize_int8_weights(checkpoint);
-  pack_weights(checkpoint, !int8);
+  pack_weights(checkpoint, !int8, packed_weights_dir);
 }
 
-void Decoder::pack_weights(const Checkpoint& checkpoint, bool bf16_experts) {
+void Decoder::pack_weights(const Checkpoint& checkpoint, bool bf16_experts, const std::string& packed_weights_dir) {
   if (!active_kernels().gemm_bf16_packed) return;
   const int64_t H = dims_.hidden, QW = dims_.heads * dims_.head_dim, KW = dims_.kv_heads * dims_.head_dim;
   struct Request {
@@ -97,9 +98,32 @@ void Decoder::pack_weights(const Checkpoint& checkpoint, bool bf16_experts) {
     if (dims_.n_shared > 0) mlp(layer.shared);
   }
   if (bf16_experts) requests.push_back({&lm_head_, dims_.vocab, H});
+  if (packed_weights_dir.empty()) {
+    pool_.parallel_for(static_cast<int64_t>(requests.size()), 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) pack_weight(checkpoint, *requests[i].weight, requests[i].N, requests[i].K);
+    });
+    return;
+  }
+  // Everything the packed bytes depend on: the layout, which weights (their order and sizes are
+  // checked by the file as well), and which files, at which version, they came from.
+  const std::string key = std::string("decoder weights packed for ") + active_kernels().name + ", panels of " +
+                          std::to_string(kPanelColumns) + (bf16_experts ? ", experts packed" : ", experts int8") + "\n" +
+                          checkpoint.fingerprint();
+  std::vector<size_t> sizes;
+  for (const Request& r : requests) sizes.push_back(PackedBf16::bytes(r.N, r.K));
+  PackedWeightsFile file(packed_weights_dir, key, sizes);
   pool_.parallel_for(static_cast<int64_t>(requests.size()), 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) pack_weight(checkpoint, *requests[i].weight, requests[i].N, requests[i].K);
+    for (int64_t i = i0; i < i1; ++i) {
+      const Request& r = requests[i];
+      auto slot = std::static_pointer_cast<const bf16_t>(file.slot(static_cast<size_t>(i)));
+      if (file.filled()) {
+        r.weight->packed = PackedBf16(std::move(slot));  // the checkpoint's rows are never read
+      } else {
+        pack_weight(checkpoint, *r.weight, r.N, r.K, std::move(slot));
+      }
+    }
   });
+  if (!file.filled()) file.finish();
 }
 
 void Decoder::quantize_int8_weights(const Checkpoint& checkpoint) {

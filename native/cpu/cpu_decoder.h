@@ -65,9 +65,11 @@ enum class WeightQuantization { None, Int8 };
 
 class Decoder {
  public:
-  // `precision` applies to every BF16 product but the vocabulary head's, which stays exact.
+  // `precision` applies to every BF16 product but the vocabulary head's, which stays exact. With a
+  // `packed_weights_dir`, the packed BF16 weights live in a file there that every process loading
+  // this checkpoint on the node maps (PackedWeightsFile); without one, in this process's memory.
   Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool, Precision precision,
-          WeightQuantization quantization = WeightQuantization::None);
+          WeightQuantization quantization = WeightQuantization::None, const std::string& packed_weights_dir = "");
 
   const DecoderDims& dims() const { return dims_; }
   // Bytes of the int8 copies made at load (0 unquantised): process memory, while the BF16 pages
@@ -104,7 +106,7 @@ class Decoder {
   // they are int8, where the kernel set multiplies packed weights, on the pool's threads. Decode and
   // prefill rows run through the same kernels either way, so a decode row is bitwise the same
   // beside another request's prefill rows.
-  void pack_weights(const Checkpoint& checkpoint, bool bf16_experts);
+  void pack_weights(const Checkpoint& checkpoint, bool bf16_experts, const std::string& packed_weights_dir);
   // Converts every MoE layer's experts and the head, releasing their mapped BF16 pages.
   void quantize_int8_weights(const Checkpoint& checkpoint);
 

@@ -97,7 +97,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
 class LoadWorker : public Napi::AsyncWorker {
  public:
   LoadWorker(Napi::Env env, std::string dir, DecoderDims dims, int threads, bool with_vision, VisionDims vision_dims,
-             Precision precision, WeightQuantization quantization)
+             Precision precision, WeightQuantization quantization, std::string packed_weights_dir)
       : Napi::AsyncWorker(env),
         deferred_(Napi::Promise::Deferred::New(env)),
         dir_(std::move(dir)),
@@ -106,7 +106,8 @@ class LoadWorker : public Napi::AsyncWorker {
         with_vision_(with_vision),
         vision_dims_(std::move(vision_dims)),
         precision_(precision),
-        quantization_(quantization) {}
+        quantization_(quantization),
+        packed_weights_dir_(std::move(packed_weights_dir)) {}
 
   Napi::Promise promise() const { return deferred_.Promise(); }
 
@@ -115,7 +116,8 @@ class LoadWorker : public Napi::AsyncWorker {
       engine_ = std::make_shared<Engine>();
       engine_->pool = std::make_unique<ThreadPool>(threads_);
       engine_->checkpoint = std::make_unique<Checkpoint>(dir_);
-      engine_->decoder = std::make_unique<Decoder>(*engine_->checkpoint, dims_, *engine_->pool, precision_, quantization_);
+      engine_->decoder = std::make_unique<Decoder>(*engine_->checkpoint, dims_, *engine_->pool, precision_, quantization_,
+                                                 packed_weights_dir_);
       if (with_vision_) {
         if (vision_dims_.embed != dims_.hidden) throw std::invalid_argument("config.json: projector n_embed must equal hidden_size");
         engine_->vision = std::make_unique<VisionEncoder>(*engine_->checkpoint, vision_dims_, *engine_->pool, precision_);
@@ -138,11 +140,13 @@ class LoadWorker : public Napi::AsyncWorker {
   VisionDims vision_dims_;
   Precision precision_;
   WeightQuantization quantization_;
+  std::string packed_weights_dir_;
   std::shared_ptr<Engine> engine_;
 };
 
 // loadModel(dir: string, dims: DecoderDims, threads: number, visionDims: VisionDims | undefined,
-//           options: {precision: 'exact' | 'fast', quantize?: 'none' | 'int8'}) -> Promise<NativeModel>
+//           options: {precision: 'exact' | 'fast', quantize?: 'none' | 'int8', packedWeightsDir?: string})
+//   -> Promise<NativeModel>
 Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 5 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsNumber() ||
@@ -155,6 +159,10 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   if (quantize_name != "none" && quantize_name != "int8")
     throw Napi::TypeError::New(env, "loadModel: options.quantize must be 'none' or 'int8'");
   const WeightQuantization quantization = quantize_name == "int8" ? WeightQuantization::Int8 : WeightQuantization::None;
+  const Napi::Value packed_dir = options.Get("packedWeightsDir");
+  if (!packed_dir.IsUndefined() && (!packed_dir.IsString() || packed_dir.As<Napi::String>().Utf8Value().empty()))
+    throw Napi::TypeError::New(env, "loadModel: options.packedWeightsDir must be a non-empty string");
+  const std::string packed_weights_dir = packed_dir.IsUndefined() ? "" : packed_dir.As<Napi::String>().Utf8Value();
   const DecoderDims dims = read_decoder_dims(info[1].As<Napi::Object>());
   const bool with_vision = info[3].IsObject();
   VisionDims vision_dims;
@@ -162,7 +170,8 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   const int threads = info[2].As<Napi::Number>().Int32Value();
   if (threads < 1 || threads > 1024) throw Napi::RangeError::New(env, "threads must be between 1 and 1024");
   auto* worker =
-      new LoadWorker(env, info[0].As<Napi::String>(), dims, threads, with_vision, std::move(vision_dims), precision, quantization);
+      new LoadWorker(env, info[0].As<Napi::String>(), dims, threads, with_vision, std::move(vision_dims), precision, quantization,
+                     packed_weights_dir);
   Napi::Promise promise = worker->promise();
   worker->Queue();
   return promise;

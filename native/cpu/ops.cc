@@ -132,10 +132,17 @@ std::shared_ptr<const bf16_t> place_packed(size_t bytes) {
 
 }  // namespace
 
-PackedBf16::PackedBf16(const bf16_t* W, int64_t N, int64_t K) {
+size_t PackedBf16::bytes(int64_t N, int64_t K) {
   const int64_t pairs = (K + 1) / 2, panels = (N + kPanelColumns - 1) / kPanelColumns;
-  const int64_t panel = pairs * 2 * kPanelColumns;  // elements, a multiple of 128: 256 bytes
-  data_ = place_packed(static_cast<size_t>(panels * panel) * sizeof(bf16_t));
+  return static_cast<size_t>(panels * pairs * 2 * kPanelColumns) * sizeof(bf16_t);  // panels of 256-byte multiples
+}
+
+PackedBf16::PackedBf16(const bf16_t* W, int64_t N, int64_t K) : PackedBf16(W, N, K, place_packed(bytes(N, K))) {}
+
+// `storage` must read as zero: padding (an odd K's last high halves, a last panel's missing
+// columns) is never written.
+PackedBf16::PackedBf16(const bf16_t* W, int64_t N, int64_t K, std::shared_ptr<const bf16_t> storage) : data_(std::move(storage)) {
+  const int64_t panel = (K + 1) / 2 * 2 * kPanelColumns;  // elements
   // Pairs of k move as one 32-bit word: W row n's pair q goes to word q * kPanelColumns + n % 64 of its panel.
   uint32_t* P = reinterpret_cast<uint32_t*>(const_cast<bf16_t*>(data_.get()));
   for (int64_t n = 0; n < N; ++n) {
@@ -152,7 +159,12 @@ PackedBf16::PackedBf16(const bf16_t* W, int64_t N, int64_t K) {
 
 void pack_weight(const Checkpoint& checkpoint, Bf16Weight& W, int64_t N, int64_t K) {
   if (!active_kernels().gemm_bf16_packed) return;
-  W.packed = PackedBf16(W.rows, N, K);
+  pack_weight(checkpoint, W, N, K, place_packed(PackedBf16::bytes(N, K)));
+}
+
+void pack_weight(const Checkpoint& checkpoint, Bf16Weight& W, int64_t N, int64_t K, std::shared_ptr<const bf16_t> storage) {
+  if (!active_kernels().gemm_bf16_packed) return;
+  W.packed = PackedBf16(W.rows, N, K, std::move(storage));
   checkpoint.release_mapped(W.rows, static_cast<size_t>(N * K) * sizeof(bf16_t));
 }
 

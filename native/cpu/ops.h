@@ -70,6 +70,12 @@ class PackedBf16 {
   PackedBf16() = default;
   // Safe to call from several threads at once.
   PackedBf16(const bf16_t* W, int64_t N, int64_t K);
+  // Packs W into `storage` (bytes(N, K) of it, 64-byte aligned), which it then holds.
+  PackedBf16(const bf16_t* W, int64_t N, int64_t K, std::shared_ptr<const bf16_t> storage);
+  // Weights packed before (by this or another process, into a file both map).
+  explicit PackedBf16(std::shared_ptr<const bf16_t> packed) : data_(std::move(packed)) {}
+  // The bytes W[N, K] takes packed.
+  static size_t bytes(int64_t N, int64_t K);
   bool empty() const { return !data_; }
   const bf16_t* data() const { return data_.get(); }
 
@@ -94,6 +100,8 @@ struct Bf16Weight {
 // and releases its mapped rows (they are not read again); leaves it as it is on other sets.
 // Safe to call for different weights from several threads at once.
 void pack_weight(const Checkpoint& checkpoint, Bf16Weight& W, int64_t N, int64_t K);
+// The same into `storage` (PackedBf16::bytes(N, K) of it), on kernel sets with packed products.
+void pack_weight(const Checkpoint& checkpoint, Bf16Weight& W, int64_t N, int64_t K, std::shared_ptr<const bf16_t> storage);
 
 // matmul_bf16 or matmul_bf16_packed, whichever form W is held in.
 void matmul_bf16(ThreadPool& pool, const float* X, const Bf16Weight& W, float* Y, int64_t M, int64_t N, int64_t K,

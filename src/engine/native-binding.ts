@@ -161,7 +161,7 @@ export const QUANTIZE_CHOICES: readonly WeightQuantization[] = ['none', 'int8'];
 
 export interface NativeBinding {
   /** Maps the checkpoint and builds the model on a native thread (F16 / F32 weights are converted there). */
-  loadModel(dir: string, dims: object, threads: number, visionDims: VisionDims | undefined, options: { precision: Precision; quantize?: WeightQuantization }): Promise<NativeModelHandle>;
+  loadModel(dir: string, dims: object, threads: number, visionDims: VisionDims | undefined, options: { precision: Precision; quantize?: WeightQuantization; packedWeightsDir?: string }): Promise<NativeModelHandle>;
   loadGpuModel?: (dir: string, dims: object, deviceIndex: number, visionDims: VisionDims | undefined, options: { precision: Precision }) => Promise<NativeGpuModelHandle>;
   supportedKernelSets(): string[];
   /** Validates a header exactly as loading does (a file's data section holds dataBytes); throws naming `file`. */

@@ -36,7 +36,16 @@ export interface LoadOptions {
   precision?: Precision;
   /** int8: the routed and shared experts and lm_head converted at load to int8 (CPU decoder only; default none). */
   quantize?: WeightQuantization;
+  /**
+   * A folder for the CPU decoder's packed weights, written once and mapped by every process on the
+   * node that loads the same checkpoint (default: $SCRIPTORIUM_PACKED_WEIGHTS_DIR, else none: each
+   * process packs into its own memory).
+   */
+  packedWeightsDir?: string;
 }
+
+/** The environment variable naming the node's folder of shared packed weights (docs/engine.md). */
+export const PACKED_WEIGHTS_DIR_VARIABLE = 'SCRIPTORIUM_PACKED_WEIGHTS_DIR';
 
 export class NativeModel {
   private queue: Promise<unknown> = Promise.resolve();
@@ -70,7 +79,8 @@ export class NativeModel {
     const kvCache = options.kvCache ?? DEFAULT_KV_CACHE;
     const binding = nativeBinding();
     const precision = options.precision ?? ENGINE_DEFAULT_PRECISION;
-    const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined, { precision, quantize });
+    const packedWeightsDir = options.packedWeightsDir ?? (process.env[PACKED_WEIGHTS_DIR_VARIABLE] || undefined);
+    const handle = await binding.loadModel(modelDir, config.decoder, threads, vision ?? undefined, { precision, quantize, packedWeightsDir });
     if (device.backend === 'cpu') return new NativeModel(config, vision, handle, device, null, kvCache, precision, quantize);
     if (!binding.loadGpuModel) throw new Error('the GPU backend is not available: this build of the addon has no Vulkan backend');
     const gpu = await binding.loadGpuModel(modelDir, config.decoder, device.index, vision ?? undefined, { precision });

@@ -6,7 +6,8 @@
 // dashboard's /queue-depth, GPU workers on the GPU with the driver's Vulkan files mounted; and the
 // Node.js the images are built on.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +20,7 @@ import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Namespace } from 'kubernetes-models/v1/Namespace';
 import { Service } from 'kubernetes-models/v1/Service';
 
+import { PACKED_WEIGHTS_DIR_VARIABLE } from '../../src/engine/native-model.js';
 import type { PageQueueDepth } from '../../src/queue/queue-depth.js';
 import { DEFAULT_HANG_GRACE_MS, DEFAULT_PAGE_TIMEOUT_MS } from '../../src/worker/page-worker.js';
 import { containersOf, kustomize, readYamlDocuments, strategicMerge, type K8sObject } from '../support/kustomize.js';
@@ -279,6 +281,34 @@ test('the serve component validates: a Deployment, its Service and a PodDisrupti
   const objects = kustomize(path.join(ROOT, 'deploy/kubernetes/components/serve'));
   assert.deepEqual(objects.map((object) => object.kind), ['Deployment', 'Service', 'PodDisruptionBudget']);
   for (const object of objects) new MODELS[`${object.apiVersion}/${object.kind}`](object as never).validate();
+});
+
+test('the node-shared-weights component puts the checkpoint and the packed weights in host folders the worker owns', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'scriptorium-kustomize-'));
+  try {
+    const cpu = path.relative(dir, path.join(ROOT, 'deploy/kubernetes/overlays/cpu'));
+    const component = path.relative(dir, path.join(ROOT, 'deploy/kubernetes/components/node-shared-weights'));
+    const kustomization = ['apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'resources:', `  - ${cpu}`, 'components:', `  - ${component}`];
+    writeFileSync(path.join(dir, 'kustomization.yaml'), `${kustomization.join('\n')}\n`);
+    const objects = kustomize(dir);
+    const worker = find(objects, 'Deployment', 'scriptorium-worker');
+    new Deployment(worker as never).validate();
+    type Volume = { name: string; hostPath?: { path: string }; emptyDir?: unknown };
+    type Mount = { name: string; mountPath: string };
+    const pod = (worker.spec as { template: { spec: { volumes: Volume[]; securityContext: { runAsUser: number }; initContainers: (Container & { command: string[]; volumeMounts: Mount[] })[] } } }).template.spec;
+    for (const name of ['models', 'packed-weights']) {
+      const volume = pod.volumes.find((v) => v.name === name);
+      assert.ok(volume?.hostPath !== undefined && volume.emptyDir === undefined, `${name} is a host folder only`);
+    }
+    const container = workerContainer(objects) as Container & { volumeMounts: Mount[] };
+    const packedDir = container.env?.find((variable) => variable.name === PACKED_WEIGHTS_DIR_VARIABLE)?.value;
+    assert.equal(packedDir, container.volumeMounts.find((mount) => mount.name === 'packed-weights')?.mountPath);
+    const [owner] = pod.initContainers;
+    assert.equal(owner.command[1], `${pod.securityContext.runAsUser}:${pod.securityContext.runAsUser}`);
+    for (const mount of owner.volumeMounts) assert.ok(owner.command.includes(mount.mountPath), `${mount.mountPath} is given to the worker's user`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 describe('docker-compose.yml', () => {

@@ -1,6 +1,7 @@
 // A small kustomize for the manifest tests (no kustomize binary, no network): resolves the subset of
 // kustomization.yaml that deploy/kubernetes/ uses, so that what an overlay deploys can be validated.
-// - resources and components: files (every YAML document) or folders with a kustomization.yaml
+// - resources: files (every YAML document) or folders with a kustomization.yaml; components: folders
+//   whose resources are added and whose patches apply to everything gathered before them
 // - patches: `path:` strategic-merge patches, applied to the resource of the same kind and name;
 //   maps merge, lists whose items all have a `name` merge item by item on it (containers, env,
 //   volumes), other lists are replaced, and null deletes a key
@@ -43,10 +44,23 @@ export function kustomize(dir: string): K8sObject[] {
   if (unknown.length > 0) throw new Error(`${dir}/kustomization.yaml: this resolver does not support ${unknown.join(', ')}`);
 
   const objects: K8sObject[] = [];
-  for (const entry of [...(kustomization.resources ?? []), ...(kustomization.components ?? [])]) {
+  for (const entry of kustomization.resources ?? []) {
     const target = path.join(dir, entry);
     objects.push(...(statSync(target).isDirectory() ? kustomize(target) : (readYamlDocuments(target) as K8sObject[])));
   }
+  // A component adds its resources and patches what has been gathered so far, its own resources included.
+  for (const entry of kustomization.components ?? []) {
+    const componentDir = path.join(dir, entry);
+    const [component] = readYamlDocuments(path.join(componentDir, 'kustomization.yaml')) as Kustomization[];
+    for (const resource of component.resources ?? []) objects.push(...(readYamlDocuments(path.join(componentDir, resource)) as K8sObject[]));
+    applyPatches(objects, componentDir, component);
+  }
+  applyPatches(objects, dir, kustomization);
+  return objects.map((object) => transform(object, kustomization));
+}
+
+/** Applies the kustomization's patches (paths relative to `dir`) to `objects` in place. */
+function applyPatches(objects: K8sObject[], dir: string, kustomization: Kustomization): void {
   for (const { path: patchFile } of kustomization.patches ?? []) {
     for (const patch of readYamlDocuments(path.join(dir, patchFile)) as K8sObject[]) {
       const index = objects.findIndex((object) => object.kind === patch.kind && object.metadata.name === patch.metadata.name);
@@ -54,7 +68,6 @@ export function kustomize(dir: string): K8sObject[] {
       objects[index] = strategicMerge(objects[index], patch) as K8sObject;
     }
   }
-  return objects.map((object) => transform(object, kustomization));
 }
 
 function transform(object: K8sObject, kustomization: Kustomization): K8sObject {
