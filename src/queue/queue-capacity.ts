@@ -27,7 +27,7 @@ export interface RedisMemory {
 }
 
 export interface VariantCapacity {
-  /** 'scriptorium:pages-v3' */
+  /** '{scriptorium}:pages-v3' */
   queue: string;
   /** Page jobs queued or being read (a V3 parse-multi page group is one job). */
   queuedPages: number;

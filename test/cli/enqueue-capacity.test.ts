@@ -87,7 +87,7 @@ describe('enqueue waiting for room', { skip: REDIS_SERVER_MISSING }, () => {
     let finished = false;
     const enqueued = enqueue(true, notes, terminal).finally(() => (finished = true));
     await waitUntil(() => notes.length > 0, 10_000, 'the note that it waits');
-    assert.match(notes[0], /^waiting for room for .*letter\.pdf: the queue is full: scriptorium:pages-v1 holds 2 page jobs and this document adds 1, over the limit of 2/);
+    assert.match(notes[0], /^waiting for room for .*letter\.pdf: the queue is full: \{scriptorium\}:pages-v1 holds 2 page jobs and this document adds 1, over the limit of 2/);
     await waitUntil(() => terminal.text.includes('waiting for room: the queue is full'), 10_000, 'the progress line says why it waits');
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal(finished, false, 'still waiting after several looks');

@@ -117,7 +117,7 @@ describe('live workers and throughput in Redis', { skip: REDIS_SERVER_MISSING },
     await countFlagged(client, ['empty'], NOW);
     assert.deepEqual(await recentFlagged(client, 10, NOW), { max_tokens: 2, timeout: 0, repetition: 1, empty: 1 });
     assert.deepEqual(await recentFlagged(client, 12, NOW), { max_tokens: 2, timeout: 1, repetition: 1, empty: 1 });
-    const [key] = await client.keys('scriptorium:throughput:flagged:empty:*');
+    const [key] = await client.keys('{scriptorium}:throughput:flagged:empty:*');
     assert.ok((await client.ttl(key)) > 60 * 60, 'flagged counters are kept as long as the longest window');
   });
 

@@ -120,14 +120,14 @@ describe('serve: capacity and quotas', { skip: REDIS_SERVER_MISSING }, () => {
     const server = await startServer({ maxQueuedPages: 2 });
     assert.equal((await submit(server, OPEN_KEY, await makePdf([LETTER, LETTER], 1))).status, 202);
     const full = await capacity(server, OPEN_KEY);
-    assert.deepEqual(full.variants.v1, { queue: 'scriptorium:pages-v1', queuedPages: 2, maxQueuedPages: 2, acceptingPages: 0 });
-    assert.deepEqual(full.variants.v3, { queue: 'scriptorium:pages-v3', queuedPages: 0, maxQueuedPages: 2, acceptingPages: 2 });
+    assert.deepEqual(full.variants.v1, { queue: '{scriptorium}:pages-v1', queuedPages: 2, maxQueuedPages: 2, acceptingPages: 0 });
+    assert.deepEqual(full.variants.v3, { queue: '{scriptorium}:pages-v3', queuedPages: 0, maxQueuedPages: 2, acceptingPages: 2 });
     assert.deepEqual({ max: full.redis.maxMemoryBytes, accepting: full.redis.accepting }, { max: null, accepting: true });
     assert.ok(full.redis.usedMemoryBytes > 0);
 
     const refused = await submit(server, OPEN_KEY, await onePage(2));
     assert.equal(refused.status, 429);
-    assert.match(refused.body.error, /the queue is full: scriptorium:pages-v1 holds 2 page jobs and this document adds 1, over the limit of 2/);
+    assert.match(refused.body.error, /the queue is full: \{scriptorium\}:pages-v1 holds 2 page jobs and this document adds 1, over the limit of 2/);
     assert.equal(refused.retryAfter, '60', 'no pages completed lately: the stated default');
     assert.equal((await capacity(server, OPEN_KEY)).variants.v1.queuedPages, 2, 'nothing of the refused document was queued');
 

@@ -1,6 +1,8 @@
 // Test documents made on the fly (nothing binary is committed): PDFs with pdf-lib or written by
 // hand (encrypted, corrupt), images with sharp or written by hand (BMP), and non-documents.
 import { createHash } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 
 import { PDFBool, PDFDocument, PDFName, rgb, StandardFonts } from 'pdf-lib';
 import sharp, { type Sharp } from 'sharp';
@@ -31,6 +33,17 @@ export async function makePdf(pageSizes: Array<[number, number]>, linesPerPage =
 }
 
 /** Where makePdfWithFormField puts its text field, in points from the top-left corner. */
+/** Two three-page Letter reports written into `dir` (3 and 4 lines a page, so different documents); their paths. */
+export async function writeThreePageReports(dir: string): Promise<string[]> {
+  return Promise.all(
+    [3, 4].map(async (lines) => {
+      const input = path.join(dir, `report-${lines}.pdf`);
+      await writeFile(input, await makePdf([LETTER, LETTER, LETTER], lines));
+      return input;
+    }),
+  );
+}
+
 export const FORM_FIELD_PT = { left: 72, top: 152, width: 300, height: 40 };
 
 /**

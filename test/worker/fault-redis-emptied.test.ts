@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -18,7 +18,7 @@ import { enqueueDocuments, type QueuedDocument } from '../../src/producer/enqueu
 import { redisOptions } from '../../src/queue/redis.js';
 import { FileStorage } from '../../src/storage/file-storage.js';
 import { READING_LINE } from '../support/fault-engine.js';
-import { LETTER, makePdf } from '../support/make-documents.js';
+import { writeThreePageReports } from '../support/make-documents.js';
 import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
 import { MAIN, waitUntil, WorkerProcess } from '../support/worker-processes.js';
@@ -48,13 +48,7 @@ describe('Redis emptied mid-run, then reconcile', { skip: REDIS_SERVER_MISSING }
   before(async () => {
     root = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-fault-emptied-'));
     storage = new FileStorage(path.join(root, 'storage'));
-    const inputs = await Promise.all(
-      [3, 4].map(async (lines) => {
-        const input = path.join(root, `report-${lines}.pdf`);
-        await writeFile(input, await makePdf([LETTER, LETTER, LETTER], lines));
-        return input;
-      }),
-    );
+    const inputs = await writeThreePageReports(root);
     documents = (await enqueueDocuments(inputs, { ocr: OCR, storage, connection: redisOptions(redis.url, 'client') })).queued;
 
     serve = spawn(process.execPath, [MAIN, 'serve', '--port', '0', '--variant', 'v3', '--to', storage.root], {

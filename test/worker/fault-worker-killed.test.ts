@@ -3,7 +3,7 @@
 // lock expires, the other worker takes the page over, every document completes, and every page is
 // read to the end exactly once.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -15,7 +15,7 @@ import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/queue/embedded
 import { redisOptions } from '../../src/queue/redis.js';
 import { FileStorage } from '../../src/storage/file-storage.js';
 import { READING_LINE } from '../support/fault-engine.js';
-import { LETTER, makePdf } from '../support/make-documents.js';
+import { writeThreePageReports } from '../support/make-documents.js';
 import { REDIS_SERVER_MISSING } from '../support/redis-server.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
 import { waitUntil, WorkerProcess, type Exit } from '../support/worker-processes.js';
@@ -35,13 +35,7 @@ describe('a worker killed mid-page', { skip: REDIS_SERVER_MISSING }, () => {
     redis = await startEmbeddedRedis();
     root = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-fault-killed-'));
     storage = new FileStorage(path.join(root, 'storage'));
-    const inputs = await Promise.all(
-      [3, 4].map(async (lines) => {
-        const input = path.join(root, `report-${lines}.pdf`);
-        await writeFile(input, await makePdf([LETTER, LETTER, LETTER], lines));
-        return input;
-      }),
-    );
+    const inputs = await writeThreePageReports(root);
     documents = (await enqueueDocuments(inputs, { ocr: OCR, storage, connection: redisOptions(redis.url, 'client') })).queued;
 
     const args = ['--model', await tinyCheckpoint('v3'), '--storage', storage.root, '--threads', '1', '--batch', '1', '--concurrency', '1'];
