@@ -95,6 +95,7 @@ DeviceInfo describe(const Instance& vk, VkPhysicalDevice device, int index) {
                      std::to_string(VK_API_VERSION_PATCH(p.apiVersion));
   info.subgroup_size = subgroup.subgroupSize;
   info.max_shared_bytes = p.limits.maxComputeSharedMemorySize;
+  info.max_binding_bytes = p.limits.maxStorageBufferRange;
   VkPhysicalDeviceMemoryProperties memory;
   vk.vkGetPhysicalDeviceMemoryProperties(device, &memory);
   for (uint32_t h = 0; h < memory.memoryHeapCount; ++h)

@@ -44,6 +44,7 @@ struct DeviceInfo {
   uint64_t memory_budget_bytes = 0;  // what a model may allocate on it (memory_budget_bytes())
   uint32_t subgroup_size = 0;
   uint32_t max_shared_bytes = 0;  // maxComputeSharedMemorySize
+  uint32_t max_binding_bytes = 0;  // maxStorageBufferRange: the largest buffer one shader binding may span
   bool has_compute_queue = false;
   // Matrix-product shader paths this build can run on the device ("portable" wherever there is a
   // compute queue), and the cooperative-matrix extensions the device offers.

@@ -29,17 +29,23 @@ GpuKvCache::GpuKvCache(Device& device, const DecoderDims& dims, KvCacheDtype dty
 
 void GpuKvCache::reserve_rows(CommandBatch& batch, int64_t rows) {
   if (rows <= capacity_) return;
-  const int64_t target = rules_.grown_capacity(rows, capacity_);
   const uint64_t row = row_bytes();
-  auto k = std::make_unique<Buffer>(device_, dims_.layers * target * row);
-  auto v = std::make_unique<Buffer>(device_, dims_.layers * target * row);
-  if (rules_.length() > 0) {
-    for (int64_t l = 0; l < dims_.layers; ++l) {
-      batch.copy(*k_, l * capacity_ * row, *k, l * target * row, capacity_ * row);
-      batch.copy(*v_, l * capacity_ * row, *v, l * target * row, capacity_ * row);
+  const int64_t fit = static_cast<int64_t>(device_.max_storage_range() / row);  // slots one layer's binding holds
+  if (rows > fit)
+    throw std::invalid_argument("forward: " + std::to_string(rows) + " cache slots of " + std::to_string(row) +
+                                " bytes exceed the largest buffer " + device_.info().name + " can bind (" +
+                                std::to_string(device_.max_storage_range()) + " bytes per layer); a half KV cache holds twice as many");
+  const int64_t target = std::min(rules_.grown_capacity(rows, capacity_), fit);
+  std::vector<std::unique_ptr<Buffer>> k, v;
+  for (int64_t l = 0; l < dims_.layers; ++l) {
+    k.push_back(std::make_unique<Buffer>(device_, target * row));
+    v.push_back(std::make_unique<Buffer>(device_, target * row));
+    if (rules_.length() > 0) {
+      batch.copy(*k_[l], 0, *k[l], 0, capacity_ * row);
+      batch.copy(*v_[l], 0, *v[l], 0, capacity_ * row);
     }
-    batch.run();  // the old buffers must outlive the copies
   }
+  if (rules_.length() > 0) batch.run();  // the old buffers must outlive the copies
   k_ = std::move(k);
   v_ = std::move(v);
   capacity_ = target;
@@ -51,14 +57,16 @@ GpuDecoder::GpuDecoder(Device& device, const Checkpoint& checkpoint, const Decod
   dims_.validate();
   if (dims_.head_dim > ShaderOps::kMaxHeadDim) throw VulkanError("the GPU backend supports head_dim up to 256");
   if (dims_.n_routed > ShaderOps::kMaxExperts) throw VulkanError("the GPU backend supports up to 256 routed experts");
+  const std::string embed_name = "model.embed_tokens.weight", head_name = "lm_head.weight";
   auto bf16 = [&](const std::string& name, const std::vector<int64_t>& shape) {
     if (name.find(".mlp.experts.") != std::string::npos) return Operand{};  // stacked below
+    if (name == embed_name || name == head_name) return Operand{};  // in row blocks below
     return weights_.upload_bf16(checkpoint.get(name, shape));
   };
+  embed_ = weights_.upload_bf16_rows(checkpoint.get(embed_name, {dims_.vocab, dims_.hidden}));
   auto weights = load_decoder_weights<Operand, Operand>(dims_, bf16, bf16);
-  embed_ = weights.embed;
   final_norm_ = weights.final_norm;
-  lm_head_ = weights.lm_head;
+  lm_head_ = weights_.upload_bf16_rows(checkpoint.get(head_name, {dims_.vocab, dims_.hidden}));
   layers_ = std::move(weights.layers);
   expert_stacks_.resize(layers_.size());
   for (size_t l = 0; l < layers_.size(); ++l) {
@@ -141,10 +149,16 @@ void GpuDecoder::routed_experts(int64_t l, uint32_t rows) {
                    *expert_blocks_, *row_slots_, n * K, K, E, capacity);
     ops_.gather_rows(batch_, {norm_.get(), static_cast<uint64_t>(r0) * H}, H, {entry_rows_.get(), 0}, {expert_in_.get(), 0},
                      capacity, H);
-    ops_.moe_matmul_bf16(batch_, {expert_in_.get(), 0}, H, experts.gate, E, {gate_.get(), 0}, W, *expert_blocks_, capacity, W, H);
-    ops_.moe_matmul_bf16(batch_, {expert_in_.get(), 0}, H, experts.up, E, {up_.get(), 0}, W, *expert_blocks_, capacity, W, H);
+    // One product per binding of the stacks; each writes the blocks of its own experts.
+    auto product = [&](Operand in, uint32_t ldx, const RowBlocks& stack, Operand out, uint32_t N, uint32_t K) {
+      for (size_t i = 0; i < stack.blocks.size(); ++i)
+        ops_.moe_matmul_bf16(batch_, in, ldx, stack.blocks[i], u32(stack.first_row(i)), u32(stack.rows_in(i)), out, N,
+                             *expert_blocks_, capacity, N, K);
+    };
+    product({expert_in_.get(), 0}, H, experts.gate, {gate_.get(), 0}, W, H);
+    product({expert_in_.get(), 0}, H, experts.up, {up_.get(), 0}, W, H);
     ops_.swiglu(batch_, {gate_.get(), 0}, {up_.get(), 0}, {gate_.get(), 0}, capacity * W);
-    ops_.moe_matmul_bf16(batch_, {gate_.get(), 0}, W, experts.down, E, {out_.get(), 0}, H, *expert_blocks_, capacity, H, W);
+    product({gate_.get(), 0}, W, experts.down, {out_.get(), 0}, H, W);
     ops_.moe_combine(batch_, {x_.get(), static_cast<uint64_t>(r0) * H}, {out_.get(), 0}, *row_slots_, *entry_weights_, n,
                      H, K, capacity);
   }
@@ -228,7 +242,7 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
       ids.push_back(entry.ids[i]);
       positions.push_back(static_cast<int32_t>(pos));
       for (int64_t l = 0; l < L; ++l) {
-        rowinfo[(l * rows + r) * 2] = static_cast<int32_t>(l * cache.capacity_ * cache.row_stride_);
+        rowinfo[(l * rows + r) * 2] = 0;  // each layer's keys start its own buffers
         rowinfo[(l * rows + r) * 2 + 1] = static_cast<int32_t>(cache.rules_.visible_slots(pos));
       }
     }
@@ -257,7 +271,9 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
                                                      {nullptr, embeds.data(), embeds.size() * 4}});
 
   const uint32_t R = u32(rows);
-  ops_.embed(batch_, *embed_.buffer, {ids_.get(), 0}, {x_.get(), 0}, R, u32(H));
+  for (size_t i = 0; i < embed_.blocks.size(); ++i)  // each block fills the rows of its ids
+    ops_.embed(batch_, embed_.blocks[i], u32(embed_.first_row(i)), u32(embed_.rows_in(i)), {ids_.get(), 0}, {x_.get(), 0}, R,
+               u32(H));
   for (const auto& [row, e] : embed_targets) batch_.copy(*inputs_host_, staged.back() + e * H * 4, *x_, row * H * 4, H * 4);
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
   for (int64_t l = 0; l < L; ++l) {
@@ -272,15 +288,15 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
     for (int64_t b = 0, r0 = 0; b < B; ++b) {
       const GpuKvCache& cache = *caches[b];
       const int64_t n = static_cast<int64_t>(entries[b].ids.size());
-      const int64_t slot = l * cache.capacity_ + cache.rules_.slot_of(cache.length());
+      const int64_t slot = cache.rules_.slot_of(cache.length());
       if (cache.dtype_ == KvCacheDtype::F32) {
-        batch_.copy(*k_, r0 * KW * 4, *cache.k_, slot * KW * 4, n * KW * 4);
-        batch_.copy(*v_, r0 * KW * 4, *cache.v_, slot * KW * 4, n * KW * 4);
+        batch_.copy(*k_, r0 * KW * 4, *cache.k_[l], slot * KW * 4, n * KW * 4);
+        batch_.copy(*v_, r0 * KW * 4, *cache.v_[l], slot * KW * 4, n * KW * 4);
       } else {
         const uint64_t words = static_cast<uint64_t>(cache.row_stride_ / 2);
-        ops_.kv_store_f16(batch_, {k_.get(), static_cast<uint64_t>(r0 * KW)}, u32(KW), {cache.k_.get(), slot * words},
+        ops_.kv_store_f16(batch_, {k_.get(), static_cast<uint64_t>(r0 * KW)}, u32(KW), {cache.k_[l].get(), slot * words},
                           u32(words), u32(n), u32(KW));
-        ops_.kv_store_f16(batch_, {v_.get(), static_cast<uint64_t>(r0 * KW)}, u32(KW), {cache.v_.get(), slot * words},
+        ops_.kv_store_f16(batch_, {v_.get(), static_cast<uint64_t>(r0 * KW)}, u32(KW), {cache.v_[l].get(), slot * words},
                           u32(words), u32(n), u32(KW));
       }
       r0 += n;
@@ -289,7 +305,7 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
       const GpuKvCache& cache = *caches[b];
       const int64_t n = static_cast<int64_t>(entries[b].ids.size());
       auto attention = cache.dtype_ == KvCacheDtype::F32 ? &ShaderOps::attention : &ShaderOps::attention_f16;
-      (ops_.*attention)(batch_, {q_.get(), static_cast<uint64_t>(r0 * QW)}, u32(QW), *cache.k_, *cache.v_,
+      (ops_.*attention)(batch_, {q_.get(), static_cast<uint64_t>(r0 * QW)}, u32(QW), *cache.k_[l], *cache.v_[l],
                         u32(cache.row_stride_), {rowinfo_.get(), static_cast<uint64_t>((l * rows + r0) * 2)},
                         {attn_.get(), static_cast<uint64_t>(r0 * QW)}, u32(QW), u32(n), u32(dims_.heads),
                         u32(dims_.heads / dims_.kv_heads), u32(D), scale);
@@ -307,7 +323,11 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
   const uint32_t V = u32(dims_.vocab);
   ops_.gather_rows(batch_, {x_.get(), 0}, u32(H), {last_index_.get(), 0}, {last_.get(), 0}, u32(B), u32(H));
   ops_.rmsnorm(batch_, {last_.get(), 0}, u32(H), final_norm_, {norm_.get(), 0}, u32(H), u32(B), u32(H), dims_.rms_eps);
-  ops_.matmul_bf16_exact(batch_, {norm_.get(), 0}, u32(H), lm_head_, {logits_.get(), 0}, V, u32(B), V, u32(H));
+  // Each block of the head's rows fills its columns of every logits row, so the argmax and the
+  // streamed log-sum-exp below read whole rows as when the head is one binding.
+  for (size_t i = 0; i < lm_head_.blocks.size(); ++i)
+    ops_.matmul_bf16_exact(batch_, {norm_.get(), 0}, u32(H), lm_head_.blocks[i],
+                           {logits_.get(), static_cast<uint64_t>(lm_head_.first_row(i))}, V, u32(B), u32(lm_head_.rows_in(i)), u32(H));
   ops_.argmax(batch_, {logits_.get(), 0}, V, {best_.get(), 0}, {logprob_.get(), 0}, *bans_, *banned_, u32(B), V);
   batch_.copy(*best_, 0, *results_host_, 0, B * 4);
   batch_.copy(*logprob_, 0, *results_host_, B * 4, B * 4);

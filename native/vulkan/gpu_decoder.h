@@ -25,7 +25,11 @@ namespace scriptorium::vk {
 // One sequence's keys and values on the device, per layer rows of kv_heads * head_dim values with
 // RoPE applied, in the slots KvSlotRules gives (the prefill, then V3's ring of sliding_window slots),
 // stored as `dtype`: F32, or IEEE halves packed two to a word (rounded as the CPU's KvCache rounds
-// them), each row then padded to an even count of halves so that it starts on a word.
+// them), each row then padded to an even count of halves so that it starts on a word. Each layer has
+// its own buffers, so one binding holds one layer's slots: at the official dimensions a layer of the
+// longest V1/V2 sequence (8192 slots) takes 40 MiB in F32, a V3 layer 80 MiB in halves at its 32768
+// positions, within the 128 MiB every Vulkan device can bind; a longer F32 layer than the device
+// binds is refused (see reserve_rows).
 class GpuKvCache {
  public:
   GpuKvCache(Device& device, const DecoderDims& dims, KvCacheDtype dtype);
@@ -33,13 +37,14 @@ class GpuKvCache {
   KvCacheDtype dtype() const { return dtype_; }
   int64_t length() const { return rules_.length(); }
   int64_t prefix_length() const { return rules_.prefix_length(); }
-  size_t bytes() const { return k_ ? k_->bytes() + v_->bytes() : 0; }
+  size_t bytes() const { return capacity_ * row_bytes() * 2 * k_.size(); }
   // Elements of the cache's dtype from one row to the next (kv_heads * head_dim, rounded up to even for half).
   int64_t row_stride() const { return row_stride_; }
 
  private:
   friend class GpuDecoder;
-  // Grows to at least `rows` slots per layer, copying what is stored (recorded into batch).
+  // Grows to at least `rows` slots per layer, copying what is stored (recorded into batch); throws
+  // std::invalid_argument when one layer's slots would exceed the largest buffer the device binds.
   void reserve_rows(CommandBatch& batch, int64_t rows);
 
   uint64_t row_bytes() const { return static_cast<uint64_t>(row_stride_) * (dtype_ == KvCacheDtype::F32 ? 4 : 2); }
@@ -50,7 +55,7 @@ class GpuKvCache {
   KvSlotRules rules_;
   int64_t row_stride_;
   int64_t capacity_ = 0;
-  std::unique_ptr<Buffer> k_, v_;  // [layers][capacity_][row_stride_]
+  std::vector<std::unique_ptr<Buffer>> k_, v_;  // per layer: [capacity_][row_stride_]
 };
 
 class GpuDecoder {
@@ -97,10 +102,13 @@ class GpuDecoder {
   WeightArena weights_;
   ShaderOps ops_;
   CommandBatch batch_;
-  Operand embed_, final_norm_, lm_head_;
+  Operand final_norm_;
+  RowBlocks embed_, lm_head_;  // [vocab, hidden] in blocks of rows, as many as one binding holds
   std::vector<Layer> layers_;  // their `experts` stay empty: the routed experts are in expert_stacks_
   struct ExpertStack {
-    Operand gate, up, down;  // bf16 [n_routed, moe_intermediate, hidden] and [n_routed, hidden, moe_intermediate]
+    // bf16 [n_routed, moe_intermediate, hidden] and [n_routed, hidden, moe_intermediate], in ranges of
+    // experts, as many as one binding holds
+    RowBlocks gate, up, down;
   };
   std::vector<ExpertStack> expert_stacks_;  // per layer (unset in dense layers)
   std::unique_ptr<Buffer> rope_table_;

@@ -53,12 +53,12 @@ ShaderOps::ShaderOps(Device& device, const std::string& matmul_path, Precision p
   kv_store_f16_ = std::make_unique<Pipeline>(device, spirv::kv_store_f16, 2, 5 * 4);
   swiglu_ = std::make_unique<Pipeline>(device, spirv::swiglu, 3, 4 * 4);
   axpy_ = std::make_unique<Pipeline>(device, spirv::axpy, 2, 4 * 4);
-  embed_ = std::make_unique<Pipeline>(device, spirv::embed, 3, 3 * 4);
+  embed_ = std::make_unique<Pipeline>(device, spirv::embed, 3, 6 * 4);
   router_topk_ = std::make_unique<Pipeline>(device, spirv::router_topk, 3, 5 * 4);
   argmax_ = std::make_unique<Pipeline>(device, spirv::argmax, 5, 5 * 4);
   gather_rows_ = std::make_unique<Pipeline>(device, spirv::gather_rows, 3, 5 * 4);
   moe_align_ = std::make_unique<Pipeline>(device, spirv::moe_align, 6, 5 * 4);
-  moe_matmul_bf16_ = std::make_unique<Pipeline>(device, spirv::moe_matmul_bf16, 4, 8 * 4);
+  moe_matmul_bf16_ = std::make_unique<Pipeline>(device, spirv::moe_matmul_bf16, 4, 10 * 4);
   moe_combine_ = std::make_unique<Pipeline>(device, spirv::moe_combine, 4, 5 * 4);
 }
 
@@ -177,13 +177,14 @@ void ShaderOps::axpy(CommandBatch& batch, Operand y, float a, Operand x, uint32_
   batch.dispatch(*axpy_, {y.buffer, x.buffer}, &push, groups(n, 256));
 }
 
-void ShaderOps::embed(CommandBatch& batch, const Buffer& table, Operand ids, Operand out, uint32_t rows, uint32_t hidden) {
+void ShaderOps::embed(CommandBatch& batch, Operand table, uint32_t first, uint32_t table_rows, Operand ids, Operand out,
+                      uint32_t rows, uint32_t hidden) {
   if (rows > kMaxGroups) throw std::invalid_argument("embed: too many rows for one dispatch");
   require_range("embed", "ids", ids, rows, 4);
   require_range("embed", "out", out, static_cast<uint64_t>(rows) * hidden, 4);
-  require_range("embed", "table", Operand{&table, 0}, hidden, 2);
-  const uint32_t push[3] = {hidden, u32(ids.offset), u32(out.offset)};
-  batch.dispatch(*embed_, {&table, ids.buffer, out.buffer}, push, groups(hidden, 256), rows);
+  require_range("embed", "table", table, static_cast<uint64_t>(table_rows) * hidden, 2);
+  const uint32_t push[6] = {hidden, u32(ids.offset), u32(out.offset), u32(table.offset), first, table_rows};
+  batch.dispatch(*embed_, {table.buffer, ids.buffer, out.buffer}, push, groups(hidden, 256), rows);
 }
 
 void ShaderOps::router_topk(CommandBatch& batch, const Buffer& logits, const Buffer& ids, const Buffer& weights,
@@ -244,8 +245,8 @@ void ShaderOps::moe_align(CommandBatch& batch, const Buffer& ids, const Buffer& 
   batch.dispatch(*moe_align_, {&ids, &weights, &entry_rows, &entry_weights, &blocks, &row_slots}, push, 1);
 }
 
-void ShaderOps::moe_matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, uint32_t experts, Operand Y,
-                                uint32_t ldy, const Buffer& blocks, uint32_t capacity, uint32_t N, uint32_t K) {
+void ShaderOps::moe_matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, uint32_t first, uint32_t experts,
+                                Operand Y, uint32_t ldy, const Buffer& blocks, uint32_t capacity, uint32_t N, uint32_t K) {
   if (N == 0 || K == 0 || experts == 0) throw std::invalid_argument("moe_matmul_bf16: empty product");
   if (capacity % kMoeBlockRows != 0 || capacity / kMoeBlockRows > kMaxGroups)
     throw std::invalid_argument("moe_matmul_bf16: capacity must be a multiple of the block, at most 65535 blocks");
@@ -254,9 +255,9 @@ void ShaderOps::moe_matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Op
   require_range("moe_matmul_bf16", "Y", Y, span(capacity, N, ldy), 4);
   require_range("moe_matmul_bf16", "blocks", Operand{&blocks, 0}, capacity / kMoeBlockRows * 2, 4);
   if ((N + 63) / 64 > device_.max_workgroups_x()) throw std::invalid_argument("moe_matmul_bf16: too many columns for one dispatch");
-  // Expert ids come from the device; the shader trusts them below `experts` (moe_align writes no others).
+  // Expert ids come from the device; the shader skips those outside [first, first + experts).
   const uint32_t round_x = precision_ == Precision::Fast ? 1u : 0u;
-  const uint32_t push[8] = {N, K, u32(X.offset), ldx, u32(W.offset), u32(Y.offset), ldy, round_x};
+  const uint32_t push[10] = {N, K, u32(X.offset), ldx, u32(W.offset), u32(Y.offset), ldy, round_x, first, experts};
   batch.dispatch(*moe_matmul_bf16_, {X.buffer, W.buffer, Y.buffer, &blocks}, push, (N + 63) / 64, capacity / kMoeBlockRows);
 }
 

@@ -73,8 +73,11 @@ class ShaderOps {
   void swiglu(CommandBatch& batch, Operand gate, Operand up, Operand out, uint32_t n);
   /* y[i] += a * x[i], i < n */
   void axpy(CommandBatch& batch, Operand y, float a, Operand x, uint32_t n);
-  /* out[r, :] = table[ids[r], :] as f32; table bf16 [vocab, hidden], ids int32 [rows] checked by the caller */
-  void embed(CommandBatch& batch, const Buffer& table, Operand ids, Operand out, uint32_t rows, uint32_t hidden);
+  /* out[r, :] = table[ids[r] - first, :] as f32 for the rows whose id lies in [first, first + table_rows),
+     other rows untouched; table bf16 [table_rows, hidden] (one block of the embedding's rows), ids
+     int32 [rows] checked against the vocabulary by the caller */
+  void embed(CommandBatch& batch, Operand table, uint32_t first, uint32_t table_rows, Operand ids, Operand out,
+             uint32_t rows, uint32_t hidden);
   /* logits f32 [rows, experts] -> softmax in place; ids int32 / weights f32 [rows, top_k] (see router_topk.comp) */
   void router_topk(CommandBatch& batch, const Buffer& logits, const Buffer& ids, const Buffer& weights, uint32_t rows,
                    uint32_t experts, uint32_t top_k, bool norm_topk, float scaling);
@@ -87,10 +90,11 @@ class ShaderOps {
   void moe_align(CommandBatch& batch, const Buffer& ids, const Buffer& weights, uint64_t picks_at, const Buffer& entry_rows,
                  const Buffer& entry_weights, const Buffer& blocks, const Buffer& row_slots, uint32_t picks, uint32_t top_k,
                  uint32_t experts, uint32_t capacity);
-  /* Y[i, :N] = X[i, :K] @ W[e]^T for the real entries i of each block of expert e >= 0 (blocks from
-     moe_align); W bf16 [experts, N, K], X f32 (stride ldx) and Y f32 (stride ldy) [capacity rows] */
-  void moe_matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, uint32_t experts, Operand Y, uint32_t ldy,
-                       const Buffer& blocks, uint32_t capacity, uint32_t N, uint32_t K);
+  /* Y[i, :N] = X[i, :K] @ W[e - first]^T for the real entries i of each block of an expert e in
+     [first, first + experts) (blocks from moe_align; blocks of other experts untouched); W bf16
+     [experts, N, K] (one binding's range of a stack), X f32 (stride ldx) and Y f32 (stride ldy) [capacity rows] */
+  void moe_matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, uint32_t first, uint32_t experts, Operand Y,
+                       uint32_t ldy, const Buffer& blocks, uint32_t capacity, uint32_t N, uint32_t K);
   /* x[r, :] += entry_weights[s] * out[s, :] for the slots s of row r in row_slots order, r < rows;
      x f32 [rows, width], out f32 [capacity, width] (both stride width) */
   void moe_combine(CommandBatch& batch, Operand x, Operand out, const Buffer& row_slots, const Buffer& entry_weights,

@@ -45,6 +45,7 @@ class ListDevicesWorker : public Napi::AsyncWorker {
       o.Set("memoryBudgetBytes", static_cast<double>(d.memory_budget_bytes));
       o.Set("subgroupSize", d.subgroup_size);
       o.Set("sharedMemoryBytes", d.max_shared_bytes);
+      o.Set("bindingLimitBytes", static_cast<double>(d.max_binding_bytes));
       o.Set("computeQueue", d.has_compute_queue);
       Napi::Array paths = Napi::Array::New(env, d.shader_paths.size());
       for (uint32_t j = 0; j < d.shader_paths.size(); ++j) paths.Set(j, d.shader_paths[j]);

@@ -12,10 +12,14 @@ function gib(bytes: number): string {
   return `${(bytes / 2 ** 30).toFixed(1)} GiB`;
 }
 
+function mib(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+}
+
 function describe(d: GpuDeviceInfo): string {
   const coop = d.cooperativeMatrixExtensions.length > 0 ? d.cooperativeMatrixExtensions.join(', ') : 'none';
   return (
-    `gpu:${d.index}  ${d.name}  (${d.type}, Vulkan ${d.apiVersion}, ${gib(d.memoryBytes)}, budget ${gib(d.memoryBudgetBytes)}, subgroup ${d.subgroupSize})\n` +
+    `gpu:${d.index}  ${d.name}  (${d.type}, Vulkan ${d.apiVersion}, ${gib(d.memoryBytes)}, budget ${gib(d.memoryBudgetBytes)}, binding limit ${mib(d.bindingLimitBytes)}, subgroup ${d.subgroupSize})\n` +
     `        shader paths: ${d.shaderPaths.join(', ') || 'none (no compute queue)'}${d.matmulPath ? ` (matrix products with --precision fast: ${d.matmulPath})` : ''}; cooperative matrix: ${coop}`
   );
 }

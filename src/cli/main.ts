@@ -44,7 +44,7 @@ Commands:
   scriptorium generate [--model DIR] --prompt TEXT [--max-tokens N]   greedy text generation (streams)
   scriptorium devices [--json]                                        CPU kernel sets and Vulkan GPUs for --device
   scriptorium model download v1|v2|v3 --dir DIR [--revision REV]   the real checkpoint from the Hugging Face hub
-  scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
+  scriptorium model synth --variant v1|v2|v3 --size tiny|wide|full --out DIR [--seed N]
   scriptorium debug dump --model DIR (--prompt TEXT | --image FILE...) [--task T] [--mode M] [--steps N]
                          [--force-ids FILE] [--intermediates] --out FILE.safetensors
 

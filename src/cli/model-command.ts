@@ -11,13 +11,15 @@ import { defineCommand, type CommandLine } from './command-line.js';
 import { checkedChoice, choice, flag, httpUrl, integer, text } from './options.js';
 import { commandGroup, UsageError } from './usage.js';
 
-const SYNTH_USAGE = `Usage: scriptorium model synth --variant v1|v2|v3 --size tiny|full --out DIR [--seed N]
+const SYNTH_USAGE = `Usage: scriptorium model synth --variant v1|v2|v3 --size tiny|wide|full --out DIR [--seed N]
                              [--dtype bf16|f16|f32] [--position-ids]
 
 Writes config.json, safetensors shards with model.safetensors.index.json (real tensor names,
 shapes and BF16 dtype; random values), the tokenizer files and ${SYNTHETIC_MARKER_FILE}, which
 flags the folder as synthetic in every command's logs and results. "tiny" shrinks every width for
-tests; "full" matches the real parameter count (about 6.7 GB on disk).
+tests; "wide" keeps the real decoder widths and vocabulary over two layers and eight experts (about
+0.8 GB, an embedding and head larger than some GPUs bind); "full" matches the real parameter count
+(about 6.7 GB on disk).
 
   --dtype T        store every weight as bf16 (default, as published), f32 (the same values,
                    widened) or f16 (rounded to nearest even), as re-saved copies do
@@ -127,7 +129,7 @@ function formatBytes(bytes: number): string {
 
 const SYNTH_OPTIONS = {
   variant: choice(VARIANTS).required(),
-  size: choice(['tiny', 'full'] as const).required(),
+  size: choice(['tiny', 'wide', 'full'] as const).required(),
   out: text().required(),
   seed: integer({ min: 0 }).default(0),
   dtype: choice(['bf16', 'f16', 'f32'] as const).default('bf16'),

@@ -133,6 +133,8 @@ export interface GpuDeviceInfo {
   memoryBudgetBytes: number;
   subgroupSize: number;
   sharedMemoryBytes: number;
+  /** maxStorageBufferRange: the largest buffer one shader binding may span; larger weights are stored in several bindings. */
+  bindingLimitBytes: number;
   computeQueue: boolean;
   /** Matrix-product shader paths this build runs on the device ('portable' wherever there is a compute queue, 'cooperative-matrix' where the device offers VK_NV_cooperative_matrix with what its shader needs). */
   shaderPaths: string[];

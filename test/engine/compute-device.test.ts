@@ -7,7 +7,7 @@ import type { GpuBackendReport, GpuDeviceInfo } from '../../src/engine/native-bi
 
 function device(index: number, name: string, type: GpuDeviceInfo['type']): GpuDeviceInfo {
   return {
-    index, name, type, apiVersion: '1.3.0', memoryBytes: 2 ** 34, memoryBudgetBytes: 0.9 * 2 ** 34, subgroupSize: 32, sharedMemoryBytes: 49152,
+    index, name, type, apiVersion: '1.3.0', memoryBytes: 2 ** 34, memoryBudgetBytes: 0.9 * 2 ** 34, subgroupSize: 32, sharedMemoryBytes: 49152, bindingLimitBytes: 2 ** 32 - 1,
     computeQueue: true, shaderPaths: ['portable'], matmulPath: 'portable', cooperativeMatrixExtensions: [],
   };
 }

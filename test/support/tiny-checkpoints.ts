@@ -1,4 +1,4 @@
-// Tiny synthetic checkpoints shared by the test files: written once per variant, seed and storage
+// Tiny (and wide) synthetic checkpoints shared by the test files: written once per variant, seed and storage
 // form into the temp directory (renamed into place when complete) and reused by later test processes.
 import { existsSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
@@ -33,6 +33,20 @@ export async function tinyCheckpoint(variant: Variant, seed = 1, form: Checkpoin
   if (existsSync(path.join(dir, 'config.json'))) return dir;
   const partial = `${dir}.partial-${process.pid}`;
   await synthCheckpoint({ variant, size: 'tiny', outDir: partial, seed, ...FORMS[form] });
+  await rm(dir, { recursive: true, force: true });
+  await rename(partial, dir);
+  return dir;
+}
+
+/**
+ * The synthetic 'wide' checkpoint of a variant (official decoder widths, two layers, eight experts:
+ * an embedding and a vocabulary head of 316 MiB each), written once into the temp directory like the tiny ones.
+ */
+export async function wideCheckpoint(variant: Variant, seed = 1): Promise<string> {
+  const dir = path.join(os.tmpdir(), `scriptorium-test-wide-${variant}-s${seed}-f${FORMAT}`);
+  if (existsSync(path.join(dir, 'config.json'))) return dir;
+  const partial = `${dir}.partial-${process.pid}`;
+  await synthCheckpoint({ variant, size: 'wide', outDir: partial, seed });
   await rm(dir, { recursive: true, force: true });
   await rename(partial, dir);
   return dir;

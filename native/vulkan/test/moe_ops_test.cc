@@ -128,9 +128,12 @@ void test_align(Gpu& gpu, const std::string& what, const Picks& p, uint32_t pref
 }
 
 // x[r] += sum over row r's experts in index order of weight * down(silu(gate x) * up x), on the
-// CPU's scalar kernels, against the device's routed pass over the same picks.
-void test_routed_pass(Gpu& gpu, const std::string& what, const Picks& p, uint32_t hidden, uint32_t width) {
-  run(describe("routed experts " + what, p) + " hidden=" + std::to_string(hidden) + " width=" + std::to_string(width),
+// CPU's scalar kernels, against the device's routed pass over the same picks. range: experts per
+// product dispatch (a stack split into bindings of expert ranges, as the weight arena splits one
+// larger than the device can bind); the experts' count for the whole stack in one.
+void test_routed_pass(Gpu& gpu, const std::string& what, const Picks& p, uint32_t hidden, uint32_t width, uint32_t range) {
+  run(describe("routed experts " + what, p) + " hidden=" + std::to_string(hidden) + " width=" + std::to_string(width) +
+          " experts per binding=" + std::to_string(range),
       [&]() -> std::string {
         const uint32_t E = p.experts, H = hidden, W = width, K = p.top_k;
         const std::vector<float> norm = random_f32(static_cast<size_t>(p.rows) * H), x0 = random_f32(norm.size());
@@ -165,10 +168,17 @@ void test_routed_pass(Gpu& gpu, const std::string& what, const Picks& p, uint32_
         auto O = gpu.upload(std::vector<float>(static_cast<size_t>(capacity) * H, NAN));
         vk::CommandBatch& b = *gpu.batch;
         gpu.ops->gather_rows(b, {Norm.get(), 0}, H, {routing.entry_rows.get(), 0}, {In.get(), 0}, capacity, H);
-        gpu.ops->moe_matmul_bf16(b, {In.get(), 0}, H, {S.get(), 1}, E, {G.get(), 0}, W, *routing.blocks, capacity, W, H);
-        gpu.ops->moe_matmul_bf16(b, {In.get(), 0}, H, {S.get(), 1 + stack}, E, {U.get(), 0}, W, *routing.blocks, capacity, W, H);
+        const uint64_t each = static_cast<uint64_t>(W) * H;
+        for (uint32_t e0 = 0; e0 < E; e0 += range) {
+          const uint32_t n = std::min(range, E - e0);
+          gpu.ops->moe_matmul_bf16(b, {In.get(), 0}, H, {S.get(), 1 + e0 * each}, e0, n, {G.get(), 0}, W, *routing.blocks, capacity, W, H);
+          gpu.ops->moe_matmul_bf16(b, {In.get(), 0}, H, {S.get(), 1 + stack + e0 * each}, e0, n, {U.get(), 0}, W, *routing.blocks,
+                                   capacity, W, H);
+        }
         gpu.ops->swiglu(b, {G.get(), 0}, {U.get(), 0}, {G.get(), 0}, capacity * W);
-        gpu.ops->moe_matmul_bf16(b, {G.get(), 0}, W, {S.get(), 1 + 2 * stack}, E, {O.get(), 0}, H, *routing.blocks, capacity, H, W);
+        for (uint32_t e0 = 0; e0 < E; e0 += range)
+          gpu.ops->moe_matmul_bf16(b, {G.get(), 0}, W, {S.get(), 1 + 2 * stack + e0 * each}, e0, std::min(range, E - e0), {O.get(), 0},
+                                   H, *routing.blocks, capacity, H, W);
         gpu.ops->moe_combine(b, {X.get(), 0}, {O.get(), 0}, *routing.row_slots, *routing.entry_weights, p.rows, H, K, capacity);
         b.run();
         return compare(gpu.download<float>(*X, want.size()), want);
@@ -190,7 +200,7 @@ void test_rejects(Gpu& gpu) {
     }
     try {  // blocks past the end of their buffer
       auto Blocks = gpu.upload(std::vector<int32_t>(2));
-      gpu.ops->moe_matmul_bf16(*gpu.batch, {Big.get(), 0}, 4, {Big.get(), 0}, 2, {Big.get(), 0}, 4, *Blocks, 16, 4, 4);
+      gpu.ops->moe_matmul_bf16(*gpu.batch, {Big.get(), 0}, 4, {Big.get(), 0}, 0, 2, {Big.get(), 0}, 4, *Blocks, 16, 4, 4);
     } catch (const std::invalid_argument&) {
       ++refused;
     }
@@ -210,10 +220,12 @@ int main() {
   test_align(gpu, "after 5 rows of another pass", random_picks(21, 6, 64, 64), 5);
   test_align(gpu, "every row on experts 0 and last", make_picks(19, 2, 7, [](uint32_t, uint32_t k) { return k == 0 ? 6 : 0; }), 0);
   test_align(gpu, "one row", random_picks(1, 4, 256, 256), 3);
-  test_routed_pass(gpu, "random picks, some experts unused", random_picks(13, 3, 9, 6), 65, 33);
-  test_routed_pass(gpu, "every row on one expert", make_picks(19, 1, 4, [](uint32_t, uint32_t) { return 2; }), 40, 24);
-  test_routed_pass(gpu, "decode step, top_k > 1", random_picks(1, 6, 64, 64), 64, 17);
-  test_routed_pass(gpu, "a batch of 8", random_picks(8, 2, 5, 5), 31, 9);
+  test_routed_pass(gpu, "random picks, some experts unused", random_picks(13, 3, 9, 6), 65, 33, 9);
+  test_routed_pass(gpu, "random picks, experts in bindings of 4", random_picks(13, 3, 9, 6), 65, 33, 4);
+  test_routed_pass(gpu, "every row on one expert", make_picks(19, 1, 4, [](uint32_t, uint32_t) { return 2; }), 40, 24, 4);
+  test_routed_pass(gpu, "decode step, top_k > 1", random_picks(1, 6, 64, 64), 64, 17, 64);
+  test_routed_pass(gpu, "decode step, experts in bindings of 1", random_picks(1, 6, 64, 64), 64, 17, 1);
+  test_routed_pass(gpu, "a batch of 8", random_picks(8, 2, 5, 5), 31, 9, 5);
   test_rejects(gpu);
   return finish();
 }

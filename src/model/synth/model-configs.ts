@@ -10,7 +10,10 @@
 
 import type { Variant } from '../../vocabulary/ocr-vocabulary.js';
 
-export type ModelSize = 'tiny' | 'full';
+/** tiny: shrunk everywhere; wide: the official decoder widths (hidden 1280, the full vocabulary) over
+ * two layers and eight experts with the tiny vision encoders, so its embedding and vocabulary head
+ * (316 MiB each) exceed what some GPUs bind while it stays quick to write and run; full: as published. */
+export type ModelSize = 'tiny' | 'wide' | 'full';
 
 export interface SamWidthConfig {
   downsample_channels: [number, number]; // [net_2 out, net_3 out]; v2 configs list a net_3 width the weights ignore
@@ -128,6 +131,8 @@ const FULL_DECODER: DecoderShape = {
   moeIntermediate: 896, routedExperts: 64, expertsPerToken: 6, sharedExperts: 2,
 };
 
+const WIDE_DECODER: DecoderShape = { ...FULL_DECODER, layers: 2, routedExperts: 8 };
+
 const TINY_DECODER: DecoderShape = {
   hidden: 256, heads: 2, layers: 3, intermediate: 512,
   moeIntermediate: 64, routedExperts: 8, expertsPerToken: 2, sharedExperts: 1,
@@ -210,7 +215,7 @@ const LANGUAGE_AUTO_MAP = {
 /** A fresh config.json object of one variant and size, keys in the order the real file has them. */
 export function modelConfig(variant: Variant, size: ModelSize): ConfigJson {
   const id = IDENTITY[variant];
-  const decoder = size === 'full' ? FULL_DECODER : TINY_DECODER;
+  const decoder = { full: FULL_DECODER, wide: WIDE_DECODER, tiny: TINY_DECODER }[size];
   const vision = visionConfig(variant, size);
   const { head, tail } = decoderKeys(variant, decoder, id.maxPositions);
   const slidingWindowSize = variant === 'v3' ? { sliding_window_size: V3_SLIDING_WINDOW } : {};

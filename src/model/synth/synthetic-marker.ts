@@ -5,13 +5,14 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import type { Variant } from '../../vocabulary/ocr-vocabulary.js';
+import type { ModelSize } from './model-configs.js';
 
 export const SYNTHETIC_MARKER_FILE = 'scriptorium-synthetic.json';
 
 export interface SyntheticMarker {
   synthetic: true;
   variant: Variant;
-  size: 'tiny' | 'full';
+  size: ModelSize;
   seed: number;
 }
 
