@@ -57,6 +57,17 @@
           "xcode_settings": {"OTHER_CPLUSPLUSFLAGS": ["<@(kernels_avx512bf16_flags)"]}
         }
       ]
+    }],
+    ["target_arch=='arm64'", {
+      "targets": [
+        {
+          "target_name": "kernels_neon",
+          "type": "static_library",
+          "sources": ["<@(kernels_neon_sources)"],
+          "cflags_cc": ["<@(kernels_neon_flags)"],
+          "xcode_settings": {"OTHER_CPLUSPLUSFLAGS": ["<@(kernels_neon_flags)"]}
+        }
+      ]
     }]
   ],
   "targets": [
@@ -65,7 +76,8 @@
       "type": "static_library",
       "sources": ["<@(common_sources)", "<@(cpu_sources)"],
       "conditions": [
-        ["target_arch=='x64'", {"dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"]}]
+        ["target_arch=='x64'", {"dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"]}],
+        ["target_arch=='arm64'", {"dependencies": ["kernels_neon"]}]
       ]
     },
     {

@@ -1,9 +1,15 @@
 // Runtime choice of kernel set: the best the CPU supports, or SCRIPTORIUM_KERNELS when that names
 // a supported set. The environment is read once, on the first active_kernels() call. On x86-64,
-// libgcc's __builtin_cpu_supports also checks (XGETBV) that the OS saves YMM/ZMM state; an arm64
-// build holds only the scalar set.
+// libgcc's __builtin_cpu_supports also checks (XGETBV) that the OS saves YMM/ZMM state. On arm64
+// Linux the kernel's hardware capabilities (getauxval) say what the CPU has; macOS runs only on
+// cores with NEON.
 #include <cstdlib>
 #include <cstring>
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 #include "cpu/kernels.h"
 
@@ -39,10 +45,18 @@ constexpr Entry kEntries[] = {
     {"avx2", kernels_avx2, has_avx2},
     {"scalar", kernels_scalar, always},
 };
-#else
+#elif defined(__aarch64__)
 void detect_features() {}
 
+#if defined(__linux__)
+bool has_neon() { return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0; }
+#else
+bool has_neon() { return true; }
+#endif
+
+// Best first.
 constexpr Entry kEntries[] = {
+    {"neon", kernels_neon, has_neon},
     {"scalar", kernels_scalar, always},
 };
 #endif
