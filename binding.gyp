@@ -8,38 +8,77 @@
     "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
     "cflags!": ["-fno-exceptions"],
     "include_dirs": ["native"],
-    "defines": ["NAPI_CPP_EXCEPTIONS", "NAPI_VERSION=8"]
+    "defines": ["NAPI_CPP_EXCEPTIONS", "NAPI_VERSION=8"],
+    "xcode_settings": {
+      "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
+      "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
+      "OTHER_CPLUSPLUSFLAGS": ["-O3", "-fno-math-errno"]
+    },
+    "conditions": [
+      ["target_arch=='x64'", {
+        "cflags_cc": ["<@(arch_x64_flags)"],
+        "xcode_settings": {"OTHER_CPLUSPLUSFLAGS": ["<@(arch_x64_flags)"]}
+      }],
+      ["target_arch=='arm64'", {
+        "cflags_cc": ["<@(arch_arm64_flags)"],
+        "xcode_settings": {"OTHER_CPLUSPLUSFLAGS": ["<@(arch_arm64_flags)"]}
+      }]
+    ]
   },
+  "conditions": [
+    ["target_arch=='x64'", {
+      "targets": [
+        {
+          "target_name": "kernels_avx2",
+          "type": "static_library",
+          "sources": ["<@(kernels_avx2_sources)"],
+          "cflags_cc": ["<@(kernels_avx2_flags)"],
+          "xcode_settings": {"OTHER_CPLUSPLUSFLAGS": ["<@(kernels_avx2_flags)"]}
+        },
+        {
+          "target_name": "kernels_avx512",
+          "type": "static_library",
+          "sources": ["<@(kernels_avx512_sources)"],
+          "cflags_cc": ["<@(kernels_avx512_flags)"],
+          "xcode_settings": {"OTHER_CPLUSPLUSFLAGS": ["<@(kernels_avx512_flags)"]}
+        },
+        {
+          "target_name": "kernels_avx512vnni",
+          "type": "static_library",
+          "sources": ["<@(kernels_avx512vnni_sources)"],
+          "cflags_cc": ["<@(kernels_avx512vnni_flags)"],
+          "xcode_settings": {"OTHER_CPLUSPLUSFLAGS": ["<@(kernels_avx512vnni_flags)"]}
+        },
+        {
+          "target_name": "kernels_avx512bf16",
+          "type": "static_library",
+          "sources": ["<@(kernels_avx512bf16_sources)"],
+          "cflags_cc": ["<@(kernels_avx512bf16_flags)"],
+          "xcode_settings": {"OTHER_CPLUSPLUSFLAGS": ["<@(kernels_avx512bf16_flags)"]}
+        }
+      ]
+    }],
+    ["target_arch=='arm64'", {
+      "targets": [
+        {
+          "target_name": "kernels_neon",
+          "type": "static_library",
+          "sources": ["<@(kernels_neon_sources)"],
+          "cflags_cc": ["<@(kernels_neon_flags)"],
+          "xcode_settings": {"OTHER_CPLUSPLUSFLAGS": ["<@(kernels_neon_flags)"]}
+        }
+      ]
+    }]
+  ],
   "targets": [
-    {
-      "target_name": "kernels_avx2",
-      "type": "static_library",
-      "sources": ["<@(kernels_avx2_sources)"],
-      "cflags_cc": ["<@(kernels_avx2_flags)"]
-    },
-    {
-      "target_name": "kernels_avx512",
-      "type": "static_library",
-      "sources": ["<@(kernels_avx512_sources)"],
-      "cflags_cc": ["<@(kernels_avx512_flags)"]
-    },
-    {
-      "target_name": "kernels_avx512vnni",
-      "type": "static_library",
-      "sources": ["<@(kernels_avx512vnni_sources)"],
-      "cflags_cc": ["<@(kernels_avx512vnni_flags)"]
-    },
-    {
-      "target_name": "kernels_avx512bf16",
-      "type": "static_library",
-      "sources": ["<@(kernels_avx512bf16_sources)"],
-      "cflags_cc": ["<@(kernels_avx512bf16_flags)"]
-    },
     {
       "target_name": "scriptorium_cpu",
       "type": "static_library",
-      "dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"],
-      "sources": ["<@(common_sources)", "<@(cpu_sources)"]
+      "sources": ["<@(common_sources)", "<@(cpu_sources)"],
+      "conditions": [
+        ["target_arch=='x64'", {"dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"]}],
+        ["target_arch=='arm64'", {"dependencies": ["kernels_neon"]}]
+      ]
     },
     {
       "target_name": "scriptorium_native",

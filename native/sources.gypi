@@ -19,7 +19,7 @@
       'native/common/addon_vision.cc',
       'native/addon.cc',
     ],
-    # The CPU backend, built for any x86-64 CPU.
+    # The CPU backend, built for any x86-64 or arm64 CPU (the scalar kernel set included).
     'cpu_sources': [
       'native/cpu/kernels_scalar.cc',
       'native/cpu/kernels_dispatch.cc',
@@ -36,8 +36,18 @@
       'native/cpu/cpu_vision_encoder.cc',
     ],
     'cpu_napi_sources': ['native/cpu/cpu_model.cc'],
-    # The CPU's vector kernel sets, each built with its instruction set's flags (<set>_flags) into its
-    # own static library; the dispatcher calls a set only on a CPU that has it.
+    # Flags for every file of an architecture's build (arch_<arch>_flags). GCC fuses a * b + c into
+    # one FMA wherever it likes on arm64 (never on x86-64 without -mfma), so two instantiations of
+    # one scalar kernel could round differently; the scalar set is the bitwise reference, so arm64
+    # rounds each operation as written (the NEON sets call their FMAs explicitly).
+    'arch_x64_flags': [],
+    'arch_arm64_flags': ['-ffp-contract=off'],
+    # The CPU's vector kernel sets of each architecture (kernels_<arch>_sets, arch as node-gyp's
+    # target_arch names it): set <set> is kernels_<set>_sources, each built with its instruction set's
+    # flags (kernels_<set>_flags) into its own static library, and only for its architecture; the
+    # dispatcher calls a set only on a CPU that has it.
+    'kernels_x64_sets': ['avx2', 'avx512', 'avx512vnni', 'avx512bf16'],
+    'kernels_arm64_sets': ['neon'],
     'kernels_avx2_sources': ['native/cpu/kernels_avx2.cc', 'native/cpu/quant_avx2.cc'],
     'kernels_avx2_flags': ['-mavx2', '-mfma', '-mf16c'],
     'kernels_avx512_sources': ['native/cpu/kernels_avx512.cc', 'native/cpu/quant_avx512.cc'],
@@ -46,6 +56,9 @@
     'kernels_avx512vnni_flags': ['-mavx512f', '-mavx512bw', '-mavx512vl', '-mavx512dq', '-mfma', '-mavx512vnni'],
     'kernels_avx512bf16_sources': ['native/cpu/kernels_avx512bf16.cc'],
     'kernels_avx512bf16_flags': ['-mavx512f', '-mavx512bw', '-mavx512vl', '-mavx512dq', '-mfma', '-mavx512bf16'],
+    # NEON (Advanced SIMD) is part of every arm64 CPU: no flags.
+    'kernels_neon_sources': ['native/cpu/kernels_neon.cc'],
+    'kernels_neon_flags': [],
     # The Vulkan backend (built when native/vulkan/detect.sh finds nothing missing): the device layer
     # the probes use too, then the models.
     'vulkan_device_sources': [

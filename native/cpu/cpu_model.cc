@@ -187,7 +187,7 @@ struct CpuClasses {
 Napi::Value SupportedKernelSets(const Napi::CallbackInfo& info) {
   Napi::Array out = Napi::Array::New(info.Env());
   uint32_t i = 0;
-  for (const char* name : {"avx512bf16", "avx512", "avx2", "scalar"})
+  for (const char* name : kernel_set_names())
     if (kernels_by_name(name)) out.Set(i++, Napi::String::New(info.Env(), name));
   return out;
 }

@@ -1,10 +1,12 @@
-// Compute kernels behind one runtime dispatch: avx512bf16 / avx512 / avx2 (+FMA) / scalar.
+// Compute kernels behind one runtime dispatch: avx512bf16 / avx512 / avx2 (+FMA) on x86-64, neon on
+// arm64, and scalar everywhere.
 // Weights are BF16 (raw uint16_t bit patterns, as stored in safetensors); activations and
 // accumulation are F32. Every kernel here is single-threaded over the range it is given; the
 // threaded drivers (ops.h) split work across the ThreadPool.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "common/float16.h"
 
@@ -20,7 +22,7 @@ struct AttentionState {
 };
 
 struct KernelSet {
-  const char* name;  // "avx512bf16", "avx512", "avx2", "scalar"
+  const char* name;  // one of kernel_set_names()
 
   // Y[m, n] = X[m, :] . W[n, :] for m in [0, M), n in [n0, n1):
   //   X[M, K] f32 (row stride ldx), W[N, K] bf16 (row stride K), Y[M, N] f32 (row stride ldy).
@@ -128,15 +130,25 @@ struct KernelSet {
 // PackedBf16 (ops.h) holds weights in this layout.
 constexpr int64_t kPanelColumns = 64;
 
-// Individual sets, one per kernels_<isa>.cc. Calling into a set the CPU lacks is undefined
-// behaviour: outside the dispatcher, reach them through kernels_by_name.
+// Individual sets, one per kernels_<isa>.cc; a build holds the scalar set and its architecture's
+// sets (native/sources.gypi). Calling into a set the CPU lacks is undefined behaviour: outside the
+// dispatcher, reach them through kernels_by_name.
 const KernelSet& kernels_scalar();
+#if defined(__x86_64__)
 const KernelSet& kernels_avx2();
 const KernelSet& kernels_avx512();
 const KernelSet& kernels_avx512bf16();
+#endif
+#if defined(__aarch64__)
+const KernelSet& kernels_neon();
+#endif
 
-// The best kernel set this CPU supports, or the one named by SCRIPTORIUM_KERNELS
-// (scalar|avx2|avx512|avx512bf16) when set; an unsupported name falls back to the best.
+// The names of the sets this build holds, best first, whether or not this CPU supports them
+// (x86-64: avx512bf16, avx512, avx2, scalar; arm64: neon, scalar).
+const std::vector<const char*>& kernel_set_names();
+
+// The best kernel set this CPU supports, or the one named by SCRIPTORIUM_KERNELS (one of
+// kernel_set_names()) when set; an unsupported name falls back to the best.
 const KernelSet& active_kernels();
 
 // A named kernel set, or nullptr when the CPU cannot run it or the name is unknown.

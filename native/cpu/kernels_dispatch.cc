@@ -1,8 +1,15 @@
 // Runtime choice of kernel set: the best the CPU supports, or SCRIPTORIUM_KERNELS when that names
-// a supported set. The environment is read once, on the first active_kernels() call. libgcc's
-// __builtin_cpu_supports also checks (XGETBV) that the OS saves YMM/ZMM state.
+// a supported set. The environment is read once, on the first active_kernels() call. On x86-64,
+// libgcc's __builtin_cpu_supports also checks (XGETBV) that the OS saves YMM/ZMM state. On arm64
+// Linux the kernel's hardware capabilities (getauxval) say what the CPU has; macOS runs only on
+// cores with NEON.
 #include <cstdlib>
 #include <cstring>
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 #include "cpu/kernels.h"
 
@@ -16,6 +23,9 @@ struct Entry {
   bool (*supported)();
 };
 
+bool always() { return true; }
+
+#if defined(__x86_64__)
 bool has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
 bool has_avx512() {
@@ -26,7 +36,7 @@ bool has_avx512() {
 // DQ is required too: kernels_avx512bf16.cc is built with -mavx512dq and reuses the avx512 set.
 bool has_avx512bf16() { return has_avx512() && __builtin_cpu_supports("avx512bf16"); }
 
-bool always() { return true; }
+void detect_features() { __builtin_cpu_init(); }
 
 // Best first.
 constexpr Entry kEntries[] = {
@@ -35,9 +45,24 @@ constexpr Entry kEntries[] = {
     {"avx2", kernels_avx2, has_avx2},
     {"scalar", kernels_scalar, always},
 };
+#elif defined(__aarch64__)
+void detect_features() {}
+
+#if defined(__linux__)
+bool has_neon() { return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0; }
+#else
+bool has_neon() { return true; }
+#endif
+
+// Best first.
+constexpr Entry kEntries[] = {
+    {"neon", kernels_neon, has_neon},
+    {"scalar", kernels_scalar, always},
+};
+#endif
 
 const KernelSet& best() {
-  __builtin_cpu_init();
+  detect_features();
   for (const Entry& e : kEntries)
     if (e.supported()) return e.get();
   return kernels_scalar();
@@ -45,9 +70,18 @@ const KernelSet& best() {
 
 }  // namespace
 
+const std::vector<const char*>& kernel_set_names() {
+  static const std::vector<const char*> names = [] {
+    std::vector<const char*> v;
+    for (const Entry& e : kEntries) v.push_back(e.name);
+    return v;
+  }();
+  return names;
+}
+
 const KernelSet* kernels_by_name(const char* name) {
   if (name == nullptr) return nullptr;
-  __builtin_cpu_init();
+  detect_features();
   for (const Entry& e : kEntries)
     if (std::strcmp(e.name, name) == 0) return e.supported() ? &e.get() : nullptr;
   return nullptr;

@@ -14,12 +14,20 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 inline float to_f32(float v) { return v; }
 inline float to_f32(bf16_t v) { return bf16_to_f32(v); }
 
+// The compiler's IEEE half arithmetic type: GCC 12 has _Float16 in C++ on x86-64 but not on arm64,
+// where __fp16 is IEEE half too (conversions round to nearest even).
+#if defined(__aarch64__)
+using float16 = __fp16;
+#else
+using float16 = _Float16;
+#endif
+
 // IEEE half rows of the KV cache (f16_t is the same integer type as bf16_t, hence a wrapper type).
 struct Half {
   f16_t bits;
 };
 inline float to_f32(Half h) {
-  _Float16 v;
+  float16 v;
   __builtin_memcpy(&v, &h.bits, 2);
   return static_cast<float>(v);
 }
@@ -138,7 +146,7 @@ void to_f16(const float* x, f16_t* y, int64_t n) {
   constexpr float kHalfMax = 65504.0f;
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i] > kHalfMax ? kHalfMax : x[i] < -kHalfMax ? -kHalfMax : x[i];
-    const _Float16 h = static_cast<_Float16>(v);
+    const float16 h = static_cast<float16>(v);
     __builtin_memcpy(y + i, &h, 2);
   }
 }

@@ -14,6 +14,7 @@ namespace {
 constexpr int64_t kColumnGrain = 16;  // as matmul_bf16_group: whole kernel tiles
 constexpr float kRoundingShift = 12582912.f;  // 1.5 * 2^23
 
+#if defined(__x86_64__)
 bool has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
 bool has_avx512() {
@@ -22,6 +23,7 @@ bool has_avx512() {
 }
 
 bool has_avx512vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnni"); }
+#endif
 
 // Values per row in Tiles16: K rounded up to whole 4-column steps.
 int64_t tiles16_row_length(int64_t K) { return (K + 3) / 4 * 4; }
@@ -80,10 +82,12 @@ Int8Matrix quantize_int8(ThreadPool& pool, const bf16_t* W, int64_t rows, int64_
 
 const QuantKernelSet* quant_kernels_by_name(const char* name) {
   if (name == nullptr) return nullptr;
+#if defined(__x86_64__)
   __builtin_cpu_init();
   if (std::strcmp(name, "avx512vnni") == 0) return has_avx512vnni() ? &quant_avx512vnni() : nullptr;
   if (std::strcmp(name, "avx512") == 0) return has_avx512() ? &quant_avx512() : nullptr;
   if (std::strcmp(name, "avx2") == 0) return has_avx2() ? &quant_avx2() : nullptr;
+#endif
   if (std::strcmp(name, "scalar") == 0) return &quant_scalar();
   return nullptr;
 }

@@ -72,12 +72,15 @@ struct QuantKernelSet {
 
 // One set per quant_<isa>.cc; calling a set the CPU lacks is undefined behaviour.
 const QuantKernelSet& quant_scalar();
+#if defined(__x86_64__)
 const QuantKernelSet& quant_avx2();
 const QuantKernelSet& quant_avx512();
 const QuantKernelSet& quant_avx512vnni();
+#endif
 
 // The set matching active_kernels(): SCRIPTORIUM_KERNELS=scalar forces the scalar one, avx2 the
-// AVX2 one, and the AVX-512 sets the AVX-512 VNNI one where the CPU has it, else the AVX-512 one.
+// AVX2 one, and the AVX-512 sets the AVX-512 VNNI one where the CPU has it, else the AVX-512 one;
+// on arm64 the scalar one.
 const QuantKernelSet& active_quant_kernels();
 // A named set, or nullptr when the CPU cannot run it or the name is unknown.
 const QuantKernelSet* quant_kernels_by_name(const char* name);

@@ -39,7 +39,6 @@ constexpr double kElemTol = 4e-6;       // rmsnorm / swiglu / softmax, relative 
 constexpr double kAttnTol = 2e-5;       // attention, relative to sum_r p_r |V_r| (+ score size)
 
 const float kInf = std::numeric_limits<float>::infinity();
-const char* const kSetNames[] = {"scalar", "avx2", "avx512", "avx512bf16"};
 
 int g_passed = 0;
 int g_failed = 0;
@@ -565,7 +564,7 @@ std::string check_attention(const KernelSet& ks, int64_t n, int64_t d, float key
       const std::vector<float> out16 =
           attend_in_pieces(ks.attention_head_f16, q.data(), K16.data(), V16.data(), ld, n, d, scale, pieces, merged);
       if (std::memcmp(out.data(), out16.data(), d * sizeof(float)) != 0)
-        return fmt("n=%g d=%g: attention_head_f16 differs from attention_head on the widened rows (%s)", n, d) + how;
+        return fmt("n=%g d=%g: attention_head_f16 differs from attention_head on the widened rows (", n, d) + how + ")";
     }
     // A score computed in F32 is off by ~eps * |score|, which moves the weights by that much.
     const double tol = kAttnTol + 1e-6 * smax;
@@ -880,9 +879,11 @@ void test_large_buffer() {
 void test_dispatch() {
   run("dispatch/env_override", [](std::string& note) -> std::string {
     const KernelSet* best = nullptr;
-    for (const char* name : {"avx512bf16", "avx512", "avx2", "scalar"})
+    for (const char* name : kernel_set_names())
       if (!best) best = kernels_by_name(name);
-    for (const char* name : {"avx512bf16", "avx512", "avx2", "scalar", "bogus", ""}) {
+    std::vector<const char*> names = kernel_set_names();
+    names.insert(names.end(), {"bogus", ""});
+    for (const char* name : names) {
       const KernelSet* named = kernels_by_name(name);
       const char* want = named ? named->name : best->name;
       const pid_t pid = fork();
@@ -908,7 +909,7 @@ void test_dispatch() {
 int main() {
   scriptorium_test::seed_inputs(12345);
   test_dispatch();
-  for (const char* name : kSetNames) {
+  for (const char* name : kernel_set_names()) {
     const KernelSet* ks = kernels_by_name(name);
     if (!ks) {
       std::printf("skip  %s (the CPU lacks it)\n", name);

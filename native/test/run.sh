@@ -1,30 +1,45 @@
 #!/usr/bin/env bash
-# Builds the shared core and the CPU backend (native/sources.gypi: common_sources, cpu_sources and
-# each kernels_<set>_sources with its kernels_<set>_flags; not the N-API faces) into
-# native/test/build/libnative.a (objects rebuilt only when a source or header changed), links each
-# native/test/*_test.cc against it as its own program, runs them all, fails if any fails.
+# Builds the shared core and the CPU backend (native/sources.gypi: common_sources, cpu_sources and,
+# for each set of the target architecture's kernels_<arch>_sets, kernels_<set>_sources with its
+# kernels_<set>_flags; not the N-API faces) into native/test/build/libnative.a (objects rebuilt only
+# when a source or header changed), links each native/test/*_test.cc against it as its own program,
+# runs them all, fails if any fails.
+# The target architecture is the compiler's (CXX, default g++; AR and NM name its archiver and
+# symbol lister). NATIVE_TEST_BUILD moves the build folder, and NATIVE_TEST_RUNNER prefixes each
+# program's command line (an emulator): native/test/run-aarch64.sh uses all three.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 native="$here/.."
-build="$here/build"
+build="${NATIVE_TEST_BUILD:-$here/build}"
 mkdir -p "$build/obj"
 
 CXX="${CXX:-g++}"
-CXXFLAGS=(-std=c++17 -O3 -fno-math-errno -Wall -Wextra -pthread -I"$native")
-TEST_FLAGS=(-std=c++17 -O2 -Wall -Wextra -pthread -I"$native")
+AR="${AR:-ar}"
+NM="${NM:-nm}"
+read -r -a runner <<<"${NATIVE_TEST_RUNNER:-}"
+# The architecture as node-gyp's target_arch names it, which picks the kernel sets.
+target="$("$CXX" -dumpmachine)"
+case "$target" in
+  x86_64-*) arch=x64 ;;
+  aarch64-* | arm64-*) arch=arm64 ;;
+  *) echo "no kernel sets for the compiler's target $target"; exit 1 ;;
+esac
+echo "target $target ($arch)"
+read -r -a arch_flags <<<"$(python3 -c 'import ast, sys; print(" ".join(ast.literal_eval(open(sys.argv[1]).read())["variables"]["arch_" + sys.argv[2] + "_flags"]))' "$native/sources.gypi" "$arch")"
+CXXFLAGS=(-std=c++17 -O3 -fno-math-errno -Wall -Wextra -pthread -I"$native" "${arch_flags[@]}")
+TEST_FLAGS=(-std=c++17 -O2 -Wall -Wextra -pthread -I"$native" "${arch_flags[@]}")
 
 # One line per source: its path from the repository root, a tab, its instruction-set flags.
 sources_with_flags() {
-  python3 - "$native/sources.gypi" <<'PY'
+  python3 - "$native/sources.gypi" "$arch" <<'PY'
 import ast, sys
 v = ast.literal_eval(open(sys.argv[1]).read())["variables"]
 for path in v["common_sources"] + v["cpu_sources"]:
     print(path + "\t")
-for name, paths in v.items():
-    if name.startswith("kernels_") and name.endswith("_sources"):
-        for path in paths:
-            print(path + "\t" + " ".join(v[name[: -len("_sources")] + "_flags"]))
+for kernel_set in v["kernels_" + sys.argv[2] + "_sets"]:
+    for path in v["kernels_" + kernel_set + "_sources"]:
+        print(path + "\t" + " ".join(v["kernels_" + kernel_set + "_flags"]))
 PY
 }
 
@@ -38,7 +53,7 @@ check_exports() {
   local cc="$1" name="$2" flags="$3" probe="$build/obj/$2.O0.o" extra
   # shellcheck disable=SC2086
   "$CXX" -std=c++17 -O0 -w -I"$native" $flags -c "$cc" -o "$probe"
-  extra="$(nm --defined-only -C "$build/obj/$name.o" "$probe" | awk '$2 ~ /^[TWu]$/' |
+  extra="$("$NM" --defined-only -C "$build/obj/$name.o" "$probe" | awk '$2 ~ /^[TWu]$/' |
     grep -v "scriptorium::$name()" || true)"
   rm -f "$probe"
   if [[ -n "$extra" ]]; then
@@ -67,7 +82,7 @@ done <<<"$sources"
 
 if [[ $changed == 1 || ! -f "$build/libnative.a" ]]; then
   rm -f "$build/libnative.a"
-  ar rcs "$build/libnative.a" "${objs[@]}"
+  "$AR" rcs "$build/libnative.a" "${objs[@]}"
 fi
 
 failed=()
@@ -79,7 +94,7 @@ for test_cc in "$here"/*_test.cc; do
     "$CXX" "${TEST_FLAGS[@]}" "$test_cc" "$build/libnative.a" -o "$exe"
   fi
   echo "== $name"
-  if ! "$exe"; then failed+=("$name"); fi
+  if ! "${runner[@]}" "$exe"; then failed+=("$name"); fi
 done
 
 if ((${#failed[@]})); then
