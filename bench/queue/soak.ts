@@ -121,13 +121,17 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
       if (finished()) break;
       if (!failedOver && documents !== undefined && assembled() >= documents.length * FAILOVER_AFTER_SHARE) {
         failedOver = true;
+        const at = elapsed(started);
         redis = await failover(redis, redisProxy, root, s3.endpoint, redisUrl);
-        faults.push(`${elapsed(started)} ${FAILOVER}`);
+        faults.push(`${at} ${FAILOVER} (${elapsed(started).trim()} when reconcile was done)`);
+        write(`fault ${faults.at(-1)}`);
         continue;
       }
       if (round.length === 0) round = shuffled(FAULT_KINDS, random);
       const kind = round.pop()!;
-      faults.push(`${elapsed(started)} ${await throwFault(kind, { pool, redis, storageProxy, random })}`);
+      const at = elapsed(started);
+      faults.push(`${at} ${await throwFault(kind, { pool, redis, storageProxy, random })}`);
+      write(`fault ${faults.at(-1)}`);
     }
     await enqueued;
     if (documents === undefined) throw new Error('the enqueue did not finish');
@@ -233,7 +237,9 @@ async function failover(old: PersistentRedis, proxy: FaultProxy, root: string, s
 /** Every page exactly once in storage, no document assembled twice, every failure with a reason and without a result, Redis drained, memory flat. */
 async function audit(documents: readonly SoakDocument[], storage: S3Storage, redisUrl: string, pool: WorkerPool): Promise<string[]> {
   const results = await auditResults(documents, storage, pool.assemblies);
-  process.stdout.write(`results: ${results.donePages} pages done, ${results.failedPages} failed (each with a reason), ${pool.restarts} worker processes restarted\n`);
+  process.stdout.write(`results: ${results.donePages} pages done, ${results.failedPages} failed (each with a reason)\n`);
+  process.stdout.write(`worker processes restarted: ${pool.exits.length}\n`);
+  for (const exit of pool.exits) process.stdout.write(`  ${exit}\n`);
   return [...results.problems, ...(await undrainedQueues(redisUrl, VARIANTS, DRAIN_WAIT_MS)), ...pool.memoryProblems()];
 }
 
@@ -255,12 +261,14 @@ interface RssSamples {
  */
 class WorkerPool {
   readonly assemblies = new Map<string, number>();
-  restarts = 0;
+  /** How each worker process that was restarted ended: its pid, exit code or signal, and its last log line when it was not killed by the soak. */
+  readonly exits: string[] = [];
   readonly #processes: number;
   readonly #slots: number;
   readonly #random: () => number;
   readonly #children: ChildProcess[] = [];
   readonly #rss: RssSamples[] = [];
+  readonly #killed = new Set<number>();
   #stopping = false;
   #sampler: NodeJS.Timeout | undefined;
 
@@ -278,6 +286,7 @@ class WorkerPool {
   /** SIGKILLs one worker process chosen at random; returns its pid. */
   killOne(): number {
     const child = this.#children[Math.floor(this.#random() * this.#children.length)];
+    this.#killed.add(child.pid!);
     child.kill('SIGKILL');
     return child.pid!;
   }
@@ -319,14 +328,17 @@ class WorkerPool {
     this.#children[index] = child;
     const samples: RssSamples = { pid: child.pid!, mib: [] };
     this.#rss.push(samples);
+    let lastLine = '';
     createInterface({ input: child.stderr! }).on('line', (line) => {
+      lastLine = line;
       if (!line.includes('"document done"')) return;
       const { docId } = JSON.parse(line) as { docId: string };
       this.assemblies.set(docId, (this.assemblies.get(docId) ?? 0) + 1);
     });
-    child.once('exit', () => {
+    child.once('exit', (code, signal) => {
       if (this.#stopping) return;
-      this.restarts++;
+      const how = `worker ${child.pid} exited with ${signal ?? code}`;
+      this.exits.push(this.#killed.has(child.pid!) ? `${how} (killed by the soak)` : `${how} on its own; its last log line: ${lastLine}`);
       setTimeout(() => this.#spawn(index, spec), 500);
     });
   }
