@@ -18,12 +18,14 @@ export interface SoakDocument {
 export interface ResultsAudit {
   donePages: number;
   failedPages: number;
+  /** How many failed pages gave each reason. */
+  reasons: Map<string, number>;
   problems: string[];
 }
 
 /** Checks each document's document.json and page results in storage, and how many times it was assembled (by docId). */
 export async function auditResults(documents: readonly SoakDocument[], storage: Storage, assemblies: ReadonlyMap<string, number>): Promise<ResultsAudit> {
-  const audit: ResultsAudit = { donePages: 0, failedPages: 0, problems: [] };
+  const audit: ResultsAudit = { donePages: 0, failedPages: 0, reasons: new Map(), problems: [] };
   const problem = (docId: string, text: string) => audit.problems.push(`${docId}: ${text}`);
   for (const { docId, pages } of documents) {
     const assembled = assemblies.get(docId) ?? 0;
@@ -46,6 +48,7 @@ export async function auditResults(documents: readonly SoakDocument[], storage: 
     }
     for (const { page, reason } of document.failedPages) {
       audit.failedPages++;
+      audit.reasons.set(reason, (audit.reasons.get(reason) ?? 0) + 1);
       if (!reason) problem(docId, `page ${page} failed without a reason`);
       if (stored.has(pageResultKey(docId, page, 'json'))) problem(docId, `page ${page} is reported failed but its result exists`);
     }

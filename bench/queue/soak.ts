@@ -237,7 +237,9 @@ async function failover(old: PersistentRedis, proxy: FaultProxy, root: string, s
 /** Every page exactly once in storage, no document assembled twice, every failure with a reason and without a result, Redis drained, memory flat. */
 async function audit(documents: readonly SoakDocument[], storage: S3Storage, redisUrl: string, pool: WorkerPool): Promise<string[]> {
   const results = await auditResults(documents, storage, pool.assemblies);
-  process.stdout.write(`results: ${results.donePages} pages done, ${results.failedPages} failed (each with a reason)\n`);
+  process.stdout.write(`results: ${results.donePages} pages done, ${results.failedPages} failed\n`);
+  const reasons = [...results.reasons].sort((a, b) => b[1] - a[1]);
+  for (const [reason, count] of reasons.slice(0, 5)) process.stdout.write(`  ${count} failed: ${reason}\n`);
   process.stdout.write(`worker processes restarted: ${pool.exits.length}\n`);
   for (const exit of pool.exits) process.stdout.write(`  ${exit}\n`);
   return [...results.problems, ...(await undrainedQueues(redisUrl, VARIANTS, DRAIN_WAIT_MS)), ...pool.memoryProblems()];

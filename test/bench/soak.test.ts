@@ -108,7 +108,7 @@ describe('auditResults', () => {
     await storage.put(pageResultKey(BAD, 2, 'json'), Buffer.from('{}'));
 
     const good = await auditResults([{ docId: GOOD, pages: 2 }], storage, new Map([[GOOD, 1]]));
-    assert.deepEqual(good, { donePages: 1, failedPages: 1, problems: [] });
+    assert.deepEqual(good, { donePages: 1, failedPages: 1, reasons: new Map([['timed out', 1]]), problems: [] });
 
     const bad = await auditResults([{ docId: BAD, pages: 3 }], storage, new Map([[BAD, 2]]));
     assert.deepEqual(bad.problems, [
