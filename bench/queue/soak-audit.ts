@@ -1,0 +1,93 @@
+// The soak's audit (soak.ts): over storage, every page of every document exactly once (done with its
+// result, or failed with a reason and without one) and every document assembled exactly once; over
+// Redis, no job left unfinished; over the worker processes' sampled memory, none that kept growing.
+import { Queue } from 'bullmq';
+
+import { documentResultKeys, pageResultKey, pageResultsFolder } from '../../src/jobs/storage-layout.js';
+import { DOCUMENTS, pageQueue } from '../../src/queue/queue-names.js';
+import { redisOptions } from '../../src/queue/redis.js';
+import { UNFINISHED_DOCUMENT_STATES } from '../../src/queue/work-left.js';
+import type { Storage } from '../../src/storage/storage.js';
+import type { Variant } from '../../src/vocabulary/ocr-vocabulary.js';
+
+export interface SoakDocument {
+  docId: string;
+  pages: number;
+}
+
+export interface ResultsAudit {
+  donePages: number;
+  failedPages: number;
+  /** How many failed pages gave each reason. */
+  reasons: Map<string, number>;
+  problems: string[];
+}
+
+/** Checks each document's document.json and page results in storage, and how many times it was assembled (by docId). */
+export async function auditResults(documents: readonly SoakDocument[], storage: Storage, assemblies: ReadonlyMap<string, number>): Promise<ResultsAudit> {
+  const audit: ResultsAudit = { donePages: 0, failedPages: 0, reasons: new Map(), problems: [] };
+  const problem = (docId: string, text: string) => audit.problems.push(`${docId}: ${text}`);
+  for (const { docId, pages } of documents) {
+    const assembled = assemblies.get(docId) ?? 0;
+    if (assembled !== 1) problem(docId, `assembled ${assembled} times`);
+    let document: { pages: Array<{ page: number }>; failedPages: Array<{ page: number; reason: string }> };
+    try {
+      document = JSON.parse((await storage.get(documentResultKeys(docId).json)).toString('utf8'));
+    } catch (error) {
+      problem(docId, `no readable document.json (${(error as Error).message})`);
+      continue;
+    }
+    const stored = new Set<string>();
+    for await (const object of storage.list(pageResultsFolder(docId))) if (object.key.endsWith('.json')) stored.add(object.key);
+    const listed = [...document.pages, ...document.failedPages].map(({ page }) => page).sort((a, b) => a - b);
+    const expected = Array.from({ length: pages }, (_, i) => i + 1);
+    if (listed.join() !== expected.join()) problem(docId, `document.json lists pages ${listed.join(',')}, not 1…${pages} once each`);
+    for (const { page } of document.pages) {
+      audit.donePages++;
+      if (!stored.has(pageResultKey(docId, page, 'json'))) problem(docId, `page ${page} is listed done but has no result`);
+    }
+    for (const { page, reason } of document.failedPages) {
+      audit.failedPages++;
+      audit.reasons.set(reason, (audit.reasons.get(reason) ?? 0) + 1);
+      if (!reason) problem(docId, `page ${page} failed without a reason`);
+      if (stored.has(pageResultKey(docId, page, 'json'))) problem(docId, `page ${page} is reported failed but its result exists`);
+    }
+    if (stored.size !== document.pages.length) problem(docId, `${stored.size} page results stored for ${document.pages.length} pages done`);
+  }
+  return audit;
+}
+
+/**
+ * The queues (documents and the variants' pages) still holding unfinished jobs, each with its counts;
+ * waits up to waitMs for them to drain (a killed worker's jobs wait out their lock first).
+ */
+export async function undrainedQueues(redisUrl: string, variants: readonly Variant[], waitMs: number): Promise<string[]> {
+  const connection = redisOptions(redisUrl, 'client');
+  const queues = [DOCUMENTS, ...variants.map((variant) => pageQueue(variant))].map(({ name, prefix }) => new Queue(name, { connection, prefix }));
+  const deadline = Date.now() + waitMs;
+  try {
+    for (;;) {
+      const left: string[] = [];
+      for (const queue of queues) {
+        const counts = await queue.getJobCounts(...UNFINISHED_DOCUMENT_STATES);
+        const unfinished = Object.entries(counts).filter(([, count]) => count > 0);
+        if (unfinished.length > 0) left.push(`queue ${queue.name} is not drained: ${unfinished.map(([state, count]) => `${count} ${state}`).join(', ')}`);
+      }
+      if (left.length === 0 || Date.now() >= deadline) return left;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  } finally {
+    await Promise.all(queues.map((queue) => queue.close()));
+  }
+}
+
+/**
+ * Memory that kept growing: samples (MiB) of a process sampled at least minSamples times whose last
+ * is over 1.25 × the largest of the first half of its life (which holds the warm-up); undefined otherwise.
+ */
+export function memoryGrowth(mib: readonly number[], minSamples: number): { warmedUp: number; last: number } | undefined {
+  if (mib.length < minSamples) return undefined;
+  const warmedUp = Math.max(...mib.slice(0, Math.ceil(mib.length / 2)));
+  const last = mib.at(-1)!;
+  return last > 1.25 * warmedUp ? { warmedUp, last } : undefined;
+}
