@@ -28,6 +28,7 @@ import type { S3Storage } from '../../src/storage/s3-storage.js';
 import type { Variant } from '../../src/vocabulary/ocr-vocabulary.js';
 import { startPersistentRedis, type PersistentRedis } from '../../test/support/redis-server.js';
 import { S3RVER_SECRET, startS3Server } from '../../test/support/s3-server.js';
+import { seededRandom } from '../../test/support/seeded-random.js';
 import { FaultProxy } from './fault-proxy.js';
 import { auditResults, memoryGrowth, undrainedQueues, type SoakDocument } from './soak-audit.js';
 
@@ -385,18 +386,6 @@ async function makeDir(root: string, name: string): Promise<string> {
   const dir = path.join(root, name);
   await mkdir(dir, { recursive: true });
   return dir;
-}
-
-/** mulberry32: the same faults and documents for the same seed. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
 }
 
 function shuffled<T>(items: readonly T[], random: () => number): T[] {

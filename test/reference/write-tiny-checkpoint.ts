@@ -3,6 +3,8 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+
+import { seededRandom } from '../support/seeded-random.js';
 import { isMoeLayer, readDecoderConfig } from './decoder-config.js';
 
 /** One tensor to write: bytes[product(shape)·dtype width], little-endian. */
@@ -38,7 +40,7 @@ export function tinyDecoderConfig(overrides: Record<string, unknown> = {}): Reco
 /** Writes config.json and BF16 weights for every decoder tensor of `config` (§3.6) into dir; same seed, same weights. */
 export function writeTinyCheckpoint(dir: string, config: Record<string, unknown>, seed: number): void {
   const c = readDecoderConfig(config);
-  const random = mulberry32(seed);
+  const random = seededRandom(seed);
   const uniform = (count: number, low: number, high: number): Uint8Array => {
     const values = new Float32Array(count);
     for (let i = 0; i < values.length; i++) values[i] = low + (high - low) * random();
@@ -134,16 +136,4 @@ export function bf16Bytes(values: Float32Array): Uint8Array {
     out[2 * i + 1] = rounded >>> 8;
   }
   return out;
-}
-
-/** Deterministic uniform numbers in [0, 1) from a 32-bit seed (mulberry32). */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

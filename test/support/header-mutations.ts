@@ -4,6 +4,8 @@
 // the same width, a header length that only drops padding).
 import { open } from 'node:fs/promises';
 
+import { seededRandom } from './seeded-random.js';
+
 export type MutationKind = 'shape' | 'offsets' | 'dtype' | 'length' | 'syntax';
 
 export interface HeaderMutation {
@@ -24,18 +26,6 @@ export interface HeaderMutation {
 
 type Entry = { dtype: unknown; shape: unknown; data_offsets: unknown };
 type Header = Record<string, Entry | Record<string, string>>;
-
-/** mulberry32: a small seeded PRNG, so a seed names the same mutations on every machine. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const TWO_32 = '4294967296';
 // Numbers (as JSON text) no dimension or offset of a real file has; several exceed 2^53 or 2^64.
