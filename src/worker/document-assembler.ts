@@ -165,13 +165,15 @@ async function readPage(status: PageStatus | UnreportedPage, storage: Storage, d
     const result = parsePageResultJson((await storage.get(key)).toString('utf8'), key);
     return { page, status: 'done', key, result };
   } catch (error) {
-    if (status.status === 'failed') return status;
     // A damaged page result fails that page, not the document: reading it again would find it the same.
-    if (error instanceof InvalidBoundaryDataError) return { page, status: 'failed', reason: error.message };
+    if (error instanceof InvalidBoundaryDataError) return status.status === 'failed' ? status : { page, status: 'failed', reason: error.message };
     if (error instanceof StorageError && error.code === 'not_found') {
+      if (status.status === 'failed') return status;
       const reason = status.status === 'unreported' ? status.reason : `the page was reported done but ${key} is missing`;
       return { page, status: 'failed', reason };
     }
+    // Storage that cannot answer now decides nothing, not even for a page reported failed (its result
+    // may be there): the assembly fails and is tried again.
     throw error;
   }
 }

@@ -1,4 +1,5 @@
-// file:// storage whose writes fail as an unreachable backend's would while `failing` is set.
+// file:// storage whose writes fail as an unreachable backend's would while `failing` is set, and
+// whose reads of the keys in `unreadable` fail so.
 import { FileStorage } from '../../src/storage/file-storage.js';
 import { StorageError } from '../../src/storage/storage-error.js';
 
@@ -13,5 +14,12 @@ export class FlakyStorage extends FileStorage {
       return Promise.reject(new StorageError('transient', `put ${key}: the storage backend is unreachable`, { key }));
     }
     return super.put(key, body);
+  }
+
+  readonly unreadable = new Set<string>();
+
+  override get(key: string): Promise<Buffer> {
+    if (this.unreadable.has(key)) return Promise.reject(new StorageError('transient', `get ${key}: the storage backend is unreachable`, { key }));
+    return super.get(key);
   }
 }

@@ -13,7 +13,9 @@ import { parseDoneMarkerJson, type DocumentResultJson, type PageResultJson } fro
 import { documentKeys, pageResultKey } from '../../src/jobs/storage-layout.js';
 import { openStorage } from '../../src/storage/open-storage.js';
 import type { Storage } from '../../src/storage/storage.js';
+import { StorageError } from '../../src/storage/storage-error.js';
 import { assembleDocument, failedPageNote, type PageStatus } from '../../src/worker/document-assembler.js';
+import { FlakyStorage } from '../support/flaky-storage.js';
 
 let root: string;
 let storage: Storage;
@@ -167,6 +169,17 @@ test('a page reported failed whose JSON is in storage counts as done', async () 
   const document = await assembleDocument(documentJob('stored-late', 1), [{ page: 1, status: 'failed', reason: 'gave up' }], storage);
   assert.deepEqual(document.pages, [{ page: 1, status: 'done', key: pageKey('stored-late', 1) }]);
   assert.deepEqual(document.failedPages, []);
+});
+
+test('storage that cannot be read while assembling fails the assembly, even for a page reported failed: its result may be there', async () => {
+  await storePage('unreadable', 1, 'Stored, then the storage stopped answering.', 5);
+  const flaky = new FlakyStorage(root);
+  flaky.unreadable.add(pageKey('unreadable', 1));
+  const statuses: PageStatus[] = [{ page: 1, status: 'failed', reason: 'gave up' }];
+  await assert.rejects(assembleDocument(documentJob('unreadable', 1), statuses, flaky), (error: unknown) => error instanceof StorageError && error.code === 'transient');
+  flaky.unreadable.clear();
+  const document = await assembleDocument(documentJob('unreadable', 1), statuses, flaky);
+  assert.deepEqual({ done: document.pages.map((page) => page.page), failed: document.failedPages }, { done: [1], failed: [] });
 });
 
 test('a failure note stays one HTML comment whatever the reason holds', () => {
