@@ -146,6 +146,9 @@ export async function enqueueDocuments(inputs: readonly ProducerInput[], options
       options.onDocument?.(queued);
     }
   } finally {
+    // Closing a connection that is still being opened rejects BullMQ's own pending setup with nobody
+    // to catch it (when every input was refused before Redis was needed): let them settle first.
+    await Promise.allSettled([flows.waitUntilReady(), documents.waitUntilReady(), pageJobs.waitUntilReady()]);
     await Promise.all([flows.close(), documents.close(), pageJobs.close(), flushTraces()]);
   }
   // Rejected inputs have no docId; their reasons stay in storage beside the results.
