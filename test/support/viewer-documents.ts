@@ -8,6 +8,7 @@ import { documentKeys, documentResultKeys, pageResultKey } from '../../src/jobs/
 import { documentId } from '../../src/producer/doc-id.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { LETTER, makePdf } from './make-documents.js';
+import { pageResult } from './stored-results.js';
 
 export const VIEWER_OCR_OPTIONS: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 72, maxNewTokens: 6 };
 export const FAILED_PAGE = 3;
@@ -38,7 +39,7 @@ export async function writeViewerDocument(storage: Storage): Promise<ViewerDocum
   ];
   for (const { page, blocks, review } of pages) {
     const markdown = blocks.map((block) => block.text).join('\n\n');
-    await put(pageResultKey(docId, page, 'json'), pageResult(docId, page, blocks, review));
+    await put(pageResultKey(docId, page, 'json'), viewerPageResult(docId, page, blocks, review));
     await storage.put(pageResultKey(docId, page, 'md'), Buffer.from(`${markdown}\n`));
   }
   const completedAt = '2026-12-01T10:00:00.000Z';
@@ -46,7 +47,7 @@ export async function writeViewerDocument(storage: Storage): Promise<ViewerDocum
   const document: DocumentResultJson = {
     docId,
     source: { uri: SOURCE_URI, type: 'pdf', pages: 4 },
-    model: pageResult(docId, 1, [], false).model,
+    model: viewerPageResult(docId, 1, [], false).model,
     pages: [1, 2].map((page) => ({ page, status: 'done' as const, key: pageResultKey(docId, page, 'json') })),
     failedPages: [
       { page: FAILED_PAGE, reason: FAILURE_REASON },
@@ -64,21 +65,11 @@ export async function writeViewerDocument(storage: Storage): Promise<ViewerDocum
   return { docId, source };
 }
 
-/** A page of LETTER size rendered at 72 dpi: 612 × 792 pixels, the boxes' space. */
-function pageResult(docId: string, page: number, blocks: PageResultJson['blocks'], review: boolean): PageResultJson {
-  const timings = Object.fromEntries(['queued', 'fetch', 'render', 'preprocess', 'encode', 'prefill', 'decode', 'postprocess', 'store', 'total'].map((stage) => [stage, 1]));
+/** A page of LETTER size rendered at 72 dpi (612 × 792 pixels, the boxes' space), with its confidence and flags. */
+function viewerPageResult(docId: string, page: number, blocks: PageResultJson['blocks'], review: boolean): PageResultJson {
   return {
-    docId,
+    ...pageResult(docId, { width: 612, height: 792, dpi: 72, pdfPage: { width: 612, height: 792 } }, blocks),
     source: { uri: SOURCE_URI, page },
-    render: { width: 612, height: 792, dpi: 72, pdfPage: { width: 612, height: 792 } },
-    model: { variant: 'v1', task: 'markdown', mode: 'tiny', checkpoint: 'sha256:test', synthetic: true },
-    markdown: blocks.map((block) => block.text).join('\n\n'),
-    blocks,
-    tokens: { prompt: 10, image: 64, generated: 6 },
-    finish: 'eos',
-    timings_ms: timings as PageResultJson['timings_ms'],
-    worker: { host: 'test', backend: 'cpu', attempt: 1 },
-    scriptorium: { version: '0.1.0', commit: 'test' },
     confidence: { mean: review ? 0.4 : 0.82, min: review ? 0.2 : 0.12 },
     ...(review ? { flags: ['repetition' as const], needs_review: true } : { flags: [], needs_review: false }),
   };
