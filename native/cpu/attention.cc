@@ -21,6 +21,19 @@ constexpr int64_t kKeysPerTask = 256;
 // contiguous stretch (a block's key and value rows of all heads) at a time.
 constexpr int64_t kKeysPerBlock = 32;
 
+/* brings rows [0, n) of one kv head's keys and values (d values each, rows ld apart) towards the
+   core: the next block's rows are far apart in memory, which the hardware prefetchers do not follow */
+template <typename T>
+void prefetch_head_rows(const T* K, const T* V, int64_t ld, int64_t n, int64_t d) {
+  constexpr int64_t kLine = 64;
+  const int64_t bytes = d * static_cast<int64_t>(sizeof(T));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t b = 0; b < bytes; b += kLine) {
+      __builtin_prefetch(reinterpret_cast<const char*>(K + r * ld) + b);
+      __builtin_prefetch(reinterpret_cast<const char*>(V + r * ld) + b);
+    }
+}
+
 /* folds keys [first, first + count) of every head of one query row into states[heads], accs[heads*D] */
 template <typename T, typename Fold>
 void fold_key_range(const DecoderDims& dims, const float* q, const T* K, const T* V, int64_t first, int64_t count,
@@ -28,8 +41,10 @@ void fold_key_range(const DecoderDims& dims, const float* q, const T* K, const T
   const int64_t D = dims.head_dim, KW = dims.kv_heads * D, group = dims.heads / dims.kv_heads;
   for (int64_t b0 = first; b0 < first + count; b0 += kKeysPerBlock) {
     const int64_t nb = std::min(kKeysPerBlock, first + count - b0);
+    const int64_t next = std::min(kKeysPerBlock, first + count - b0 - nb);
     for (int64_t h = 0; h < dims.heads; ++h) {
       const int64_t kv = (h / group) * D;
+      if (next > 0 && h % group == 0) prefetch_head_rows(K + (b0 + nb) * KW + kv, V + (b0 + nb) * KW + kv, KW, next, D);
       fold(q + h * D, K + b0 * KW + kv, V + b0 * KW + kv, KW, nb, D, scale, accs + h * D, states + h);
     }
   }

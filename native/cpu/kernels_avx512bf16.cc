@@ -196,10 +196,10 @@ void nn_pair_tile(const bf16_t* S, int64_t lds, const bf16_t* B, int64_t ldb, fl
   const int64_t pairs = (K + 1) / 2;
   for (int64_t p = 0; p < pairs; ++p) {
     __m512bh b[NV];
-    if (MR <= 2) {  // few rows: the tile streams B from memory, faster than the hardware prefetcher
-      #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(B + (p + 16) * ldb + 32 * j), _MM_HINT_T0);
-    }
+    // The tile streams B from memory ahead of the hardware prefetcher: a decode step's experts get a
+    // few rows each, too little work per loaded pair row to hide its latency.
+    #pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(B + (p + 16) * ldb + 32 * j), _MM_HINT_T0);
     #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) {
       const bf16_t* row = B + p * ldb + 32 * j;
