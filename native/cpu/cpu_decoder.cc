@@ -72,6 +72,7 @@ Decoder::Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPo
   const bool int8 = quantization == WeightQuantization::Int8;
   if (int8) quantize_int8_weights(checkpoint);
   pack_weights(checkpoint, !int8, packed_weights_dir);
+  measure_head_norms();
 }
 
 void Decoder::pack_weights(const Checkpoint& checkpoint, bool bf16_experts, const std::string& packed_weights_dir) {
@@ -218,65 +219,166 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t
   head(entries, logits, best, logprob);
 }
 
+namespace {
+constexpr int64_t kHeadChunk = 1024;  // vocabulary rows per task: 4 KB of logits per sequence
+static_assert(kHeadChunk % kPanelColumns == 0, "a chunk of the packed head starts on a panel");
+}  // namespace
+
+void Decoder::measure_head_norms() {
+  if (precision_ != Precision::Fast || int8_head_.rows > 0 || lm_head_.packed.empty() || !kernels_.gemm_bf16_packed_fast)
+    return;
+  const int64_t V = dims_.vocab, H = dims_.hidden, pairs = (H + 1) / 2;
+  const int64_t chunks = (V + kHeadChunk - 1) / kHeadChunk, panel = pairs * 2 * kPanelColumns;
+  // Read from the packed panels (the checkpoint's rows may never have been read): column c of a
+  // panel is head row 64 j + c, its values at p * 128 + 2c and + 1 for each pair p.
+  head_chunk_norms_.assign(chunks, 0.f);
+  pool_.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      double largest = 0;
+      for (int64_t n = c * kHeadChunk; n < std::min(V, (c + 1) * kHeadChunk); n += kPanelColumns) {
+        const bf16_t* w = lm_head_.packed.data() + n / kPanelColumns * panel;
+        double squares[kPanelColumns] = {};
+        for (int64_t p = 0; p < pairs; ++p)
+          for (int64_t j = 0; j < 2 * kPanelColumns; ++j) {
+            const double v = bf16_to_f32(w[p * 2 * kPanelColumns + j]);
+            squares[j / 2] += v * v;
+          }
+        for (double sq : squares) largest = std::max(largest, sq);
+      }
+      head_chunk_norms_[c] = static_cast<float>(std::sqrt(largest) * (1 + 1e-6));
+    }
+  });
+  // One BF16 rounding of x moves each term by at most 2^-8 |x_k w_k|; the exact products' second
+  // part leaves 2^-16; F32 accumulation of at most 2H terms each way, under 4H 2^-24 more. The sum
+  // of |x_k w_k| is at most |x| |w| (Cauchy-Schwarz).
+  head_error_ = 0x1p-8 + 0x1p-16 + 4.0 * static_cast<double>(H) * 0x1p-24;
+}
+
+Decoder::ChunkHead Decoder::head_chunk(int64_t c, int64_t b, const std::vector<ForwardEntry>& entries,
+                                       const float* y) const {
+  const int64_t n0 = c * kHeadChunk, width = std::min(kHeadChunk, dims_.vocab - n0);
+  const std::vector<int32_t>& banned = entries[b].banned;
+  const auto is_banned = [&](int64_t j) { return std::binary_search(banned.begin(), banned.end(), static_cast<int32_t>(n0 + j)); };
+  int64_t pick = kernels_.argmax(y, width);
+  // The log-sum-exp takes every id, banned or not: the probability is the model's.
+  const float chunk_max = y[pick];
+  const float chunk_sum = chunk_max == -INFINITY ? 0.f : kernels_.sum_exp(y, width, chunk_max);
+  if (is_banned(pick)) {  // rare: scan the chunk past its banned ids
+    pick = -1;
+    for (int64_t j = 0; j < width; ++j)
+      if (!is_banned(j) && (pick < 0 || y[j] > y[pick])) pick = j;
+  }
+  // A chunk whose ids are all banned records its first logit: when every id is banned, best is 0
+  // and chunk 0's first logit is id 0's.
+  return {pick < 0 ? y[0] : y[pick], pick < 0 ? -1 : static_cast<int32_t>(n0 + pick), chunk_max, chunk_sum};
+}
+
 void Decoder::head(std::vector<ForwardEntry>& entries, float* logits, int32_t* best, float* logprob) {
-  constexpr int64_t kChunk = 1024;  // vocabulary rows per task: 4 KB of logits per sequence
-  static_assert(kChunk % kPanelColumns == 0, "a chunk of the packed head starts on a panel");
   const int64_t B = static_cast<int64_t>(entries.size()), V = dims_.vocab, H = dims_.hidden;
-  const int64_t chunks = (V + kChunk - 1) / kChunk;
+  const int64_t chunks = (V + kHeadChunk - 1) / kHeadChunk;
   logits_row_.resize(B);
   int64_t rows = 0;
   for (int64_t b = 0; b < B; ++b) {
     logits_row_[b] = entries[b].want_logits ? rows++ : -1;
     std::sort(entries[b].banned.begin(), entries[b].banned.end());
   }
+  // Returned logits are the exact products', so a call that returns any runs the exact head.
+  const bool fast = !head_chunk_norms_.empty() && rows == 0;
   chunk_head_.resize(chunks * B);
+  if (fast) head_panel_max_.resize((V + kPanelColumns - 1) / kPanelColumns * B);
   pool_.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
     thread_local std::vector<float> y;
-    if (static_cast<int64_t>(y.size()) < B * kChunk) y.resize(B * kChunk);
+    if (static_cast<int64_t>(y.size()) < B * kHeadChunk) y.resize(B * kHeadChunk);
     for (int64_t c = c0; c < c1; ++c) {
-      const int64_t n0 = c * kChunk, width = std::min(kChunk, V - n0);
+      const int64_t n0 = c * kHeadChunk, width = std::min(kHeadChunk, V - n0);
       if (int8_head_.rows > 0) {
-        active_quant_kernels().gemm_int8(last_rows_.data(), H, int8_head_.view().rows_from(n0), y.data(), kChunk, B, 0, width);
-      } else {
-        if (lm_head_.packed.empty()) {
-          kernels_.gemm_bf16(last_rows_.data(), H, lm_head_.rows + n0 * H, y.data(), kChunk, B, 0, width, H);
-        } else {  // the chunk's first panel: kPanelColumns rows of H values rounded up to pairs each
-          const bf16_t* panels = lm_head_.packed.data() + n0 * ((H + 1) / 2 * 2);
-          kernels_.gemm_bf16_packed(last_rows_.data(), H, panels, y.data(), kChunk, B, 0, width, H);
-        }
+        active_quant_kernels().gemm_int8(last_rows_.data(), H, int8_head_.view().rows_from(n0), y.data(), kHeadChunk, B, 0, width);
+      } else if (lm_head_.packed.empty()) {
+        kernels_.gemm_bf16(last_rows_.data(), H, lm_head_.rows + n0 * H, y.data(), kHeadChunk, B, 0, width, H);
+      } else {  // the chunk's first panel: kPanelColumns rows of H values rounded up to pairs each
+        const bf16_t* panels = lm_head_.packed.data() + n0 * ((H + 1) / 2 * 2);
+        (fast ? kernels_.gemm_bf16_packed_fast : kernels_.gemm_bf16_packed)(last_rows_.data(), H, panels, y.data(),
+                                                                           kHeadChunk, B, 0, width, H);
       }
       for (int64_t b = 0; b < B; ++b) {
-        const float* row = y.data() + b * kChunk;
+        const float* row = y.data() + b * kHeadChunk;
         if (logits_row_[b] >= 0) std::copy_n(row, width, logits + logits_row_[b] * V + n0);
-        const std::vector<int32_t>& banned = entries[b].banned;
-        const auto is_banned = [&](int64_t j) { return std::binary_search(banned.begin(), banned.end(), static_cast<int32_t>(n0 + j)); };
-        int64_t pick = kernels_.argmax(row, width);
-        // The log-sum-exp takes every id, banned or not: the probability is the model's.
-        const float chunk_max = row[pick];
-        const float chunk_sum = chunk_max == -INFINITY ? 0.f : kernels_.sum_exp(row, width, chunk_max);
-        if (is_banned(pick)) {  // rare: scan the chunk past its banned ids
-          pick = -1;
-          for (int64_t j = 0; j < width; ++j)
-            if (!is_banned(j) && (pick < 0 || row[j] > row[pick])) pick = j;
+        chunk_head_[c * B + b] = head_chunk(c, b, entries, row);
+        if (!fast) continue;
+        for (int64_t j = 0; j < width; j += kPanelColumns) {
+          const float* panel = row + j;
+          head_panel_max_[(n0 + j) / kPanelColumns * B + b] = panel[kernels_.argmax(panel, std::min(kPanelColumns, width - j))];
         }
-        // A chunk whose ids are all banned records its first logit: when every id is banned, best is
-        // 0 and chunk 0's first logit is id 0's.
-        chunk_head_[c * B + b] = {pick < 0 ? row[0] : row[pick], pick < 0 ? -1 : static_cast<int32_t>(n0 + pick),
-                                  chunk_max, chunk_sum};
       }
     }
   });
+  if (fast) recheck_head_exactly(entries);
   for (int64_t b = 0; b < B; ++b) {
     int32_t id = -1;
     float value = chunk_head_[b].value;
     LogSumExp lse;
     for (int64_t c = 0; c < chunks; ++c) {  // in id order: an earlier chunk keeps a tie
       const ChunkHead& chunk = chunk_head_[c * B + b];
-      if (chunk.id >= 0 && (id < 0 || chunk.value > value)) value = chunk.value, id = chunk.id;
+      if (!fast && chunk.id >= 0 && (id < 0 || chunk.value > value)) value = chunk.value, id = chunk.id;
       lse.fold(chunk.max, chunk.sum_exp);
     }
+    if (fast) value = head_best_[b].value, id = head_best_[b].id;
     best[b] = id < 0 ? 0 : id;
     logprob[b] = static_cast<float>(static_cast<double>(value) - lse.value());
+  }
+}
+
+// The exact best id v* of a row lies in a panel whose fast largest logit is within two error
+// bounds of the row's highest lower bound L (a chunk's fast best not banned, minus its bound, the
+// largest over the chunks): exact(v*) >= exact(u) >= L for u that best, and fast(v*) + bound >=
+// exact(v*). Every other panel's exact logits are below L, so the panels kept and computed exactly
+// give the exact head's id, ties included.
+void Decoder::recheck_head_exactly(const std::vector<ForwardEntry>& entries) {
+  const int64_t B = static_cast<int64_t>(entries.size()), V = dims_.vocab, H = dims_.hidden;
+  const int64_t chunks = static_cast<int64_t>(head_chunk_norms_.size()), panels = (V + kPanelColumns - 1) / kPanelColumns;
+  constexpr double kFlushed = 0x1p-100;  // far above what flushing subnormals to zero can move
+  recheck_.clear();
+  for (int64_t b = 0; b < B; ++b) {
+    const float* x = last_rows_.data() + b * H;
+    double squares = 0;
+    for (int64_t k = 0; k < H; ++k) squares += static_cast<double>(x[k]) * x[k];
+    const double scale = head_error_ * std::sqrt(squares) * (1 + 1e-6);
+    const auto bound = [&](int64_t c) { return scale * head_chunk_norms_[c] + kFlushed; };
+    double lower = -INFINITY;
+    for (int64_t c = 0; c < chunks; ++c) {
+      const ChunkHead& chunk = chunk_head_[c * B + b];
+      if (chunk.id >= 0) lower = std::max(lower, chunk.value - bound(c));
+    }
+    if (lower == -INFINITY) {  // every id banned: the result is the exact logit of id 0
+      recheck_.push_back({0, b});
+      continue;
+    }
+    for (int64_t p = 0; p < panels; ++p)
+      if (head_panel_max_[p * B + b] + bound(p * kPanelColumns / kHeadChunk) >= lower) recheck_.push_back({p, b});
+  }
+  pool_.parallel_for(static_cast<int64_t>(recheck_.size()), 1, [&](int64_t i0, int64_t i1) {
+    float y[kPanelColumns];
+    for (int64_t i = i0; i < i1; ++i) {
+      Recheck& item = recheck_[i];
+      const int64_t n0 = item.panel * kPanelColumns, width = std::min(kPanelColumns, V - n0);
+      kernels_.gemm_bf16_packed(last_rows_.data() + item.row * H, H, lm_head_.packed.data() + n0 * ((H + 1) / 2 * 2), y,
+                                kPanelColumns, 1, 0, width, H);
+      const std::vector<int32_t>& banned = entries[item.row].banned;
+      item.best = {y[0], -1};
+      for (int64_t j = 0; j < width; ++j)
+        if (!std::binary_search(banned.begin(), banned.end(), static_cast<int32_t>(n0 + j)) &&
+            (item.best.id < 0 || y[j] > item.best.value))
+          item.best = {y[j], static_cast<int32_t>(n0 + j)};
+    }
+  });
+  // Each row's panels in id order: an earlier panel keeps a tie. With every id banned, the one
+  // panel's first logit stands, as in the exact head.
+  head_best_.assign(B, {0.f, -1});
+  std::vector<bool> seen(B, false);
+  for (const Recheck& item : recheck_) {
+    HeadBest& best = head_best_[item.row];
+    if (!seen[item.row] || (item.best.id >= 0 && (best.id < 0 || item.best.value > best.value))) best = item.best;
+    seen[item.row] = true;
   }
 }
 

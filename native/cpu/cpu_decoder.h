@@ -65,7 +65,9 @@ enum class WeightQuantization { None, Int8 };
 
 class Decoder {
  public:
-  // `precision` applies to every BF16 product but the vocabulary head's, which stays exact. With a
+  // `precision` applies to every BF16 product but the vocabulary head's, whose greedy ids stay those
+  // of exact products (fast precision computes them in one product and checks the near-best again
+  // exactly: head_chunk_norms_). With a
   // `packed_weights_dir`, the packed BF16 weights live in a file there that every process loading
   // this checkpoint on the node maps (PackedWeightsFile); without one, in this process's memory.
   Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool, Precision precision,
@@ -119,6 +121,15 @@ class Decoder {
     float max, sum_exp;
   };
   void head(std::vector<ForwardEntry>& entries, float* logits, int32_t* best, float* logprob);
+  // Head chunk `c` of row `b` of last_rows_, reduced to its ChunkHead; y holds the chunk's logits.
+  ChunkHead head_chunk(int64_t c, int64_t b, const std::vector<ForwardEntry>& entries, const float* y) const;
+  // After a fast head: each row's best not banned (head_best_), from the panels of the head whose
+  // logits could hold it, computed again exactly.
+  void recheck_head_exactly(const std::vector<ForwardEntry>& entries);
+  // The fast head's error bound: with x a row of last_rows_, every logit of chunk c computed with x
+  // rounded once to BF16 lies within head_error_ * |x| * head_chunk_norms_[c] of the exact
+  // products' logit (docs/engine.md, "The vocabulary head in fast precision"). Empty: no fast head.
+  void measure_head_norms();
   // One MLP over some rows of norm_, each row's output added to x_ with its weight.
   struct ExpertTask {
     const Expert* expert;
@@ -141,6 +152,8 @@ class Decoder {
   uint64_t routed_expert_passes_ = 0;
   std::vector<Int8Layer> int8_layers_;  // [layers] with --quantize int8, else empty
   Int8Matrix int8_head_;                // [vocab, hidden] with --quantize int8
+  std::vector<float> head_chunk_norms_;  // [head chunks] largest |row| of lm_head_ in the chunk, rounded up
+  double head_error_ = 0;
 
   // Scratch, grown on demand and reused across calls.
   std::vector<float> x_, norm_, q_, k_, v_, attn_, proj_, gate_, up_, router_logits_;
@@ -156,6 +169,17 @@ class Decoder {
   std::vector<MatmulInt8> int8_products_;
   std::vector<int64_t> logits_row_;                  // [entries] row in `logits`, or -1
   std::vector<ChunkHead> chunk_head_;                // [head chunks, entries]
+  struct HeadBest {
+    float value;
+    int32_t id;  // -1: every id banned, value is id 0's logit
+  };
+  struct Recheck {
+    int64_t panel, row;
+    HeadBest best;  // the panel's exact best not banned
+  };
+  std::vector<float> head_panel_max_;  // [head panels, entries] a fast head's largest logit per panel
+  std::vector<Recheck> recheck_;       // the panels computed again exactly, by row, in id order
+  std::vector<HeadBest> head_best_;    // [entries] after recheck_head_exactly
 };
 
 }  // namespace scriptorium
