@@ -107,6 +107,19 @@ const USAGE = `${RECONCILE}
 return {reconcile(), tonumber(redis.call('GET', KEYS[2]) or '0')}
 `;
 
+/**
+ * KEYS[1] an in-flight set, KEYS[2] the page counter of the day the document was admitted; ARGV[1]
+ * the docId, ARGV[2] its pages never read. Only a document still in the set is given back, so a
+ * second cancel gives nothing; the counter is lowered while it exists, never below 0.
+ */
+const CANCEL = `
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+local back = math.min(tonumber(ARGV[2]), tonumber(redis.call('GET', KEYS[2])))
+if back > 0 then redis.call('DECRBY', KEYS[2], back) end
+return back
+`;
+
 /** KEYS as ADMIT's; ARGV[1] the docId, ARGV[2] its pages. The counter is only lowered while it exists (it may have expired). */
 const RELEASE = `
 redis.call('ZREM', KEYS[1], ARGV[1])
@@ -152,11 +165,19 @@ export class KeyQuotas {
     await this.redis.eval(RELEASE, 2, inFlightKey(keyName), dayKey(keyName, day), docId, pages);
   }
 
-  /** A cancelled document leaves the in-flight set of whichever of these keys submitted it. */
-  async releaseDocument(keyNames: readonly string[], docId: string): Promise<void> {
-    const transaction = this.redis.multi();
-    for (const name of keyNames) transaction.zrem(inFlightKey(name), docId);
-    await transaction.exec();
+  /**
+   * A cancelled document leaves the in-flight set of whichever of these keys submitted it, and its
+   * `unreadPages` go back to that key's count of the day it was admitted (while that day's count
+   * exists). Answers the pages given back.
+   */
+  async cancelDocument(keyNames: readonly string[], docId: string, unreadPages: number): Promise<number> {
+    let given = 0;
+    for (const name of keyNames) {
+      const admittedAt = await this.redis.zscore(inFlightKey(name), docId);
+      if (admittedAt === null) continue;
+      given += (await this.redis.eval(CANCEL, 2, inFlightKey(name), dayKey(name, utcDay(Number(admittedAt))), docId, unreadPages)) as number;
+    }
+    return given;
   }
 
   async usage(keyName: string, now = Date.now()): Promise<KeyUsage> {

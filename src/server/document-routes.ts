@@ -3,7 +3,8 @@ import type { Queue } from 'bullmq';
 import express, { type Request, type Response } from 'express';
 
 import { cancelledMarkerKey, documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
-import { documentJobId } from '../queue/job-ids.js';
+import { documentJobId, pagesOfJobId } from '../queue/job-ids.js';
+import { pageJobIdOfKey } from '../queue/queue-names.js';
 import { type Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
 import { documentHtml } from '../output/document-html.js';
@@ -85,8 +86,8 @@ export function documentRoutes(settings: DocumentRoutesSettings): express.Router
       await knownStatus(request, settings.status);
       throw new HttpError(409, `document ${docId} has settled already: there is nothing to cancel`);
     }
-    await cancelQueuedPages(docId, settings.status.documents, storage);
-    await settings.submit.admission.cancelled(docId);
+    const unreadPages = await cancelQueuedPages(docId, settings.status.documents, storage);
+    await settings.submit.admission.cancelled(docId, unreadPages);
     response.status(202).json(await knownStatus(request, settings.status));
   });
 
@@ -148,12 +149,24 @@ async function streamStatus(request: Request, response: Response, settings: Docu
  * Records the cancellation (the assembler gives the pages that never ran that reason), then removes
  * the document's page jobs that no worker holds; pages being read finish and are kept.
  */
-async function cancelQueuedPages(docId: string, documents: Queue, storage: Storage): Promise<void> {
+/** Marks the document cancelled and removes its page jobs no worker has taken; answers the pages those covered. */
+async function cancelQueuedPages(docId: string, documents: Queue, storage: Storage): Promise<number> {
   await storage.put(cancelledMarkerKey(docId), Buffer.from(`${JSON.stringify({ docId, cancelledAt: new Date().toISOString() })}\n`), {
     contentType: 'application/json',
   });
   const job = await documents.getJob(documentJobId(docId));
-  await job?.removeUnprocessedChildren();
+  if (job === undefined) return 0;
+  const unprocessed = async () => (await job.getDependencies()).unprocessed ?? [];
+  const before = await unprocessed();
+  await job.removeUnprocessedChildren();
+  const left = new Set(await unprocessed());
+  let pages = 0;
+  for (const key of before) {
+    const id = left.has(key) ? undefined : pageJobIdOfKey(key);
+    const range = id === undefined ? undefined : pagesOfJobId(id);
+    if (range !== undefined) pages += range.lastPage - range.firstPage + 1;
+  }
+  return pages;
 }
 
 async function knownStatus(request: Request, sources: DocumentStatusSources) {

@@ -225,7 +225,7 @@ export const OPENAPI_DOCUMENT = {
         responses: { '200': { description: 'status', content: json('DocumentStatus') }, ...refused, '404': error('unknown docId') },
       },
       delete: {
-        summary: 'cancel the pages still queued; pages being read finish',
+        summary: "cancel the pages still queued (given back to the key's pages-per-day quota); pages being read finish",
         parameters: [docIdParameter],
         responses: {
           '202': { description: 'cancelled; the document settles with those pages failed', content: json('DocumentStatus') },

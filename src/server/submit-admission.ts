@@ -55,9 +55,9 @@ export class SubmitAdmission {
     for (const reservation of reservations) await this.#quotas.release(reservation);
   }
 
-  /** A cancelled document no longer counts as in flight for the key that submitted it. */
-  cancelled(docId: string): Promise<void> {
-    return this.#quotas.releaseDocument(this.#keyNames, docId);
+  /** A cancelled document no longer counts as in flight for the key that submitted it, and its pages never read go back to that key's day. */
+  cancelled(docId: string, unreadPages: number): Promise<number> {
+    return this.#quotas.cancelDocument(this.#keyNames, docId, unreadPages);
   }
 
   async capacity(key: ApiKey): Promise<CapacityAnswer> {

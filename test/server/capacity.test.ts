@@ -215,13 +215,22 @@ describe('serve: capacity and quotas', { skip: REDIS_SERVER_MISSING }, () => {
     assert.deepEqual(answers.map(({ status }) => status).sort(), [202, 429, 429, 429, 429, 429]);
   });
 
-  test('a cancelled document frees its place in flight at once', async () => {
+  test('a cancelled document frees its place in flight at once and gives back its pages never read', async () => {
     const server = await startServer();
-    const submitted = await submit(server, BULK_KEY, await onePage(16));
-    const response = await fetch(new URL(submitted.body.links.self, server.url), { method: 'DELETE', headers: { authorization: `Bearer ${BULK_KEY}` } });
-    assert.equal(response.status, 202);
-    assert.equal((await capacity(server, BULK_KEY)).key.documentsInFlight, 0);
-    assert.equal((await submit(server, BULK_KEY, await onePage(17))).status, 202);
+    const cancel = (link: string) => fetch(new URL(link, server.url), { method: 'DELETE', headers: { authorization: `Bearer ${BULK_KEY}` } });
+    const threePages = (n: number) => makePdf([LETTER, LETTER, LETTER], n);
+    const submitted = await submit(server, BULK_KEY, await threePages(16));
+    assert.equal(submitted.status, 202);
+    assert.equal((await capacity(server, BULK_KEY)).key.pagesToday, 3);
+    assert.equal((await cancel(submitted.body.links.self)).status, 202);
+    let key = (await capacity(server, BULK_KEY)).key;
+    assert.deepEqual([key.documentsInFlight, key.pagesToday], [0, 0], 'no worker took a page: all three are given back');
+    // Cancelling again gives nothing more back.
+    const again = await submit(server, BULK_KEY, await threePages(17));
+    assert.equal(again.status, 202, 'the whole day\'s quota is free again');
+    assert.equal((await cancel(submitted.body.links.self)).status, 202);
+    key = (await capacity(server, BULK_KEY)).key;
+    assert.deepEqual([key.documentsInFlight, key.pagesToday], [1, 3]);
   });
 });
 
