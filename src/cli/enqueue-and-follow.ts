@@ -101,7 +101,7 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
       ...options.enqueue,
       connection: redisOptions(options.redisUrl, 'client'),
       signal: options.signal,
-      admit: options.room === undefined ? undefined : (document) => waitForRoom(document, options.room!, progress),
+      admit: options.room === undefined ? undefined : (document) => waitForRoom(document, options.room!, progress, options.signal),
       onDocument: (document) => {
         progress?.inputSettled(document);
         if (document.state === 'already-done') finishedLines.push(markdownAt(document).then((at) => print(queuedLine(document, at))));
@@ -154,13 +154,14 @@ export async function enqueueAndFollow(options: EnqueueAndFollowOptions): Promis
 
 /**
  * Resolves once the document's page queue and Redis have room for it, saying once that it waits (and
- * on a terminal, why, on the progress line); without `wait`, rejects with a NoRoomError instead.
+ * on a terminal, why, on the progress line), or once `signal` aborts (the enqueue then stops after
+ * this document: the limit is soft); without `wait`, rejects with a NoRoomError instead.
  */
-async function waitForRoom(document: DocumentToQueue, room: RoomSettings, progress: EnqueueProgress | undefined): Promise<void> {
+async function waitForRoom(document: DocumentToQueue, room: RoomSettings, progress: EnqueueProgress | undefined, signal: AbortSignal | undefined): Promise<void> {
   const pollMs = room.pollMs ?? DEFAULT_ROOM_POLL_MS;
   const note = room.note ?? ((line: string) => process.stderr.write(`${line}\n`));
   let waiting = false;
-  for (;;) {
+  while (signal?.aborted !== true) {
     const admission = await room.capacity.admit(document.variant, document.pageJobs);
     if (admission.admitted) break;
     if (!room.wait) throw new NoRoomError(document.uri, admission);
@@ -169,7 +170,7 @@ async function waitForRoom(document: DocumentToQueue, room: RoomSettings, progre
       waiting = true;
     }
     progress?.waitingForRoom(admission.message);
-    await new Promise((resolve) => setTimeout(resolve, pollMs));
+    await untilAborted(new Promise((resolve) => setTimeout(resolve, pollMs)), signal);
   }
   if (waiting) progress?.waitingForRoom(undefined);
 }

@@ -3,6 +3,7 @@
 // enqueue, wait for every document, report where the results are, shut everything down.
 import { VARIANTS } from '../vocabulary/ocr-vocabulary.js';
 import { loadModelConfig } from '../engine/model-config.js';
+import { QueueCapacity } from '../queue/queue-capacity.js';
 import { unfinishedDocumentCount } from '../queue/queue-status.js';
 import { openStorage } from '../storage/open-storage.js';
 import { commandLogger } from './cli-logger.js';
@@ -11,7 +12,7 @@ import { resolveModelDir } from '../model/model-resolve.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { BATCH_OPTION, BATCH_USAGE, ENGINE_OPTIONS, ENGINE_OPTIONS_USAGE, engineChoices } from './engine-options.js';
 import { EXIT_INTERRUPTED } from './document-report.js';
-import { DOCUMENT_LIMIT_OPTIONS, DOCUMENT_LIMITS_USAGE, documentLimitsOf } from './enqueue-args.js';
+import { DOCUMENT_LIMIT_OPTIONS, DOCUMENT_LIMITS_USAGE, documentLimitsOf, MAX_QUEUED_PAGES_OPTION, MAX_QUEUED_PAGES_USAGE } from './enqueue-args.js';
 import { enqueueAndFollow } from './enqueue-and-follow.js';
 import { progressTerminal } from './enqueue-progress.js';
 import { OCR_JOB_ARGS_USAGE, OCR_JOB_OPTIONS, ocrJobOptionsOf, pdfPasswordOf } from './ocr-job-args.js';
@@ -23,7 +24,7 @@ import { choice, integer, text } from './options.js';
 const USAGE = `Usage: scriptorium run INPUT... --out DIR [--model DIR] [--variant v1|v2|v3] [--task T] [--mode M]
                       [--dpi N | --longest-side PX] [--max-tokens N] [--password-env NAME | --password P]
                       [--batch N|auto] [--threads T] [--device D] [--precision exact|fast]
-                      [--quantize none|int8]
+                      [--quantize none|int8] [--max-queued-pages N]
 
 Reads every document of the inputs through the queue pipeline on this machine and waits for all
 of them: INPUT is a PDF or image file, a directory (recursively), a zip or tar(.gz) archive, or
@@ -45,6 +46,7 @@ documents are left; the same command again reads them.
   --variant V       overrides the variant detected from config.json
 ${OCR_JOB_ARGS_USAGE}
 ${DOCUMENT_LIMITS_USAGE}
+${MAX_QUEUED_PAGES_USAGE}; this run waits for room before queueing each document
 ${BATCH_USAGE}
   --threads T       engine threads (default: one per CPU)
 ${ENGINE_OPTIONS_USAGE}
@@ -64,6 +66,7 @@ const OPTIONS = {
   ...ENGINE_OPTIONS,
   ...OCR_JOB_OPTIONS,
   ...DOCUMENT_LIMIT_OPTIONS,
+  'max-queued-pages': MAX_QUEUED_PAGES_OPTION,
 };
 
 export const runCommand = defineCommand({ usage: USAGE, options: OPTIONS, positionals: { name: 'INPUT', min: 1 }, run: runPipeline });
@@ -77,6 +80,7 @@ async function runPipeline({ options: values, positionals }: CommandLine<typeof 
   const interrupted = new AbortController();
   let redis: QueueRedis | undefined;
   let workers: OcrWorkers | undefined;
+  let capacity: QueueCapacity | undefined;
   const removeSignalHandlers = onShutdownSignal(() => interrupted.abort(), {
     stoppingLine: (signal) => `${signal}: stopping: no new pages are taken, the ${workers?.claimedPages() ?? 0} being read finish first (send it again to stop at once)`,
     forcedLine: (signal) => leftLine(signal, redis),
@@ -94,6 +98,7 @@ async function runPipeline({ options: values, positionals }: CommandLine<typeof 
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
     workers = await startOcrWorkers({ model, checkpointId: checkpointIdentity(model.dir), variant, threads, ...engineChoices(values), storage, redisUrl: redis.url, batch, logger });
     if (interrupted.signal.aborted) return EXIT_INTERRUPTED;
+    capacity = new QueueCapacity(redis.url, values['max-queued-pages']);
     return await enqueueAndFollow({
       inputs: positionals,
       enqueue: { ocr, storage, pdfPassword, limits: documentLimitsOf(values) },
@@ -101,8 +106,10 @@ async function runPipeline({ options: values, positionals }: CommandLine<typeof 
       wait: true,
       signal: interrupted.signal,
       progress: progressTerminal(),
+      room: { capacity, wait: true },
     });
   } finally {
+    await capacity?.close();
     await workers?.close();
     if (interrupted.signal.aborted) process.stderr.write('scriptorium run: stopped\n');
     removeSignalHandlers();

@@ -1,6 +1,7 @@
 // `scriptorium watch`: objects dropped into a bucket become queued documents, with no enqueue run by
 // hand. S3 event notifications arrive from one source (a Redis list that MinIO fills, an HTTP webhook,
 // or an SQS queue); each new object is enqueued exactly as `scriptorium enqueue s3://bucket/key` would.
+import { QueueCapacity } from '../queue/queue-capacity.js';
 import { checkRedisReachable } from '../queue/redis.js';
 import { S3EventEnqueuer } from '../watch/s3-event-enqueuer.js';
 import { startRedisListSource } from '../watch/redis-list-source.js';
@@ -8,7 +9,7 @@ import { startSqsSource } from '../watch/sqs-source.js';
 import { EVENTS_PATH, startWebhookSource } from '../watch/webhook-source.js';
 import { commandLogger } from './cli-logger.js';
 import { defineCommand, type CommandLine } from './command-line.js';
-import { ENQUEUE_ARGS_USAGE, ENQUEUE_OPTIONS, enqueueSettingsOf } from './enqueue-args.js';
+import { ENQUEUE_ARGS_USAGE, ENQUEUE_OPTIONS, enqueueSettingsOf, MAX_QUEUED_PAGES_OPTION, MAX_QUEUED_PAGES_USAGE } from './enqueue-args.js';
 import { openQueueRedis } from './queue-redis.js';
 import { shutdownSignal } from './shutdown-signals.js';
 import { httpUrl, port, text } from './options.js';
@@ -21,10 +22,12 @@ const USAGE = `Usage: scriptorium watch (--redis-list KEY [--events-redis URL]
                          | --sqs-queue URL [--sqs-endpoint URL] [--sqs-region R])
                         [--to URL] [--model DIR | --variant v1|v2|v3] [--task T] [--mode M] [--dpi N | --longest-side PX]
                         [--max-tokens N] [--password-env NAME | --password P] [--priority N] [--attempts N]
+                        [--max-queued-pages N]
 
 Enqueues every object an S3 event notification announces as created, exactly as
 \`scriptorium enqueue s3://bucket/key\` would (Redis: $REDIS_URL, default redis://127.0.0.1:6379).
-An event is acknowledged only once its documents are enqueued; a failed enqueue is retried.
+An event is acknowledged only once its documents are enqueued; a failed enqueue is retried, and so
+is a document without room in its page queue (--max-queued-pages) or in Redis's memory.
 Ignored: events other than object creation, folder placeholders ('name/'), objects under the
 storage's own staging/, results/ and rejected/, and uploads enqueued in the last hour.
 Runs until SIGTERM or SIGINT. Logs are JSON lines on stderr ($LOG_LEVEL, default info).
@@ -44,7 +47,8 @@ One source of events:
   --sqs-region R       default $AWS_REGION, else the region in the queue URL, else us-east-1
 
 How documents are queued, as for \`scriptorium enqueue\`:
-${ENQUEUE_ARGS_USAGE}`;
+${ENQUEUE_ARGS_USAGE}
+${MAX_QUEUED_PAGES_USAGE}`;
 
 const OPTIONS = {
   'redis-list': text(),
@@ -55,6 +59,7 @@ const OPTIONS = {
   'sqs-endpoint': httpUrl(),
   'sqs-region': text(),
   ...ENQUEUE_OPTIONS,
+  'max-queued-pages': MAX_QUEUED_PAGES_OPTION,
 };
 
 /** Each source's own options, refused with another source. */
@@ -78,7 +83,8 @@ async function runWatch({ options: values }: CommandLine<typeof OPTIONS>): Promi
 
   const logger = commandLogger('info');
   const redis = await openQueueRedis();
-  const enqueuer = new S3EventEnqueuer({ enqueue, redisUrl: redis.url, logger });
+  const capacity = new QueueCapacity(redis.url, values['max-queued-pages']);
+  const enqueuer = new S3EventEnqueuer({ enqueue, redisUrl: redis.url, logger, capacity });
   try {
     let watching: { close(): Promise<void> };
     if (listKey !== undefined) {
@@ -98,6 +104,7 @@ async function runWatch({ options: values }: CommandLine<typeof OPTIONS>): Promi
     return 0;
   } finally {
     await enqueuer.close();
+    await capacity.close();
     await redis.close();
   }
 }

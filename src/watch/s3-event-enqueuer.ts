@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 
 import { enqueueDocuments, type EnqueueOptions, type QueuedState } from '../producer/enqueue.js';
+import { NoRoomError, type QueueCapacity } from '../queue/queue-capacity.js';
 import { documentJobId } from '../queue/job-ids.js';
 import { connectRedis, type RedisClient, redisOptions } from '../queue/redis.js';
 import { isPipelineOutput } from './pipeline-output.js';
@@ -21,6 +22,11 @@ export interface S3EventEnqueuerOptions {
   logger: Logger;
   /** How long an enqueued upload is remembered, to skip its repeated events. Default DEFAULT_REMEMBER_SECONDS. */
   rememberSeconds?: number;
+  /**
+   * Room each document needs first (its page queue's limit, Redis's memory): a document without room
+   * rejects with a NoRoomError, so that its event is delivered again later. Default: none.
+   */
+  capacity?: QueueCapacity;
 }
 
 /**
@@ -79,11 +85,16 @@ export class S3EventEnqueuer {
       log.debug('ignored: this upload was enqueued a short while ago');
       return { bucket, key, state: 'duplicate' };
     }
+    const { capacity } = this.#options;
     const summary = await enqueueDocuments([{ kind: 's3-object', url: `s3://${bucket}/${key}` }], {
       ...this.#options.enqueue,
       // The event source hands an unacknowledged event over again: an unreachable object is tried then.
       inputs: { whenUnreachable: 'throw' },
       connection: redisOptions(this.#options.redisUrl, 'client'),
+      admit: capacity === undefined ? undefined : async (document) => {
+        const admission = await capacity.admit(document.variant, document.pageJobs);
+        if (!admission.admitted) throw new NoRoomError(document.uri, admission);
+      },
     });
     if (uploadId !== undefined) await this.#recent.remember(uploadId);
     // An exact object is one document (archives in a bucket are not expanded): queued, or rejected.

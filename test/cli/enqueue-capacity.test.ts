@@ -69,8 +69,9 @@ describe('enqueue waiting for room', { skip: REDIS_SERVER_MISSING }, () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  const enqueue = (wait: boolean, notes: string[], progress?: FakeTerminal) =>
+  const enqueue = (wait: boolean, notes: string[], progress?: FakeTerminal, signal?: AbortSignal) =>
     enqueueAndFollow({
+      signal,
       inputs: [inputDir],
       enqueue: { ocr: OCR, storage: new FileStorage(path.join(root, `storage-${Date.now()}`)) },
       redisUrl: redis.url,
@@ -97,6 +98,19 @@ describe('enqueue waiting for room', { skip: REDIS_SERVER_MISSING }, () => {
     assert.equal(await enqueued, EXIT_ALL_DONE);
     assert.equal(await (await documents.getJob(docId))?.getState(), 'waiting-children');
     assert.equal(notes.length, 1, 'one note per wait');
+  });
+
+  test('a stop (Ctrl-C in `run`) ends the wait for room at once', async () => {
+    await fillQueue();
+    const notes: string[] = [];
+    const stop = new AbortController();
+    let finished = false;
+    const enqueued = enqueue(true, notes, undefined, stop.signal).finally(() => (finished = true));
+    await waitUntil(() => notes.length > 0, 10_000, 'the note that it waits');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(finished, false, 'waiting while the queue is full');
+    stop.abort();
+    await enqueued;
   });
 
   test('--no-wait stops at the first document without room and queues nothing more', async () => {

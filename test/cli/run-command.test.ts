@@ -110,6 +110,13 @@ describe('scriptorium run', { skip: REDIS_SERVER_MISSING }, () => {
     assert.equal((await stat(pageJson)).mtimeMs, before);
   });
 
+  test('--max-queued-pages: each document waits for room in the page queue, and every one is read', async () => {
+    const result = await runScriptorium([inputDir], path.join(root, 'out-room'), model, { args: ['--max-queued-pages', '1'] });
+    assert.equal(result.code, 3, result.stdout + result.stderr); // the damaged PDF
+    assert.match(result.stderr, /waiting for room for .*scan\.png: the queue is full: \{scriptorium\}:pages-v1 holds 2 page jobs and this document adds 1, over the limit of 1/);
+    assert.match(result.stdout, /^2 documents finished: 2 complete, 0 with failed pages, 0 failed$/m);
+  });
+
   test('exits 0 when every input was read', async () => {
     const result = await run([path.join(inputDir, 'scan.png')], path.join(root, 'out-png'));
     assert.equal(result.code, 0, result.stdout + result.stderr);

@@ -17,6 +17,7 @@ import type { OcrJobOptions } from '../../src/jobs/job-types.js';
 import { documentId } from '../../src/producer/doc-id.js';
 import { enqueueDocuments } from '../../src/producer/enqueue.js';
 import { rejectedInputKey } from '../../src/jobs/storage-layout.js';
+import { NoRoomError, QueueCapacity } from '../../src/queue/queue-capacity.js';
 import { DOCUMENTS } from '../../src/queue/queue-names.js';
 import { redisOptions } from '../../src/queue/redis.js';
 import type { S3Storage } from '../../src/storage/s3-storage.js';
@@ -170,6 +171,29 @@ describe('the watch enqueuer', { skip: REDIS_SERVER_MISSING }, () => {
     assert.equal(await jobCount(), 0);
     storage.failing = false;
     assert.equal((await enqueuer.enqueueNotification(notification))[0].state, 'enqueued');
+  });
+
+  test('a document without room in its page queue rejects, so its event comes again, and is queued once there is room', async () => {
+    const capacity = new QueueCapacity(redis.url, 1);
+    const enqueuer = new S3EventEnqueuer({ enqueue: { ocr: OCR, storage }, redisUrl: redis.url, logger, capacity });
+    open.push(enqueuer);
+    try {
+      await inbox.put('first.pdf', pdf);
+      await inbox.put('second.pdf', await makePdf([LETTER], 3));
+      const first = createdNotification('inbox', [{ key: 'first.pdf', eTag: '"f1"' }]);
+      const second = createdNotification('inbox', [{ key: 'second.pdf', eTag: '"s1"' }]);
+      assert.equal((await enqueuer.enqueueNotification(first))[0].state, 'enqueued');
+      await assert.rejects(enqueuer.enqueueNotification(second), (error: NoRoomError) => {
+        assert.ok(error instanceof NoRoomError);
+        assert.match(error.message, /^no room for s3:\/\/inbox\/second\.pdf: the queue is full/);
+        return true;
+      });
+      assert.equal(await jobCount(), 1, 'nothing of the second document queued');
+      await redis.flush(); // the first document's page read and gone
+      assert.equal((await enqueuer.enqueueNotification(second))[0].state, 'enqueued');
+    } finally {
+      await capacity.close();
+    }
   });
 
   test('a body that is no notification throws S3NotificationError', async () => {
