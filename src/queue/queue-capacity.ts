@@ -4,10 +4,11 @@
 // paused and active), a few round trips whatever the depth. The limit is soft: producers that check at
 // the same moment may each add their document, so the queue can pass it by those documents.
 import { Queue } from 'bullmq';
+import { Cluster, type Redis } from 'ioredis';
 
 import { VARIANTS, type Variant } from '../vocabulary/ocr-vocabulary.js';
 import { pageQueueDepths } from './queue-depth.js';
-import { pageQueue } from './queue-names.js';
+import { DOCUMENTS, pageQueue } from './queue-names.js';
 import { connectRedis, redisOptions, type RedisClient } from './redis.js';
 import { countedKinds, recentThroughput } from './throughput.js';
 
@@ -63,8 +64,24 @@ export class NoRoomError extends Error {
   }
 }
 
-/** used_memory and maxmemory from INFO memory. */
+/**
+ * used_memory and maxmemory from INFO memory of the Redis holding the queues: on a Cluster, the
+ * master that serves their hash tag's slot (every queue key shares it), or when the client's slot
+ * table does not name it yet, the master nearest its limit.
+ */
 export async function redisMemory(redis: RedisClient): Promise<RedisMemory> {
+  if (!(redis instanceof Cluster)) return nodeMemory(redis);
+  const slot = Number(await redis.cluster('KEYSLOT', DOCUMENTS.prefix));
+  const [owner] = redis.slots[slot] ?? [];
+  const masters = redis.nodes('master');
+  const holder = masters.find((node) => `${node.options.host}:${node.options.port}` === owner);
+  if (holder !== undefined) return nodeMemory(holder);
+  const all = await Promise.all(masters.map(nodeMemory));
+  const share = (memory: RedisMemory) => (memory.maxBytes === null ? 0 : memory.usedBytes / memory.maxBytes);
+  return all.reduce((worst, memory) => (share(memory) > share(worst) ? memory : worst));
+}
+
+async function nodeMemory(redis: Redis): Promise<RedisMemory> {
   const info = await redis.info('memory');
   const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? Number.NaN);
   const usedBytes = field('used_memory');

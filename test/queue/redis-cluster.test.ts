@@ -9,13 +9,14 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { FlowProducer, Queue } from 'bullmq';
-import { Cluster } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 
 import type { OcrJobOptions } from '../../src/jobs/job-types.js';
 import type { DocumentResultJson } from '../../src/jobs/result-json.js';
 import { enqueueDocuments, type EnqueueSummary } from '../../src/producer/enqueue.js';
 import { LiveWorkerHeartbeat, listLiveWorkers } from '../../src/queue/live-workers.js';
 import { DOCUMENTS, PAGE_QUEUES } from '../../src/queue/queue-names.js';
+import { QueueCapacity, redisMemory } from '../../src/queue/queue-capacity.js';
 import { readQueueStatus } from '../../src/queue/queue-status.js';
 import { checkRedisReachable, connectRedis, redactedRedisUrl, redisOptions, scanKeys, type RedisClient } from '../../src/queue/redis.js';
 import { openStorage } from '../../src/storage/open-storage.js';
@@ -104,6 +105,36 @@ describe('on a Redis Cluster', { skip: REDIS_CLUSTER_MISSING }, () => {
     } finally {
       await Promise.all([...queues.map((queue) => queue.obliterate({ force: true })), flows.close()]);
       await Promise.all(queues.map((queue) => queue.close()));
+    }
+  });
+
+  test("Redis's memory is the master's that holds the queues: one short of memory there refuses new work, elsewhere not", async () => {
+    const slot = Number(await (client as Cluster).cluster('KEYSLOT', DOCUMENTS.prefix));
+    const nodes = cluster.ports.map((port) => new Redis({ host: '127.0.0.1', port }));
+    const capacity = new QueueCapacity(cluster.url, undefined);
+    try {
+      const ownsSlot = async (node: Redis) => {
+        const ranges = (await node.call('CLUSTER', 'SLOTS')) as Array<[number, number, [string, number]]>;
+        const port = node.options.port;
+        return ranges.some(([first, last, [, master]]) => first <= slot && slot <= last && master === port);
+      };
+      const owners = await Promise.all(nodes.map(ownsSlot));
+      const holder = nodes[owners.indexOf(true)];
+      const other = nodes[owners.indexOf(false)];
+      const limitBelowUse = async (node: Redis) => {
+        const used = Number(/^used_memory:(\d+)/m.exec(await node.info('memory'))![1]);
+        await node.config('SET', 'maxmemory', String(Math.floor(used / 0.95)));
+      };
+      await limitBelowUse(other);
+      assert.equal((await capacity.admit('v1', 1)).admitted, true, 'another master short of memory does not matter');
+      assert.equal((await redisMemory(client)).maxBytes, null);
+      await limitBelowUse(holder);
+      const refused = await capacity.admit('v1', 1);
+      assert.ok(!refused.admitted && refused.reason === 'redis-memory', JSON.stringify(refused));
+    } finally {
+      await Promise.all(nodes.map((node) => node.config('SET', 'maxmemory', '0')));
+      await capacity.close();
+      nodes.forEach((node) => node.disconnect());
     }
   });
 
