@@ -2,7 +2,7 @@
 // decoder runs, how precise the CPU engine's products are and whether the experts and vocabulary
 // head are held in 8 bits; and the batch of the commands that read pages. `debug dump` takes the same device option but keeps exact precision as
 // its default and never quantizes.
-import { AUTO_BATCH, parseBatchSize, type BatchSize } from '../engine/batch-size.js';
+import { AUTO_CPU_BATCH, GPU_BATCH_CAP, parseBatchSize, type BatchSize } from '../engine/batch-size.js';
 import type { DeviceSpec } from '../engine/compute-device.js';
 import { QUANTIZE_CHOICES, type WeightQuantization } from '../engine/native-binding.js';
 import { COMMAND_DEFAULT_PRECISION, PRECISION_CHOICES, type Precision } from '../engine/precision.js';
@@ -27,8 +27,9 @@ export const BATCH_OPTION = parsedBy((text): BatchSize => {
   return batch;
 }).default('auto');
 
-export const BATCH_USAGE = `  --batch N|auto    most pages decoded together (default auto: ${AUTO_BATCH.cpu.size} on the CPU, ${AUTO_BATCH.vulkan.size} on a GPU); a page
-                    joins the running decode steps once encoded and while its KV cache fits the memory left`;
+export const BATCH_USAGE = `  --batch N|auto    most pages decoded together (default auto: ${AUTO_CPU_BATCH.size} on the CPU; on a GPU as many 1,000-token
+                    pages as its memory holds beside the weights, at most ${GPU_BATCH_CAP}); a page joins the running
+                    decode steps once encoded and while its KV cache fits the memory left`;
 
 /** The engine load options the parsed ENGINE_OPTIONS name. */
 export function engineChoices(values: { device?: DeviceSpec; precision: Precision; quantize: WeightQuantization }) {

@@ -1,8 +1,15 @@
-// How many pages decode together (`--batch N|auto`). `auto`, the default, takes the largest batch
-// that still pays on the backend, measured with the bench's throughput part at real page lengths
-// (bench/RESULTS.md), and leaves memory to the admission rule (device-memory.ts): a page joins only
-// while its KV cache's bound fits what is left, so a batch of long V1 pages holds fewer pages at
-// once than one of V3 pages, whose R-SWA caches stay small, and memory never runs out.
+// How many pages decode together (`--batch N|auto`). `auto`, the default: on the CPU, the largest
+// batch that still pays, measured with the bench's throughput part at real page lengths
+// (bench/RESULTS.md); on a GPU, the pages of a planned size whose KV caches fit the device memory
+// left after the weights (docs/engine.md, "Device memory"), up to GPU_BATCH_CAP. Either way the
+// admission rule (device-memory.ts) has the last word: a page joins only while its KV cache's bound
+// fits what is left, so a batch of long V1 pages holds fewer pages at once than one of V3 pages,
+// whose R-SWA caches stay small, and memory never runs out.
+import type { ModelConfig } from './model-config.js';
+import { HOST_ACTIVATION_RESERVE_BYTES, kvCacheBoundBytes } from './device-memory.js';
+import { imageTokenCount } from './image-tokens.js';
+import type { DeviceMemory, KvCacheDtype } from './native-binding.js';
+
 export type BatchSize = number | 'auto';
 
 export interface ResolvedBatch {
@@ -11,21 +18,56 @@ export interface ResolvedBatch {
   why: string;
 }
 
-/** `auto` per backend, from the throughput part's measurements (bench/RESULTS.md, "Throughput at real page lengths"). */
-export const AUTO_BATCH: Readonly<Record<'cpu' | 'vulkan', ResolvedBatch>> = {
-  cpu: {
-    size: 32,
-    why: 'auto: on a 2-core CPU a full batch of 32 read 1.44 times the pages per hour of 16 at 1,000 tokens a page; memory admits each page',
-  },
-  vulkan: {
-    size: 64,
-    why: 'auto: a GPU batch is sized for 64 pages, the most the throughput part measures; device memory admits each page',
-  },
+/** `auto` on the CPU, from the throughput part's measurements (bench/RESULTS.md, "Throughput at real page lengths"). */
+export const AUTO_CPU_BATCH: ResolvedBatch = {
+  size: 32,
+  why: 'auto: on a 2-core CPU a full batch of 32 read 1.44 times the pages per hour of 16 at 1,000 tokens a page; memory admits each page',
 };
 
-export function resolveBatchSize(batch: BatchSize, backend: 'cpu' | 'vulkan'): ResolvedBatch {
-  if (batch === 'auto') return AUTO_BATCH[backend];
-  return { size: batch, why: 'given' };
+/**
+ * The page `auto` plans a GPU batch for: an A4 page in gundam mode (the default), a global view and
+ * 2 × 3 tiles, that generates 1,000 tokens, about what a real page does.
+ */
+export const PLANNED_PAGE = { grid: [2, 3] as const, newTokens: 1000 };
+/** The prompt's text around the image tokens (BOS, the task's words), rounded up. */
+const PROMPT_TEXT_TOKENS = 16;
+/**
+ * The most pages `auto` plans a GPU batch for. Decode reads the weights once a step for the whole
+ * batch but each page's KV cache for itself, so beyond the batch whose caches weigh as much as the
+ * weights (about 40 V1 pages of 1,000 tokens) more pages add less and less (docs/engine.md).
+ */
+export const GPU_BATCH_CAP = 256;
+
+/** The KV cache bound of one planned page (`kvCacheBoundBytes`). */
+export function plannedPageCacheBytes(config: ModelConfig, kvCache: KvCacheDtype): number {
+  const promptTokens = imageTokenCount(config.variant, 'gundam', PLANNED_PAGE.grid) + PROMPT_TEXT_TOKENS;
+  return kvCacheBoundBytes(config.decoder, kvCache, promptTokens, PLANNED_PAGE.newTokens);
+}
+
+/**
+ * `auto` on a GPU: the planned pages whose caches fit the device's budget less what its buffers
+ * hold now (the weights, once loaded) and the activations' reserve, at least 1, at most GPU_BATCH_CAP.
+ */
+export function planGpuBatch(memory: DeviceMemory, pageCacheBytes: number): ResolvedBatch {
+  const room = memory.budgetBytes - memory.usedBytes - HOST_ACTIVATION_RESERVE_BYTES;
+  const fits = Math.max(0, Math.floor(room / pageCacheBytes));
+  const size = Math.min(GPU_BATCH_CAP, Math.max(1, fits));
+  const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+  return {
+    size,
+    why:
+      `auto: ${gib(Math.max(0, room))} of device memory left after the weights and a ${gib(HOST_ACTIVATION_RESERVE_BYTES)} activation reserve ` +
+      `holds the KV caches of ${fits} planned pages (gundam, 2 x 3 tiles, ${PLANNED_PAGE.newTokens} tokens: ${(pageCacheBytes / 2 ** 20).toFixed(0)} MiB each)` +
+      (fits > GPU_BATCH_CAP ? `, capped at ${GPU_BATCH_CAP}` : fits < 1 ? ', so 1' : '') +
+      '; memory admits each page',
+  };
+}
+
+/** The batch for `batch` on a model: a given size, or `auto` for its backend (`memory`: a GPU model's device memory). */
+export function resolveBatchSize(batch: BatchSize, model: { config: ModelConfig; kvCache: KvCacheDtype; deviceMemory: DeviceMemory | null }): ResolvedBatch {
+  if (batch !== 'auto') return { size: batch, why: 'given' };
+  if (model.deviceMemory === null) return AUTO_CPU_BATCH;
+  return planGpuBatch(model.deviceMemory, plannedPageCacheBytes(model.config, model.kvCache));
 }
 
 /**

@@ -114,7 +114,7 @@ export class OcrEngine {
   static async load(modelDir: string, options: OcrEngineOptions = {}): Promise<OcrEngine> {
     const [model, tokenizer] = await Promise.all([NativeModel.load(modelDir, options), Tokenizer.fromDir(modelDir)]);
     if (!model.vision) throw new Error(`${modelDir}: config.json has no vision_config; this checkpoint cannot read pages`);
-    const batch = resolveBatchSize(options.maxSequences ?? 'auto', model.device.backend);
+    const batch = resolveBatchSize(options.maxSequences ?? 'auto', model);
     return new OcrEngine(model, tokenizer, batch, options.cpuThreads ?? sharedPageCpuThreads());
   }
 
