@@ -17,6 +17,16 @@ void grow(std::vector<float>& buffer, int64_t n) {
   if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(n);
 }
 
+/* each layer's buffer regrown to `n` values, its first `kept` values copied over */
+template <typename T>
+void regrow_keeping(std::vector<LargeBuffer<T>>& layers, int64_t kept, int64_t n) {
+  for (LargeBuffer<T>& buffer : layers) {
+    LargeBuffer<T> grown(n);
+    if (kept > 0) std::copy_n(buffer.data(), kept, grown.data());
+    buffer = std::move(grown);
+  }
+}
+
 }  // namespace
 
 KvCache::KvCache(const DecoderDims& dims, KvCacheDtype dtype)
@@ -33,14 +43,13 @@ size_t KvCache::bytes() const {
 void KvCache::reserve_rows(int64_t rows) {
   if (rows <= capacity_rows_) return;
   const int64_t target = rules_.grown_capacity(rows, capacity_rows_);
-  for (int64_t l = 0; l < dims_.layers; ++l) {
-    if (dtype_ == KvCacheDtype::F32) {
-      k32_[l].resize(target * row_width_);
-      v32_[l].resize(target * row_width_);
-    } else {
-      k16_[l].resize(target * row_width_);
-      v16_[l].resize(target * row_width_);
-    }
+  const int64_t kept = capacity_rows_ * row_width_, n = target * row_width_;
+  if (dtype_ == KvCacheDtype::F32) {
+    regrow_keeping(k32_, kept, n);
+    regrow_keeping(v32_, kept, n);
+  } else {
+    regrow_keeping(k16_, kept, n);
+    regrow_keeping(v16_, kept, n);
   }
   capacity_rows_ = target;
 }

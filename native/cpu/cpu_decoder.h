@@ -55,8 +55,10 @@ class KvCache {
   int64_t row_width_;
   int64_t capacity_rows_ = 0;
   // [layers][capacity_rows_ * row_width_]: the pair of the cache's dtype is used, the other stays empty.
-  std::vector<std::vector<float>> k32_, v32_;
-  std::vector<std::vector<f16_t>> k16_, v16_;
+  // On huge pages: a decode step reads every cache of the batch, and with 4 KiB pages the walks of
+  // their many TLB misses took over a quarter of the attention's time (bench/RESULTS.md).
+  std::vector<LargeBuffer<float>> k32_, v32_;
+  std::vector<LargeBuffer<f16_t>> k16_, v16_;
 };
 
 // How the routed and shared experts and the vocabulary head are held: the checkpoint's BF16, or
