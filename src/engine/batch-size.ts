@@ -6,7 +6,7 @@
 // fits what is left, so a batch of long V1 pages holds fewer pages at once than one of V3 pages,
 // whose R-SWA caches stay small, and memory never runs out.
 import type { ModelConfig } from './model-config.js';
-import { HOST_ACTIVATION_RESERVE_BYTES, kvCacheBoundBytes } from './device-memory.js';
+import { ACTIVATION_RESERVE_BYTES, kvCacheBoundBytes } from './device-memory.js';
 import { imageTokenCount } from './image-tokens.js';
 import type { DeviceMemory, KvCacheDtype } from './native-binding.js';
 
@@ -49,21 +49,21 @@ export function plannedPageCacheBytes(config: ModelConfig, kvCache: KvCacheDtype
  * hold now (the weights, once loaded) and the activations' reserve, at least 1, at most GPU_BATCH_CAP.
  */
 export function planGpuBatch(memory: DeviceMemory, pageCacheBytes: number): ResolvedBatch {
-  const room = memory.budgetBytes - memory.usedBytes - HOST_ACTIVATION_RESERVE_BYTES;
+  const room = memory.budgetBytes - memory.usedBytes - ACTIVATION_RESERVE_BYTES;
   const fits = Math.max(0, Math.floor(room / pageCacheBytes));
   const size = Math.min(GPU_BATCH_CAP, Math.max(1, fits));
   const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
   return {
     size,
     why:
-      `auto: ${gib(Math.max(0, room))} of device memory left after the weights and a ${gib(HOST_ACTIVATION_RESERVE_BYTES)} activation reserve ` +
+      `auto: ${gib(Math.max(0, room))} of device memory left after the weights and a ${gib(ACTIVATION_RESERVE_BYTES)} activation reserve ` +
       `holds the KV caches of ${fits} planned pages (gundam, 2 x 3 tiles, ${PLANNED_PAGE.newTokens} tokens: ${(pageCacheBytes / 2 ** 20).toFixed(0)} MiB each)` +
       (fits > GPU_BATCH_CAP ? `, capped at ${GPU_BATCH_CAP}` : fits < 1 ? ', so 1' : '') +
       '; memory admits each page',
   };
 }
 
-/** The batch for `batch` on a model: a given size, or `auto` for its backend (`memory`: a GPU model's device memory). */
+/** The batch for `batch` on a model: a given size, or `auto` for its backend (a GPU model has its device memory, the CPU none). */
 export function resolveBatchSize(batch: BatchSize, model: { config: ModelConfig; kvCache: KvCacheDtype; deviceMemory: DeviceMemory | null }): ResolvedBatch {
   if (batch !== 'auto') return { size: batch, why: 'given' };
   if (model.deviceMemory === null) return AUTO_CPU_BATCH;

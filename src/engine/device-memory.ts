@@ -12,10 +12,11 @@ export const GPU_MEMORY_CAP_VARIABLE = 'SCRIPTORIUM_GPU_MEMORY_MB';
 /** The environment variable that caps the CPU engine's memory, in MiB (default: the machine's, or the cgroup's limit). */
 export const HOST_MEMORY_CAP_VARIABLE = 'SCRIPTORIUM_MEMORY_MB';
 /**
- * Memory kept out of the CPU budget for what a call holds only while it runs: a page's vision
- * activations (a V3 gundam page sends 30 tiles through SAM at once, about 2 GB) and a prefill's.
+ * Memory kept out of a budget for what a call holds only while it runs: a page's vision activations
+ * (a V3 gundam page sends 30 tiles through SAM at once, about 2 GB) and a prefill's. The CPU budget
+ * leaves it out (hostMemory); a GPU batch is planned without it (batch-size.ts).
  */
-export const HOST_ACTIVATION_RESERVE_BYTES = 2 * 2 ** 30;
+export const ACTIVATION_RESERVE_BYTES = 2 * 2 ** 30;
 
 /** memoryLimit(), read once: the cgroup files are not read again for every page that joins. */
 let processMemoryLimit: number | undefined;
@@ -29,7 +30,7 @@ export function hostMemory(env: NodeJS.ProcessEnv = process.env): DeviceMemory {
   processMemoryLimit ??= memoryLimit();
   const cap = Number(env[HOST_MEMORY_CAP_VARIABLE]);
   const limit = cap > 0 ? Math.min(processMemoryLimit, cap * 2 ** 20) : processMemoryLimit;
-  return { budgetBytes: limit - HOST_ACTIVATION_RESERVE_BYTES, usedBytes: process.memoryUsage.rss() };
+  return { budgetBytes: limit - ACTIVATION_RESERVE_BYTES, usedBytes: process.memoryUsage.rss() };
 }
 
 /** Slots the growth of a KV cache adds at least (as the native caches grow: 256 slots, or half again). */
@@ -92,7 +93,7 @@ export function doesNotFitError(backend: string, memory: DeviceMemory, batch: re
   const onGpu = backend.startsWith('vulkan');
   const budget = onGpu
     ? `${GPU_MEMORY_CAP_VARIABLE} caps the budget; 90% of the device's memory without it`
-    : `the memory this process may hold (the machine's, its cgroup's limit or ${HOST_MEMORY_CAP_VARIABLE}) less ${mib(HOST_ACTIVATION_RESERVE_BYTES)} kept for activations`;
+    : `the memory this process may hold (the machine's, its cgroup's limit or ${HOST_MEMORY_CAP_VARIABLE}) less ${mib(ACTIVATION_RESERVE_BYTES)} kept for activations`;
   return new Error(
     `out of ${onGpu ? 'device ' : ''}memory on ${backend}: the KV cache of ${tokens} tokens needs up to ${mib(boundBytes)}, and the ` +
       `${mib(memory.budgetBytes)} budget leaves ${mib(room)} beside the weights and activations (${budget})`,

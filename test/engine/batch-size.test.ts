@@ -8,7 +8,7 @@ import { parseCommandLine } from '../../src/cli/command-line.js';
 import { BATCH_OPTION } from '../../src/cli/engine-options.js';
 import { UsageError } from '../../src/cli/usage.js';
 import { AUTO_CPU_BATCH, GPU_BATCH_CAP, parseBatchSize, planGpuBatch, plannedPageCacheBytes, resolveBatchSize } from '../../src/engine/batch-size.js';
-import { HOST_ACTIVATION_RESERVE_BYTES, kvSlotBytes } from '../../src/engine/device-memory.js';
+import { ACTIVATION_RESERVE_BYTES, kvSlotBytes } from '../../src/engine/device-memory.js';
 import { parseModelConfig } from '../../src/engine/model-config.js';
 import { DEFAULT_KV_CACHE } from '../../src/engine/native-model.js';
 import { modelConfig } from '../../src/model/synth/model-configs.js';
@@ -35,7 +35,7 @@ describe('batch size', () => {
     const page = plannedPageCacheBytes(v1, 'f16');
     // 903 image tokens and 16 of text, 1,000 generated: 1,919 slots, bound max(1,919 + 256, 1.5 × 1,919) = 2,879 slots.
     assert.equal(page, 2879 * kvSlotBytes(v1.decoder, 'f16'));
-    const memory = (cachesThatFit: number) => ({ budgetBytes: 10 * GIB + HOST_ACTIVATION_RESERVE_BYTES + cachesThatFit * page, usedBytes: 10 * GIB });
+    const memory = (cachesThatFit: number) => ({ budgetBytes: 10 * GIB + ACTIVATION_RESERVE_BYTES + cachesThatFit * page, usedBytes: 10 * GIB });
     assert.equal(planGpuBatch(memory(40), page).size, 40);
     assert.equal(planGpuBatch({ ...memory(40), budgetBytes: memory(40).budgetBytes - 1 }, page).size, 39);
     assert.equal(planGpuBatch(memory(1000), page).size, GPU_BATCH_CAP);

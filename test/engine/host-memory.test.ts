@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { HOST_ACTIVATION_RESERVE_BYTES, HOST_MEMORY_CAP_VARIABLE, hostMemory, kvCacheBoundBytes } from '../../src/engine/device-memory.js';
+import { ACTIVATION_RESERVE_BYTES, HOST_MEMORY_CAP_VARIABLE, hostMemory, kvCacheBoundBytes } from '../../src/engine/device-memory.js';
 import { ContinuousBatch, type BatchStep, type GenerationRequest } from '../../src/engine/generate.js';
 import { NativeModel } from '../../src/engine/native-model.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
@@ -43,7 +43,7 @@ describe('host memory budget', () => {
 
   test('the budget is the cap less the activation reserve, against the resident set', () => {
     const memory = hostMemory({ [HOST_MEMORY_CAP_VARIABLE]: '4096' });
-    assert.equal(memory.budgetBytes, 4096 * MIB - HOST_ACTIVATION_RESERVE_BYTES);
+    assert.equal(memory.budgetBytes, 4096 * MIB - ACTIVATION_RESERVE_BYTES);
     assert.ok(Math.abs(memory.usedBytes - process.memoryUsage().rss) < 64 * MIB);
   });
 
@@ -53,12 +53,12 @@ describe('host memory budget', () => {
   });
 
   test('with room for one bound beside a short page, the second page waits for the first to leave', async () => {
-    process.env[HOST_MEMORY_CAP_VARIABLE] = String(Math.ceil((process.memoryUsage().rss + HOST_ACTIVATION_RESERVE_BYTES + 1.5 * bound) / MIB));
+    process.env[HOST_MEMORY_CAP_VARIABLE] = String(Math.ceil((process.memoryUsage().rss + ACTIVATION_RESERVE_BYTES + 1.5 * bound) / MIB));
     assert.deepEqual(await prefillsOfTwo(), [PROMPT.length, PROMPT.length, PROMPT.length]);
   });
 
   test('a page whose bound can never fit fails at once with the numbers, and the batch goes on', async () => {
-    process.env[HOST_MEMORY_CAP_VARIABLE] = String(Math.ceil((process.memoryUsage().rss + HOST_ACTIVATION_RESERVE_BYTES + 0.5 * bound) / MIB));
+    process.env[HOST_MEMORY_CAP_VARIABLE] = String(Math.ceil((process.memoryUsage().rss + ACTIVATION_RESERVE_BYTES + 0.5 * bound) / MIB));
     await assert.rejects(
       new ContinuousBatch(model, 2).generate(request),
       /^Error: out of memory on cpu-\S+: the KV cache of 8005 tokens needs up to \d+\.\d MiB, and the \d+\.\d MiB budget leaves \d+\.\d MiB beside the weights and activations \(the memory this process may hold .*SCRIPTORIUM_MEMORY_MB\) less 2048\.0 MiB kept for activations\)$/,
