@@ -147,9 +147,9 @@ async function streamStatus(request: Request, response: Response, settings: Docu
 
 /**
  * Records the cancellation (the assembler gives the pages that never ran that reason), then removes
- * the document's page jobs that no worker holds; pages being read finish and are kept.
+ * the document's page jobs that no worker holds; pages being read finish and are kept. Answers the
+ * pages the removed jobs covered.
  */
-/** Marks the document cancelled and removes its page jobs no worker has taken; answers the pages those covered. */
 async function cancelQueuedPages(docId: string, documents: Queue, storage: Storage): Promise<number> {
   await storage.put(cancelledMarkerKey(docId), Buffer.from(`${JSON.stringify({ docId, cancelledAt: new Date().toISOString() })}\n`), {
     contentType: 'application/json',
