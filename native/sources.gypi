@@ -34,6 +34,7 @@
       'native/cpu/cpu_vision_clip.cc',
       'native/cpu/cpu_vision_qwen2.cc',
       'native/cpu/cpu_vision_encoder.cc',
+      'native/cpu/compute_turns.cc',
     ],
     'cpu_napi_sources': ['native/cpu/cpu_model.cc'],
     # Flags for every file of an architecture's build (arch_<arch>_flags). GCC fuses a * b + c into

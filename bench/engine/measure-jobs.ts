@@ -193,11 +193,15 @@ export interface PeerAnswer {
 }
 
 /** One forward call of the throughput run: start and wall time (ms from the run's start), its rows, and the routed expert passes it ran. */
+/** One forward call of the run (generate.ts BatchStep), from the run's start, and the routed experts it ran. */
 export interface ThroughputStep {
   at: number;
   ms: number;
+  computeMs: number;
+  places: number;
   decodeRows: number;
   prefillTokens: number;
+  generated: number;
   expertPasses: number;
 }
 

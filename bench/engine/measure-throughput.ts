@@ -27,9 +27,9 @@ export async function measureThroughput(job: ThroughputJob, progress: (line: str
   const started = performance.now();
   let passes = model.routedExpertPasses;
   const batch = new ContinuousBatch(model, job.batch, {
-    onStep: ({ startedMs, ms, decodeRows, prefillTokens }) => {
+    onStep: ({ startedMs, ...step }) => {
       const now = model.routedExpertPasses;
-      steps.push({ at: startedMs - started, ms, decodeRows, prefillTokens, expertPasses: now - passes });
+      steps.push({ at: startedMs - started, ...step, expertPasses: now - passes });
       passes = now;
     },
   });

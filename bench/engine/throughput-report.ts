@@ -1,6 +1,6 @@
 // The throughput part's figures from its recorded steps and encodes: pages per hour over the whole
 // run and while the batch was full, the decode step time with nothing joining, what joining pages
-// (their encode and prefill, which hold the model) cost the batch, the step's roofline from this
+// (their encodes and prefills, which share the engine with the decode steps) cost the batch, the step's roofline from this
 // run's ceilings, peak memory and the cost of a million pages at a price per core-hour.
 import type { ThroughputAnswer, ThroughputStep } from './measure-jobs.js';
 import type { MachineCeilings } from './native-probes.js';
@@ -36,7 +36,7 @@ export interface ThroughputSummary {
     seconds: number;
     pagesPerHour: number;
     tokensPerSecond: number;
-    /** Median decode step with every place decoding, no page joining and no encode running. */
+    /** Median engine time of a decode step with every place decoding and no prompt tokens. */
     decodeStepMs: number;
     /** Share of the full batch's decode rate lost to joining pages: 1 − measured ÷ (batch ÷ decodeStepMs). */
     joinCost: number;
@@ -69,8 +69,7 @@ export function summariseThroughput(answer: ThroughputAnswer, ceilings: MachineC
     tokensPerSecond: (answer.pages * tokens) / seconds,
     peakRssBytes: answer.peakRssBytes,
   };
-  const joined = (step: ThroughputStep) => step.prefillTokens / promptTokens;
-  const isFull = (step: ThroughputStep) => step.decodeRows + joined(step) === batch;
+  const isFull = (step: ThroughputStep) => step.places === batch;
   const first = steps.findIndex(isFull);
   const last = steps.length - 1 - [...steps].reverse().findIndex(isFull);
   const window = first < 0 ? [] : steps.slice(first, last + 1);
@@ -79,8 +78,8 @@ export function summariseThroughput(answer: ThroughputAnswer, ceilings: MachineC
   // Without a full step free of joins (a run too short to have one) there is no decode rate to compare with.
   if (plain.length > 0) {
     const windowMs = steps[last].at + steps[last].ms - steps[first].at;
-    const generated = window.reduce((sum, step) => sum + step.decodeRows + joined(step), 0);
-    const decodeStepMs = median(plain.map((step) => step.ms));
+    const generated = window.reduce((sum, step) => sum + step.generated, 0);
+    const decodeStepMs = median(plain.map((step) => step.computeMs));
     const fullRate = batch / decodeStepMs;
     const slowed = window.filter(joining);
     const slowedRate = slowed.length === 0 ? fullRate : slowed.reduce((sum, s) => sum + s.decodeRows, 0) / slowed.reduce((sum, s) => sum + s.ms, 0);

@@ -82,6 +82,13 @@ void read_forward_input(const Napi::Object& item, ForwardEntry& entry) {
     if (!want_logits.IsBoolean()) throw Napi::TypeError::New(env, "forward: entry.logits must be a boolean");
     entry.want_logits = want_logits.As<Napi::Boolean>().Value();
   }
+  Napi::Value prompt_tokens = item.Get("promptTokens");
+  if (!prompt_tokens.IsUndefined()) {
+    if (!prompt_tokens.IsNumber() || prompt_tokens.As<Napi::Number>().Int64Value() < 1 ||
+        prompt_tokens.As<Napi::Number>().DoubleValue() != static_cast<double>(prompt_tokens.As<Napi::Number>().Int64Value()))
+      throw Napi::TypeError::New(env, "forward: entry.promptTokens must be a positive integer");
+    entry.prompt_tokens = prompt_tokens.As<Napi::Number>().Int64Value();
+  }
   Napi::Value banned = item.Get("banned");
   if (!banned.IsUndefined()) {
     if (!is_typed(banned, napi_int32_array)) throw Napi::TypeError::New(env, "forward: entry.banned must be an Int32Array");
@@ -90,23 +97,21 @@ void read_forward_input(const Napi::Object& item, ForwardEntry& entry) {
   }
 }
 
-ForwardWorker::ForwardWorker(Napi::Env env, std::mutex& mutex, int64_t vocab, std::vector<ForwardEntry> entries, Run run)
+ForwardWorker::ForwardWorker(Napi::Env env, int64_t vocab, std::vector<ForwardEntry> entries, Run run)
     : Napi::AsyncWorker(env),
       deferred_(Napi::Promise::Deferred::New(env)),
-      mutex_(mutex),
       vocab_(vocab),
       entries_(std::move(entries)),
       run_(std::move(run)) {}
 
 void ForwardWorker::Execute() {
-  std::lock_guard<std::mutex> lock(mutex_);
   try {
     size_t rows = 0;
     for (const ForwardEntry& entry : entries_) rows += entry.want_logits ? 1 : 0;
     logits_.resize(rows * vocab_);
     best_.resize(entries_.size());
     logprob_.resize(entries_.size());
-    run_(entries_, logits_.data(), best_.data(), logprob_.data());
+    compute_ms_ = run_(entries_, logits_.data(), best_.data(), logprob_.data());
   } catch (const std::exception& e) {
     SetError(e.what());
   }
@@ -123,12 +128,12 @@ void ForwardWorker::OnOK() {
   out.Set("logits", logits);
   out.Set("best", best);
   out.Set("logprob", logprob);
+  out.Set("computeMs", Napi::Number::New(Env(), compute_ms_));
   deferred_.Resolve(out);
 }
 
-Napi::Promise queue_forward(Napi::Env env, std::mutex& mutex, int64_t vocab, std::vector<ForwardEntry> entries,
-                            ForwardWorker::Run run) {
-  auto* worker = new ForwardWorker(env, mutex, vocab, std::move(entries), std::move(run));
+Napi::Promise queue_forward(Napi::Env env, int64_t vocab, std::vector<ForwardEntry> entries, ForwardWorker::Run run) {
+  auto* worker = new ForwardWorker(env, vocab, std::move(entries), std::move(run));
   Napi::Promise promise = worker->promise();
   worker->Queue();
   return promise;

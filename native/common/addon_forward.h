@@ -6,7 +6,6 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "common/decoder_dims.h"
@@ -61,8 +60,8 @@ Precision read_precision(const Napi::Object& options);
 // createSequence(kvCache) of both models: 'f16' or 'f32'; throws a TypeError otherwise.
 KvCacheDtype read_kv_cache_dtype(const Napi::CallbackInfo& info);
 
-// Fills entry.ids, embeds, embed_rows, want_logits and banned from
-// {ids: Int32Array, embeds?: Float32Array, embedRows?: Int32Array, logits?: boolean, banned?: Int32Array};
+// Fills entry.ids, embeds, embed_rows, want_logits, banned and prompt_tokens from {ids: Int32Array,
+// embeds?: Float32Array, embedRows?: Int32Array, logits?: boolean, banned?: Int32Array, promptTokens?: number};
 // throws a TypeError naming the field that has the wrong type. The cache is left to the caller.
 void read_forward_input(const Napi::Object& item, ForwardEntry& entry);
 
@@ -94,15 +93,17 @@ auto read_forward_batch(const Napi::CallbackInfo& info, const Napi::Function& se
   return caches;
 }
 
-// Runs one forward call on a libuv worker thread, under the model's mutex, and resolves
-// {logits: Float32Array [entries with logits, vocab], best: Int32Array [entries], logprob: Float32Array [entries]}.
+// Runs one forward call on a libuv worker thread and resolves {logits: Float32Array [entries with
+// logits, vocab], best: Int32Array [entries], logprob: Float32Array [entries], computeMs: number}.
 class ForwardWorker : public Napi::AsyncWorker {
  public:
-  // Fills logits, best and logprob as Decoder::forward does; throws to reject the promise. It holds
-  // (captures) whatever must outlive the call: the engine that owns `mutex`, the sequences' caches.
-  using Run = std::function<void(std::vector<ForwardEntry>& entries, float* logits, int32_t* best, float* logprob)>;
+  // Takes its turn on the model (serialised with the model's other calls), fills logits, best and
+  // logprob as Decoder::forward does and returns the milliseconds it held the model (computeMs);
+  // throws to reject the promise. It holds (captures) whatever must outlive the call: the engine,
+  // the sequences' caches.
+  using Run = std::function<double(std::vector<ForwardEntry>& entries, float* logits, int32_t* best, float* logprob)>;
 
-  ForwardWorker(Napi::Env env, std::mutex& mutex, int64_t vocab, std::vector<ForwardEntry> entries, Run run);
+  ForwardWorker(Napi::Env env, int64_t vocab, std::vector<ForwardEntry> entries, Run run);
 
   Napi::Promise promise() const { return deferred_.Promise(); }
   void Execute() override;
@@ -111,17 +112,16 @@ class ForwardWorker : public Napi::AsyncWorker {
 
  private:
   Napi::Promise::Deferred deferred_;
-  std::mutex& mutex_;
   int64_t vocab_;
   std::vector<ForwardEntry> entries_;
   Run run_;
   std::vector<float> logits_;
   std::vector<int32_t> best_;
   std::vector<float> logprob_;
+  double compute_ms_ = 0;
 };
 
 // Queues a ForwardWorker and returns its promise.
-Napi::Promise queue_forward(Napi::Env env, std::mutex& mutex, int64_t vocab, std::vector<ForwardEntry> entries,
-                            ForwardWorker::Run run);
+Napi::Promise queue_forward(Napi::Env env, int64_t vocab, std::vector<ForwardEntry> entries, ForwardWorker::Run run);
 
 }  // namespace scriptorium

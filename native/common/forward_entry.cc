@@ -12,7 +12,7 @@ void check_forward_entry(const DecoderDims& dims, const ForwardEntry& entry, con
     if (id < 0 || id >= dims.vocab)
       throw std::invalid_argument("forward: token id " + std::to_string(id) + " outside the vocabulary [0, " +
                                   std::to_string(dims.vocab) + ")");
-  rules.check_append(n);
+  rules.check_append(n, entry.prompt_tokens);
   if (entry.embeds.size() != entry.embed_rows.size() * static_cast<size_t>(dims.hidden))
     throw std::invalid_argument("forward: embeds must hold hidden_size floats per replaced row");
   for (int32_t row : entry.embed_rows)

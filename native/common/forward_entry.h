@@ -19,11 +19,12 @@ struct ForwardEntry {
   std::vector<int32_t> embed_rows;     // offsets within `ids` whose embedding is replaced
   bool want_logits = true;             // write the full logits row of the last token
   std::vector<int32_t> banned;         // ids the returned argmax skips (any order)
+  int64_t prompt_tokens = 0;           // the whole prompt when `ids` are a part of it (a prefill in chunks); 0: unsaid
 };
 
 // Throws std::invalid_argument unless `entry` can be appended to a sequence in the state `rules`:
 // ids and banned ids inside the vocabulary, at least one token, room in the context, one token per
-// call after a windowed prefill, hidden_size floats per replaced embedding row inside the tokens.
+// call past a windowed prompt, hidden_size floats per replaced embedding row inside the tokens.
 void check_forward_entry(const DecoderDims& dims, const ForwardEntry& entry, const KvSlotRules& rules);
 
 }  // namespace scriptorium

@@ -1,7 +1,9 @@
 // Where a sequence's keys and values live in its KV cache, for the CPU cache (cpu/cpu_decoder.h KvCache)
-// and the GPU one (vulkan/gpu_decoder.h GpuKvCache) alike. Slots [0, prefix) hold the first forward
-// call's tokens; with a sliding window W (V3's R-SWA), the generated token g (0-based) lives in slot
-// prefix + g % W, so memory stops growing after W generated tokens while positions keep counting.
+// and the GPU one (vulkan/gpu_decoder.h GpuKvCache) alike. Slots [0, prefix) hold the prompt: the
+// first forward call's tokens, or the whole prompt that the first call names when the prompt comes in
+// several calls (a prefill in chunks); with a sliding window W (V3's R-SWA), the generated token g
+// (0-based) lives in slot prefix + g % W, so memory stops growing after W generated tokens while
+// positions keep counting.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -30,19 +32,24 @@ class KvSlotRules {
     return prefix_ + std::min(pos - prefix_ + 1, window_);
   }
 
-  // Throws std::invalid_argument when `n` new tokens cannot be appended: the context would pass
-  // max_position_embeddings, or a windowed sequence gets more than one token after its prefill.
-  void check_append(int64_t n) const {
+  // Throws std::invalid_argument when `n` new tokens cannot be appended: a first call names a
+  // prompt shorter than its tokens, the context would pass max_position_embeddings, or a windowed
+  // sequence gets more than one token in a call past its prompt. `prompt` is the whole prompt's
+  // length when the first call holds only its start (0: the call's tokens are the prompt).
+  void check_append(int64_t n, int64_t prompt) const {
+    if (prefix_ < 0 && prompt != 0 && prompt < n)
+      throw std::invalid_argument("forward: a prompt of " + std::to_string(prompt) + " tokens cannot start with " +
+                                  std::to_string(n));
     if (length_ + n > max_positions_)
       throw std::invalid_argument("forward: context full: " + std::to_string(length_ + n) +
                                   " positions exceed max_position_embeddings " + std::to_string(max_positions_));
-    if (window_ > 0 && prefix_ >= 0 && n != 1)
-      throw std::invalid_argument("forward: with a sliding window, calls after the prefill take one token each");
+    if (window_ > 0 && prefix_ >= 0 && n != 1 && length_ + n > prefix_)
+      throw std::invalid_argument("forward: with a sliding window, calls after the prompt take one token each");
   }
   // Starts appending `n` tokens at positions length() .. length() + n - 1 (the first call fixes the
-  // prefix) and returns how many slots the cache must hold for them.
-  int64_t begin_append(int64_t n) {
-    if (prefix_ < 0) prefix_ = n;
+  // prefix: `prompt`, or its own tokens when 0) and returns how many slots the cache must hold for them.
+  int64_t begin_append(int64_t n, int64_t prompt) {
+    if (prefix_ < 0) prefix_ = prompt != 0 ? prompt : n;
     return std::max(slot_of(length_ + n - 1), slot_of(length_)) + 1;
   }
   // The tokens of begin_append are stored: they count from now on.

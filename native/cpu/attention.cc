@@ -12,7 +12,7 @@ namespace scriptorium {
 
 namespace {
 
-constexpr int64_t kRowsPerTask = 24;  // attention query rows scored together (one K pass)
+constexpr int64_t kRowsPerTask = kAttentionQueryBlock;  // attention query rows scored together (one K pass)
 
 // A decode row's keys per task: fixed, so that the ranges and the merge order depend on the row
 // alone; long caches give several tasks per row even at batch 1.
@@ -191,22 +191,27 @@ void attend_caches(ThreadPool& pool, const KernelSet& kernels, const DecoderDims
                    CachedAttentionScratch& scratch, Precision precision) {
   const int64_t D = dims.head_dim, QW = dims.heads * D, KW = dims.kv_heads * D;
   // New tokens of a sequence sit in consecutive slots equal to their positions (a window only
-  // starts after the prefill), so query t of a run starting at `first` sees slots [0, first + t].
-  constexpr int64_t kBlockedQueries = 16;
+  // starts after the prompt), so query t of a run starting at `first` sees slots [0, first + t].
+  // The run's rows at whole blocks of kAttentionQueryBlock positions (counted from position 0)
+  // attend together, block by block; the rows before and after them one by one. So every row's
+  // result depends on its position alone, not on how the prompt was split into calls.
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
   std::vector<KeyRangeTask>& tasks = scratch.tasks;
   tasks.clear();
   for (int64_t s = 0; s < static_cast<int64_t>(sequences.size()); ++s) {
     const CachedQueries& run = sequences[s];
-    if (run.rows < kBlockedQueries) {
-      for (int64_t i = 0; i < run.rows; ++i) {
-        const int64_t visible = run.cache->visible_slots(run.first_position + i);
-        for (int64_t k0 = 0; k0 < visible; k0 += kKeysPerTask)
-          tasks.push_back({run.first_row + i, s, k0, std::min(kKeysPerTask, visible - k0)});
-      }
-      continue;
+    const int64_t first = run.first_position, end = first + run.rows;
+    const int64_t block_begin = std::min(end, (first + kAttentionQueryBlock - 1) / kAttentionQueryBlock * kAttentionQueryBlock);
+    const int64_t block_end = std::max(block_begin, end / kAttentionQueryBlock * kAttentionQueryBlock);
+    for (int64_t pos = first; pos < end; ++pos) {
+      if (pos == block_begin) pos = block_end;
+      if (pos == end) break;
+      const int64_t visible = run.cache->visible_slots(pos);
+      for (int64_t k0 = 0; k0 < visible; k0 += kKeysPerTask)
+        tasks.push_back({run.first_row + pos - first, s, k0, std::min(kKeysPerTask, visible - k0)});
     }
-    const int64_t first = run.first_position, keys = first + run.rows;
+    if (block_begin == block_end) continue;
+    const int64_t keys = block_end;
     const float* k = nullptr;
     const float* v = nullptr;
     if (run.cache->dtype() == KvCacheDtype::F32) {
@@ -224,10 +229,12 @@ void attend_caches(ThreadPool& pool, const KernelSet& kernels, const DecoderDims
       k = scratch.keys.data();
       v = scratch.values.data();
     }
-    const AttentionTensors tensors{q + run.first_row * QW, QW, k, KW, v, KW, out + run.first_row * QW, QW};
+    const int64_t row = run.first_row + block_begin - first;
+    const AttentionTensors tensors{q + row * QW, QW, k, KW, v, KW, out + row * QW, QW};
     AttentionHooks causal;
-    causal.visible_keys = [first](int64_t t) { return first + t + 1; };
-    attention(pool, tensors, AttentionShape{1, run.rows, keys, dims.heads, dims.kv_heads, D, scale}, precision, causal);
+    causal.visible_keys = [block_begin](int64_t t) { return block_begin + t + 1; };
+    attention(pool, tensors, AttentionShape{1, block_end - block_begin, keys, dims.heads, dims.kv_heads, D, scale},
+              precision, causal);
   }
   const int64_t task_count = static_cast<int64_t>(tasks.size());
   if (task_count == 0) return;

@@ -43,6 +43,9 @@ struct AttentionHooks {
   std::function<int64_t(int64_t t)> visible_keys;
 };
 
+// Query rows attention() scores together: a call's rows in blocks of this many from its first.
+constexpr int64_t kAttentionQueryBlock = 24;
+
 /* out[b*queries+t, h*D:(h+1)*D] = softmax(scale * q.K^T + bias) V  for every sequence b, head h, query t.
    Exact: both products in F32. Fast, on a kernel set with gemm_nn_bf16: q, K, the probabilities and V
    each rounded once to BF16 for the two products (F32 accumulation); scale, bias (the hook sees F32
@@ -85,9 +88,11 @@ void merge_attention_states(const AttentionState* states, int64_t state_stride, 
 
 /* out[r, h*D:(h+1)*D] = softmax(q[r, h*D:(h+1)*D] . K^T / sqrt(D)) V over the cache slots row r
    sees at `layer` (KvCache::visible_slots), for every row of every sequence; q, out [rows, heads*D].
-   A prefill's rows go through attention() in blocks of queries at `precision` (a half cache's rows
-   widened to F32 first). A single new token (a decode step) is split into ranges of a fixed number
-   of keys, one task each, whatever the batch, so its result never depends on the rest of the batch:
+   A prompt's rows at whole blocks of kAttentionQueryBlock positions go through attention() at
+   `precision` (a half cache's rows widened to F32 first); every other new row (a decode step, a
+   prompt's first and last few) is split into ranges of a fixed number of keys, one task each,
+   whatever the batch. So a row's result depends on its position alone, never on the rest of the
+   batch or on how its prompt was split into calls at block boundaries:
    a task walks its range in short blocks of consecutive slots, folding each block into every head's
    state (the kernel set's attention_head, or attention_head_f16 reading a half cache in place), so
    the cache is read front to back; the ranges' states are then merged per head. */

@@ -195,7 +195,7 @@ void Decoder::forward(std::vector<ForwardEntry>& entries, float* logits, int32_t
     ForwardEntry& entry = entries[b];
     KvCache& cache = *entry.cache;
     const int64_t n = static_cast<int64_t>(entry.ids.size());
-    cache.reserve_rows(cache.rules_.begin_append(n));
+    cache.reserve_rows(cache.rules_.begin_append(n, entry.prompt_tokens));
     queries_.push_back({&cache, r, n, cache.length()});
     for (int64_t i = 0; i < n; ++i, ++r) {
       row_pos_[r] = cache.length() + i;

@@ -2,13 +2,14 @@
 // checkpoint, the decoder, the vision encoder (when vision dims are given) and its thread pool;
 // NativeSequence objects own KV caches. loadModel(), forward() and encodeImages() run on a libuv
 // worker thread (which then fans out to the engine's own pool) and resolve a Promise, so the event
-// loop never waits on inference. Calls on one model are serialised by a mutex.
+// loop never waits on inference. Calls on one model take turns on its cores (ComputeTurns): forward
+// calls whole, encodes layer by layer within the time the forward calls grant them.
 #include "cpu/cpu_model.h"
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@
 #include "common/addon_vision.h"
 #include "common/safetensors.h"
 #include "common/thread_pool.h"
+#include "cpu/attention.h"
+#include "cpu/compute_turns.h"
 #include "cpu/cpu_decoder.h"
 #include "cpu/cpu_vision_encoder.h"
 #include "cpu/kernels.h"
@@ -29,7 +32,7 @@ struct Engine {
   std::unique_ptr<Checkpoint> checkpoint;
   std::unique_ptr<Decoder> decoder;
   std::unique_ptr<VisionEncoder> vision;  // absent for decoder-only checkpoints
-  std::mutex mutex;
+  ComputeTurns turns;
 };
 
 using SequenceWrap = SequenceWrapOf<Engine, KvCache>;
@@ -44,6 +47,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
                         InstanceMethod<&ModelWrap::SpecialVector>("specialVector"),
                         InstanceAccessor<&ModelWrap::Kernels>("kernels"),
                         InstanceAccessor<&ModelWrap::Threads>("threads"),
+                        InstanceAccessor<&ModelWrap::PromptChunkTokens>("promptChunkTokens"),
                         InstanceAccessor<&ModelWrap::WeightBytes>("weightBytes"),
                         InstanceAccessor<&ModelWrap::ConvertedBytes>("convertedBytes"),
                         InstanceAccessor<&ModelWrap::QuantizedBytes>("quantizedBytes"),
@@ -65,6 +69,11 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   Napi::Value SpecialVector(const Napi::CallbackInfo& info);
   Napi::Value Kernels(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), active_kernels().name); }
   Napi::Value Threads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), engine_->pool->size()); }
+  // A prompt read in calls that end at multiples of this many tokens (all but the last) gives
+  // bitwise the results of one call (attend_caches).
+  Napi::Value PromptChunkTokens(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(kAttentionQueryBlock));
+  }
   Napi::Value WeightBytes(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), static_cast<double>(engine_->checkpoint->total_bytes()));
   }
@@ -211,21 +220,32 @@ Napi::Value ModelWrap::CreateSequence(const Napi::CallbackInfo& info) {
 }
 
 // forward(batch: {sequence, ids: Int32Array, embeds?: Float32Array, embedRows?: Int32Array,
-//                 logits?: boolean (default true), banned?: Int32Array}[])
+//                 logits?: boolean (default true), banned?: Int32Array}[], options?: {encodeMs?: number})
 //   -> Promise<{best: Int32Array [batch.length], logprob: Float32Array [batch.length],
-//               logits: Float32Array [entries with logits, vocab]}>
+//               logits: Float32Array [entries with logits, vocab], computeMs: number}>
 //   best: each sequence's argmax over the ids not banned; logprob: the log-softmax of its logits (all
-//   ids) at best; logits of its last new token when asked
+//   ids) at best; logits of its last new token when asked; computeMs: the call's time on the cores.
+//   encodeMs: the time encodes may then take before a waiting forward call goes first (default: no limit)
 Napi::Value ModelWrap::Forward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::vector<ForwardEntry> entries;
   auto caches = read_forward_batch<SequenceWrap>(info, env.GetInstanceData<CpuClasses>()->sequence_constructor.Value(),
                                                  engine_, entries);
+  double encode_ms = std::numeric_limits<double>::infinity();
+  if (info.Length() > 1 && !info[1].IsUndefined()) {
+    if (!info[1].IsObject()) throw Napi::TypeError::New(env, "forward: options must be an object");
+    const Napi::Value value = info[1].As<Napi::Object>().Get("encodeMs");
+    if (!value.IsUndefined()) {
+      if (!value.IsNumber() || !(value.As<Napi::Number>().DoubleValue() >= 0))
+        throw Napi::TypeError::New(env, "forward: options.encodeMs must be a number >= 0");
+      encode_ms = value.As<Napi::Number>().DoubleValue();
+    }
+  }
   for (size_t i = 0; i < entries.size(); ++i) entries[i].cache = caches[i].get();
   std::shared_ptr<Engine> engine = engine_;
-  return queue_forward(env, engine->mutex, engine->decoder->dims().vocab, std::move(entries),
-                       [engine, caches](std::vector<ForwardEntry>& batch, float* logits, int32_t* best, float* logprob) {
-                         engine->decoder->forward(batch, logits, best, logprob);
+  return queue_forward(env, engine->decoder->dims().vocab, std::move(entries),
+                       [engine, caches, encode_ms](std::vector<ForwardEntry>& batch, float* logits, int32_t* best, float* logprob) {
+                         return engine->turns.forward(encode_ms, [&] { engine->decoder->forward(batch, logits, best, logprob); });
                        });
 }
 
@@ -234,8 +254,8 @@ Napi::Value ModelWrap::EncodeImages(const Napi::CallbackInfo& info) {
   if (!engine_->vision) throw Napi::Error::New(info.Env(), "encodeImages: this model was loaded without vision dims");
   std::shared_ptr<Engine> engine = engine_;
   return queue_encode_images(info, [engine](const float* pixels, int64_t n, int64_t side, bool keep) {
-    std::lock_guard<std::mutex> lock(engine->mutex);
-    return engine->vision->encode(pixels, n, side, keep);
+    ComputeTurns::Encode turn(engine->turns);
+    return engine->vision->encode(pixels, n, side, keep, [&turn] { turn.between_layers(); });
   });
 }
 

@@ -30,7 +30,7 @@ ClipEncoder::ClipEncoder(const Checkpoint& checkpoint, const ClipDims& dims, Thr
 }
 
 /* out[n, tokens, width] = CLIP(patches[n, tokens, width]) without the CLS row */
-void ClipEncoder::encode(const float* patches, int64_t n, int64_t tokens, float* out) const {
+void ClipEncoder::encode(const float* patches, int64_t n, int64_t tokens, float* out, const BetweenLayers& between_layers) const {
   const int64_t grid = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(tokens))));
   if (n <= 0 || tokens <= 0 || grid * grid != tokens)
     throw std::invalid_argument("CLIP: needs at least one view of a square token grid, got " + std::to_string(tokens) +
@@ -75,6 +75,7 @@ void ClipEncoder::encode(const float* patches, int64_t n, int64_t tokens, float*
     residual_then_next_norm.residual = x.data();
     residual_then_next_norm.norm = i + 1 < layers_.size() ? &layers_[i + 1].norm1 : nullptr;
     linear(pool_, layer.fc2, hidden.data(), normed.data(), rows, precision_, residual_then_next_norm);
+    between_layers();
   }
   for (int64_t v = 0; v < n; ++v)
     std::copy(x.data() + (v * L + 1) * W, x.data() + (v + 1) * L * W, out + v * tokens * W);

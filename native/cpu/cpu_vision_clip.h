@@ -20,7 +20,7 @@ class ClipEncoder {
   const ClipDims& dims() const { return dims_; }
 
   /* out[n, tokens, width] = CLIP(patches[n, tokens, width]) without the CLS row; tokens a square */
-  void encode(const float* patches, int64_t n, int64_t tokens, float* out) const;
+  void encode(const float* patches, int64_t n, int64_t tokens, float* out, const BetweenLayers& between_layers) const;
 
  private:
   struct Layer {

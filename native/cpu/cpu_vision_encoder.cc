@@ -54,7 +54,8 @@ int64_t VisionEncoder::tokens_per_view(int64_t side) const {
 }
 
 /* projected[n, tokens, embed] = encoder(pixels[n, 3, side, side]) */
-VisionOutput VisionEncoder::encode(const float* pixels, int64_t n, int64_t side, bool keep_intermediates) const {
+VisionOutput VisionEncoder::encode(const float* pixels, int64_t n, int64_t side, bool keep_intermediates,
+                                   const BetweenLayers& between_layers) const {
   const int64_t tokens = tokens_per_view(side);
   if (n <= 0) throw std::invalid_argument("vision encoder: needs at least one view");
   const int64_t C = dims_.sam.net3, grid = sam_.output_grid(side), rows = n * tokens;
@@ -63,7 +64,7 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t n, int64_t side,
 
   Clock::time_point lap = Clock::now();
   std::vector<float> sam;  // [n, grid, grid, C]: row-major token order is the §5.2 flattening
-  sam_.encode(pixels, n, side, sam);
+  sam_.encode(pixels, n, side, sam, between_layers);
   result.stage_ms.sam = lap_ms(lap);
 
   std::vector<float> encoded;  // [n, tokens, width]
@@ -72,7 +73,7 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t n, int64_t side,
   if (clip_) {
     const int64_t W = dims_.clip.width;
     encoded.resize(rows * W);
-    clip_->encode(sam.data(), n, tokens, encoded.data());
+    clip_->encode(sam.data(), n, tokens, encoded.data(), between_layers);
     result.stage_ms.encoder = lap_ms(lap);
     // Projector input per token: CLIP output first, then the SAM features.
     const int64_t F = W + C;
@@ -84,7 +85,7 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t n, int64_t side,
     projector_in = features.data();
   } else {
     encoded.resize(rows * dims_.qwen2.dim);
-    qwen2_->encode(sam.data(), n, tokens, encoded.data());
+    qwen2_->encode(sam.data(), n, tokens, encoded.data(), between_layers);
     result.stage_ms.encoder = lap_ms(lap);
     projector_in = encoded.data();
   }

@@ -27,8 +27,10 @@ class VisionEncoder {
   // cannot encode (not a multiple of the patch, too large, or not a V2 query side).
   int64_t tokens_per_view(int64_t side) const;
 
-  /* projected[n, tokens, embed] (+ intermediates) = encoder(pixels[n, 3, side, side] in [-1, 1]) */
-  VisionOutput encode(const float* pixels, int64_t n, int64_t side, bool keep_intermediates) const;
+  /* projected[n, tokens, embed] (+ intermediates) = encoder(pixels[n, 3, side, side] in [-1, 1]);
+     between_layers runs after every SAM block and every CLIP / Qwen2 layer */
+  VisionOutput encode(const float* pixels, int64_t n, int64_t side, bool keep_intermediates,
+                      const BetweenLayers& between_layers) const;
 
   const std::vector<float>& image_newline() const { return image_newline_; }    // [embed]; empty for V2
   const std::vector<float>& view_separator() const { return view_separator_; }  // [embed]

@@ -7,6 +7,7 @@
 // Every function with a ThreadPool spreads its work over it.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ namespace scriptorium {
 
 /* v[numel] f32 = BF16 tensor `name` of the given shape */
 std::vector<float> load_f32(const Checkpoint& checkpoint, const std::string& name, const std::vector<int64_t>& shape);
+
+// Called by an encoder after each of its layers: where an encode may give the cores to a decode step
+// (cpu/compute_turns.h).
+using BetweenLayers = std::function<void()>;
 
 // nn.Linear: y = x W^T (+ b).
 struct Linear {

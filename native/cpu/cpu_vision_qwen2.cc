@@ -47,7 +47,7 @@ void Qwen2Encoder::rms_norm(const float* x, const bf16_t* w, float* y, int64_t r
 }
 
 /* out[n, tokens, dim] = final-normed query rows of Qwen2([visual ; queries]) */
-void Qwen2Encoder::encode(const float* visual, int64_t n, int64_t tokens, float* out) const {
+void Qwen2Encoder::encode(const float* visual, int64_t n, int64_t tokens, float* out, const BetweenLayers& between_layers) const {
   const auto set = std::find_if(queries_.begin(), queries_.end(), [&](const QuerySet& q) { return q.tokens == tokens; });
   if (n <= 0 || set == queries_.end())
     throw std::invalid_argument("Qwen2 encoder: no learned query set for " + std::to_string(tokens) + " visual tokens");
@@ -88,6 +88,7 @@ void Qwen2Encoder::encode(const float* visual, int64_t n, int64_t tokens, float*
     swiglu.up = up.data();
     linear(pool_, layer.gate, h.data(), gate.data(), rows, precision_, swiglu);
     linear(pool_, layer.down, gate.data(), h.data(), rows, precision_, residual);
+    between_layers();
   }
   for (int64_t v = 0; v < n; ++v)
     rms_norm(x.data() + (v * L + tokens) * D, final_norm_, out + v * tokens * D, tokens);

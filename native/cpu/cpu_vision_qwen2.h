@@ -24,7 +24,7 @@ class Qwen2Encoder {
   const Qwen2Dims& dims() const { return dims_; }
 
   /* out[n, tokens, dim] = final-normed query rows of Qwen2([visual[n, tokens, dim] ; queries[tokens, dim]]) */
-  void encode(const float* visual, int64_t n, int64_t tokens, float* out) const;
+  void encode(const float* visual, int64_t n, int64_t tokens, float* out, const BetweenLayers& between_layers) const;
 
  private:
   struct Layer {

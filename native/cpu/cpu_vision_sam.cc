@@ -45,7 +45,8 @@ int64_t SamEncoder::output_grid(int64_t side) const {
 }
 
 /* features[n, h, w, net3] = SAM(pixels[n, 3, side, side]) */
-void SamEncoder::encode(const float* pixels, int64_t n, int64_t side, std::vector<float>& features) const {
+void SamEncoder::encode(const float* pixels, int64_t n, int64_t side, std::vector<float>& features,
+                        const BetweenLayers& between_layers) const {
   if (n <= 0) throw std::invalid_argument("SAM: the batch must hold at least one view");
   if (side <= 0 || side % dims_.patch != 0)
     throw std::invalid_argument("SAM: the view side " + std::to_string(side) + " is not a positive multiple of the " +
@@ -65,8 +66,10 @@ void SamEncoder::encode(const float* pixels, int64_t n, int64_t side, std::vecto
   Scratch scratch;
   scratch.normed.resize(T * C);
   layer_norm(pool_, blocks_.front().norm1, x.data(), scratch.normed.data(), T);
-  for (size_t i = 0; i < blocks_.size(); ++i)
+  for (size_t i = 0; i < blocks_.size(); ++i) {
     run_block(blocks_[i], i + 1 < blocks_.size() ? &blocks_[i + 1].norm1 : nullptr, x, n, g, scratch);
+    between_layers();
+  }
 
   const int64_t N = dims_.neck;
   LargeBuffer<float> a(T * N), b(T * N);

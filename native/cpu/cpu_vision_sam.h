@@ -22,7 +22,7 @@ class SamEncoder {
   int64_t output_grid(int64_t side) const;
 
   /* features[n, h, w, net3] (channels last, h = w = output_grid(side)) = SAM(pixels[n, 3, side, side]) */
-  void encode(const float* pixels, int64_t n, int64_t side, std::vector<float>& features) const;
+  void encode(const float* pixels, int64_t n, int64_t side, std::vector<float>& features, const BetweenLayers& between_layers) const;
 
  private:
   struct Block {

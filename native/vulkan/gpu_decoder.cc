@@ -236,7 +236,7 @@ void GpuDecoder::run_forward(std::vector<ForwardEntry>& entries, const std::vect
     ForwardEntry& entry = entries[b];
     GpuKvCache& cache = *caches[b];
     const int64_t n = static_cast<int64_t>(entry.ids.size());
-    cache.reserve_rows(batch_, cache.rules_.begin_append(n));
+    cache.reserve_rows(batch_, cache.rules_.begin_append(n, entry.prompt_tokens));
     for (int64_t i = 0; i < n; ++i, ++r) {
       const int64_t pos = cache.length() + i;
       ids.push_back(entry.ids[i]);

@@ -1,5 +1,6 @@
 #include "vulkan/gpu_model.h"
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -75,11 +76,14 @@ class GpuModelWrap : public Napi::ObjectWrap<GpuModelWrap> {
     std::vector<ForwardEntry> entries;
     auto caches = read_forward_batch<GpuSequenceWrap>(info, classes_->sequence.Value(), engine_, entries);
     std::shared_ptr<GpuEngine> engine = engine_;
-    return queue_forward(info.Env(), engine->mutex, engine->decoder->dims().vocab, std::move(entries),
+    return queue_forward(info.Env(), engine->decoder->dims().vocab, std::move(entries),
                          [engine, caches](std::vector<ForwardEntry>& batch, float* logits, int32_t* best, float* logprob) {
+                           std::lock_guard<std::mutex> lock(engine->mutex);
+                           const auto start = std::chrono::steady_clock::now();
                            std::vector<vk::GpuKvCache*> raw;
                            for (const auto& cache : caches) raw.push_back(cache.get());
                            engine->decoder->forward(batch, raw, logits, best, logprob);
+                           return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
                          });
   }
 

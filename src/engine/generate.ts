@@ -1,8 +1,9 @@
 // Greedy generation over the native decoder with continuous batching: every active sequence
 // advances by one token per forward call, so concurrent requests share each pass over the weights;
-// a new request joins between steps (its prefill rides in the same forward call) and a finished
-// one leaves at once.
+// a new request joins between steps (its prefill rides in the same forward calls, in chunks while
+// the batch is busy: join-budget.ts) and a finished one leaves at once.
 import { admission, doesNotFitError, hostMemory, kvCacheBoundBytes } from './device-memory.js';
+import { JoinBudget, type JoinGrant } from './join-budget.js';
 import type { ForwardInput, ForwardOutput, NativeSequence } from './native-binding.js';
 import {
   applyRepetitionPenalty,
@@ -14,7 +15,7 @@ import {
   type NoRepeatNgramOptions,
   type TopK,
 } from './logits-processors.js';
-import type { NativeModel } from './native-model.js';
+import type { ForwardStep, NativeModel } from './native-model.js';
 
 /** Turns token ids into text as they arrive; holds back bytes of an incomplete UTF-8 character. */
 export interface TextStream {
@@ -64,7 +65,7 @@ export interface GenerationResult {
   promptTokens: number;
   topk: TopK[];
   prefillLogits?: Float32Array;
-  /** Wall time of the forward call that held the prefill, and of the decode steps after it (shared by the batch). */
+  /** Wall time of the forward calls that held the prefill, and of the decode steps after it (shared by the batch). */
   timings: { prefillMs: number; decodeMs: number };
 }
 
@@ -86,6 +87,18 @@ function validate(request: GenerationRequest, vocab: number): void {
   if (!Number.isInteger(request.maxNewTokens) || request.maxNewTokens < 0) {
     throw new Error('generate: maxNewTokens must be a non-negative integer');
   }
+}
+
+/** The prompt's replaced embeddings at positions [start, end), their rows counted from start. */
+function promptEmbeds(request: GenerationRequest, start: number, end: number): Pick<ForwardInput, 'embeds' | 'embedRows'> {
+  const { embeds } = request;
+  if (embeds === undefined) return {};
+  if (start === 0 && end === request.promptIds.length) return { embeds: embeds.values, embedRows: embeds.rows };
+  const hidden = embeds.rows.length === 0 ? 0 : embeds.values.length / embeds.rows.length;
+  const picked = [...embeds.rows.keys()].filter((i) => embeds.rows[i] >= start && embeds.rows[i] < end);
+  const values = new Float32Array(picked.length * hidden);
+  picked.forEach((i, k) => values.set(embeds.values.subarray(i * hidden, (i + 1) * hidden), k * hidden));
+  return { embeds: values, embedRows: Int32Array.from(picked, (i) => embeds.rows[i] - start) };
 }
 
 /** A processor of the request reads more than the argmax: the full logits must come back. */
@@ -136,9 +149,15 @@ export interface BatchStep {
   startedMs: number;
   /** Its wall time, waiting for other native work on the model (an encode) included. */
   ms: number;
-  /** Sequences that fed one generated token, and the prompt tokens of sequences that joined in this call. */
+  /** Its own time on the engine. */
+  computeMs: number;
+  /** Places of the batch taken: sequences decoding or still reading their prompt. */
+  places: number;
+  /** Sequences that fed one generated token, and the prompt tokens fed by sequences joining. */
   decodeRows: number;
   prefillTokens: number;
+  /** Tokens the call generated: one per decoding row and per sequence whose prompt it finished. */
+  generated: number;
 }
 
 export interface ContinuousBatchOptions {
@@ -157,6 +176,7 @@ export class ContinuousBatch {
   readonly #maxSequences: number;
   readonly #onStep: ContinuousBatchOptions['onStep'];
   readonly #waiting: Member[] = [];
+  readonly #joinBudget: JoinBudget;
   #members: Member[] = [];
   #running = false;
 
@@ -165,6 +185,7 @@ export class ContinuousBatch {
     this.#model = model;
     this.#maxSequences = maxSequences;
     this.#onStep = options.onStep;
+    this.#joinBudget = new JoinBudget(model.promptChunkTokens);
   }
 
   /** Sequences decoding now, and requests waiting for a place. */
@@ -242,12 +263,26 @@ export class ContinuousBatch {
     return doesNotFitError(this.#model.backend, memory, batch, member.request.promptIds.length + member.limit, bound(member));
   }
 
-  /** One forward call for `members`. When it fails, each member is retried alone so a bad one fails by itself. */
+  /**
+   * One forward call for `members`: those decoding, and those joining with as much of their prompt
+   * as the step's grant allows (join-budget.ts; a member given none sits this step out). When it
+   * fails, each member is retried alone so a bad one fails by itself.
+   */
   async #step(members: Member[]): Promise<void> {
+    const grant = this.#joinGrant(members);
+    let prefillTokens = 0;
+    const fed: { member: Member; input: ForwardInput; prompt: boolean }[] = [];
+    for (const member of members) {
+      const prompt = this.#reading(member);
+      const input = this.#input(member, grant.prefillTokens - prefillTokens);
+      if (input === undefined) continue;
+      if (prompt) prefillTokens += input.ids.length;
+      fed.push({ member, input, prompt });
+    }
     const started = performance.now();
-    let outputs: ForwardOutput[];
+    let step: ForwardStep;
     try {
-      outputs = await this.#model.forward(members.map((member) => this.#input(member)));
+      step = await this.#model.step(fed.map(({ input }) => input), { encodeMs: grant.encodeMs(prefillTokens) });
     } catch (error) {
       if (members.length === 1) {
         this.#leave(members[0], error);
@@ -257,37 +292,61 @@ export class ContinuousBatch {
       return;
     }
     const ms = performance.now() - started;
-    if (this.#onStep !== undefined) {
-      const joined = members.filter((member) => member.sequence!.length === member.result.promptTokens);
-      const prefillTokens = joined.reduce((sum, member) => sum + member.result.promptTokens, 0);
-      this.#onStep({ startedMs: started, ms, decodeRows: members.length - joined.length, prefillTokens });
-    }
-    members.forEach((member, i) => {
+    const decodeRows = fed.filter(({ prompt }) => !prompt).length;
+    this.#joinBudget.observe(step.computeMs, decodeRows, prefillTokens);
+    let generated = 0;
+    fed.forEach(({ member, prompt }, i) => {
       const { result } = member;
-      if (member.sequence!.length === result.promptTokens) {
-        result.timings.prefillMs = ms;
-        if (member.request.keepPrefillLogits) result.prefillLogits = Float32Array.from(outputs[i].logits!);
+      if (prompt) {
+        result.timings.prefillMs += ms;
+        if (this.#reading(member)) return; // more of its prompt to come
+        if (member.request.keepPrefillLogits) result.prefillLogits = Float32Array.from(step.outputs[i].logits!);
       } else {
         result.timings.decodeMs += ms;
       }
-      this.#advance(member, outputs[i]);
+      generated += 1;
+      this.#advance(member, step.outputs[i]);
     });
+    this.#onStep?.({ startedMs: started, ms, computeMs: step.computeMs, places: members.length, decodeRows, prefillTokens, generated });
   }
 
   /**
-   * The member's next forward input: its prompt when it has just joined, else its last id. Full
-   * logits come back only when a processor needs them (repetition penalty, top-k records, the kept
-   * prefill logits); otherwise the native head returns the argmax, skipping the n-gram bans.
+   * The step's grant to joining pages: limited on the CPU while some member decodes and no free
+   * place waits for a page (join-budget.ts).
    */
-  #input(member: Member): ForwardInput {
+  #joinGrant(members: Member[]): JoinGrant {
+    const decoding = members.some((member) => !this.#reading(member));
+    const placeWaits = members.length < this.#maxSequences && this.#waiting.length === 0;
+    return this.#joinBudget.grant(this.#model.device.backend === 'cpu' && decoding && !placeWaits);
+  }
+
+  /** Whether the member is still reading its prompt. */
+  #reading(member: Member): boolean {
+    return member.sequence!.length < member.result.promptTokens;
+  }
+
+  /**
+   * The member's next forward input: the next part of its prompt while it reads it (at most
+   * `prefillTokens`, ending at a multiple of promptChunkTokens or at the prompt's end; undefined when
+   * that leaves none), else its last id. Full logits come back only when a
+   * processor needs them (repetition penalty, top-k records, the kept prefill logits); otherwise
+   * the native head returns the argmax, skipping the n-gram bans.
+   */
+  #input(member: Member, prefillTokens: number): ForwardInput | undefined {
     const { request, result } = member;
     const sequence = member.sequence!;
-    const prefill = sequence.length === 0;
-    const logits = needsLogits(request) || (prefill && request.keepPrefillLogits === true);
-    const banned = !logits && request.noRepeatNgram ? Int32Array.from(noRepeatNgramBans(result.ids, request.noRepeatNgram)) : undefined;
-    if (prefill) {
-      return { sequence, ids: Int32Array.from(request.promptIds), embeds: request.embeds?.values, embedRows: request.embeds?.rows, logits, banned };
+    if (this.#reading(member)) {
+      const start = sequence.length;
+      const chunk = this.#model.promptChunkTokens;
+      const end = Math.min(result.promptTokens, Math.floor((start + prefillTokens) / chunk) * chunk);
+      if (end <= start) return undefined;
+      const last = end === result.promptTokens;
+      const logits = last && (needsLogits(request) || request.keepPrefillLogits === true);
+      const banned = last && !logits && request.noRepeatNgram ? Int32Array.from(noRepeatNgramBans(result.ids, request.noRepeatNgram)) : undefined;
+      return { sequence, ids: Int32Array.from(request.promptIds.slice(start, end)), ...promptEmbeds(request, start, end), promptTokens: result.promptTokens, logits, banned };
     }
+    const logits = needsLogits(request);
+    const banned = !logits && request.noRepeatNgram ? Int32Array.from(noRepeatNgramBans(result.ids, request.noRepeatNgram)) : undefined;
     return { sequence, ids: Int32Array.of(result.ids[result.ids.length - 1]), logits, banned };
   }
 

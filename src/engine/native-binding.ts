@@ -9,11 +9,11 @@ import { fileURLToPath } from 'node:url';
 import type { Precision } from './precision.js';
 import type { VisionDims } from './vision-config.js';
 
-/** A KV cache owned by the native engine. The first forward call on it is the prefill. */
+/** A KV cache owned by the native engine. Its first forward calls read the prompt (the prefill). */
 export interface NativeSequence {
   /** Tokens consumed so far (= the next absolute position). */
   readonly length: number;
-  /** Tokens of the first forward call (the R-SWA prefix for V3); -1 before it. */
+  /** Tokens of the prompt (the R-SWA prefix for V3): the first call's, or the promptTokens it named; -1 before it. */
   readonly prefixLength: number;
   readonly cacheBytes: number;
   /** Frees the cache now; the sequence cannot be used afterwards. */
@@ -30,6 +30,11 @@ export interface ForwardInput {
   logits?: boolean;
   /** Ids the returned argmax skips (the no-repeat-n-gram bans, say). */
   banned?: Int32Array;
+  /**
+   * The whole prompt's length when the sequence's first call holds only its start (a prefill in
+   * chunks: later calls bring the rest, several tokens each); default: the first call's tokens.
+   */
+  promptTokens?: number;
 }
 
 /**
@@ -42,11 +47,24 @@ export interface ForwardOutput {
   logits?: Float32Array;
 }
 
-/** What a forward call of the addon resolves with: one best id and log-probability per input, the logits rows asked for. */
+/**
+ * What a forward call of the addon resolves with: one best id and log-probability per input, the
+ * logits rows asked for, and the call's own time on the engine (waits for other calls left out).
+ */
 export interface NativeForwardResult {
   best: Int32Array;
   logprob: Float32Array;
   logits: Float32Array;
+  computeMs: number;
+}
+
+/**
+ * Options of the CPU model's forward call. encodeMs: the milliseconds image encodes may then take,
+ * layer by layer, before a forward call that waits goes first (default: no limit; docs/engine.md
+ * "Joining pages").
+ */
+export interface ForwardOptions {
+  encodeMs?: number;
 }
 
 /** Encoded views of one side. Shapes in PyTorch order; every array is row-major F32. */
@@ -86,11 +104,13 @@ export type KvCacheDtype = 'f16' | 'f32';
 
 export interface NativeModelHandle {
   createSequence(kvCache: KvCacheDtype): NativeSequence;
-  forward(batch: ForwardInput[]): Promise<NativeForwardResult>;
+  forward(batch: ForwardInput[], options?: ForwardOptions): Promise<NativeForwardResult>;
   encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates: boolean): Promise<EncodedViewBatch>;
   specialVector(name: SpecialVectorName): Float32Array;
   readonly kernels: string;
   readonly threads: number;
+  /** A prompt read in calls that end at multiples of this (all but the last) gives bitwise the results of one call. */
+  readonly promptChunkTokens: number;
   readonly weightBytes: number;
   readonly convertedBytes: number;
   readonly quantizedBytes: number;

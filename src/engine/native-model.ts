@@ -1,6 +1,8 @@
 // The TypeScript face of the native engine: maps a checkpoint directory into a model of the addon
 // (native-binding.ts), and runs batched decoder forward passes and vision encodes on native threads.
-// Calls on one model are queued here so that libuv's worker threads never wait on the engine's lock.
+// Calls on one model are queued here so that libuv's worker threads never wait on the engine's lock:
+// forward calls in one queue and encodes in another on the CPU, whose engine interleaves the two
+// (docs/engine.md "Joining pages"), one queue for both on a GPU.
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import { deviceLabel, resolveDevice, type DeviceSpec, type ResolvedDevice } from './compute-device.js';
 import { cpuLimit } from './cgroup-limits.js';
@@ -10,6 +12,7 @@ import {
   type DeviceMemory,
   type EncodedViewBatch,
   type ForwardInput,
+  type ForwardOptions,
   type ForwardOutput,
   type KvCacheDtype,
   type NativeGpuModelHandle,
@@ -47,8 +50,15 @@ export interface LoadOptions {
 /** The environment variable naming the node's folder of shared packed weights (docs/engine.md). */
 export const PACKED_WEIGHTS_DIR_VARIABLE = 'SCRIPTORIUM_PACKED_WEIGHTS_DIR';
 
+/** One forward call's outputs, in input order, and its own time on the engine. */
+export interface ForwardStep {
+  outputs: ForwardOutput[];
+  computeMs: number;
+}
+
 export class NativeModel {
   private queue: Promise<unknown> = Promise.resolve();
+  private encodeQueue: Promise<unknown> = Promise.resolve();
 
   private constructor(
     readonly config: ModelConfig,
@@ -99,6 +109,11 @@ export class NativeModel {
 
   get threads(): number {
     return this.handle.threads;
+  }
+
+  /** The CPU decoder's: a prompt read in calls that end at multiples of this (all but the last) gives bitwise the results of one call. */
+  get promptChunkTokens(): number {
+    return this.handle.promptChunkTokens;
   }
 
   /** Whether encodeImages runs on the GPU device (false on the CPU). */
@@ -157,17 +172,25 @@ export class NativeModel {
    * head streams through a running argmax and log-sum-exp, and nothing vocab-sized is copied.
    */
   forward(batch: ForwardInput[]): Promise<ForwardOutput[]> {
-    const engine = this.gpu ?? this.handle;
-    const run = this.queue.then(() => engine.forward(batch));
+    return this.step(batch).then(({ outputs }) => outputs);
+  }
+
+  /**
+   * forward() with its time on the engine; on the CPU `options.encodeMs` bounds what encodes may
+   * take of the cores before the next forward call (a GPU model runs them one after the other).
+   */
+  step(batch: ForwardInput[], options: ForwardOptions = {}): Promise<ForwardStep> {
+    const run = this.queue.then(() => (this.gpu ? this.gpu.forward(batch) : this.handle.forward(batch, options)));
     this.queue = run.catch(() => undefined);
-    return run.then(({ best, logprob, logits }) => {
+    return run.then(({ best, logprob, logits, computeMs }) => {
       let row = 0;
-      return batch.map((input, i) => {
+      const outputs = batch.map((input, i): ForwardOutput => {
         if (input.logits === false) return { best: best[i], logprob: logprob[i] };
         const rowLogits = logits.subarray(row * this.vocab, (row + 1) * this.vocab);
         row += 1;
         return { best: best[i], logprob: logprob[i], logits: rowLogits };
       });
+      return { outputs, computeMs };
     });
   }
 
@@ -179,8 +202,13 @@ export class NativeModel {
    */
   encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates = false): Promise<EncodedViewBatch> {
     const engine = this.gpu?.visionOnDevice ? this.gpu : this.handle;
-    const run = this.queue.then(() => engine.encodeImages(pixels, n, side, keepIntermediates));
-    this.queue = run.catch(() => undefined);
+    if (this.gpu) {
+      const run = this.queue.then(() => engine.encodeImages(pixels, n, side, keepIntermediates));
+      this.queue = run.catch(() => undefined);
+      return run;
+    }
+    const run = this.encodeQueue.then(() => engine.encodeImages(pixels, n, side, keepIntermediates));
+    this.encodeQueue = run.catch(() => undefined);
     return run;
   }
 

@@ -24,11 +24,23 @@ const CEILINGS: MachineCeilings = {
   clockGhz: 0,
 };
 
-const step = (at: number, ms: number, decodeRows: number, prefillTokens = 0, expertPasses = 3): ThroughputStep => ({ at, ms, decodeRows, prefillTokens, expertPasses });
+/** A decode step of `decodeRows` rows, every place decoding, unless `rest` says otherwise. */
+const step = (at: number, ms: number, decodeRows: number, rest: Partial<ThroughputStep> = {}): ThroughputStep => ({
+  at,
+  ms,
+  computeMs: ms,
+  places: decodeRows,
+  decodeRows,
+  prefillTokens: 0,
+  generated: decodeRows,
+  expertPasses: 3,
+  ...rest,
+});
 
 /**
  * Batch 2, prompts of 10 tokens, 4 tokens a page: both pages join in the first call (100 ms), three
- * plain 10 ms steps, one 30 ms step during an encode, then one page left decoding alone.
+ * plain 10 ms steps, one step during an encode (10 ms on the engine, 30 ms of wall time: it waited
+ * for a slice of the encode), then one page left decoding alone.
  */
 const ANSWER: ThroughputAnswer = {
   caseId: 'v1-base',
@@ -42,7 +54,14 @@ const ANSWER: ThroughputAnswer = {
   decoder: SMALL_DECODER,
   kvCache: 'f16',
   wallMs: 360,
-  steps: [step(0, 100, 0, 20, 4), step(100, 10, 2), step(110, 10, 2), step(120, 30, 2, 0, 4), step(150, 10, 2), step(160, 10, 1, 0, 2)],
+  steps: [
+    step(0, 100, 0, { places: 2, prefillTokens: 20, generated: 2, expertPasses: 4 }),
+    step(100, 10, 2),
+    step(110, 10, 2),
+    step(120, 30, 2, { computeMs: 10, expertPasses: 4 }),
+    step(150, 10, 2),
+    step(160, 10, 1, { expertPasses: 2 }),
+  ],
   encodes: [
     [0, 0],
     [125, 140],
@@ -66,7 +85,7 @@ describe('summariseThroughput', () => {
     assert.equal(summary.full!.pagesPerHour, ((10 / 0.16) * 3600) / 4);
   });
 
-  test('the decode step is the median of full steps with no prefill and no encode beside them', () => {
+  test('the decode step is the median engine time of full steps with no prefill and no encode beside them', () => {
     assert.equal(summary.full!.decodeStepMs, 10);
     assert.equal(summary.full!.distinctExperts, 3);
   });

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 
 import { ContinuousBatch, generate, type GenerationRequest } from '../../src/engine/generate.js';
-import type { ForwardInput, ForwardOutput } from '../../src/engine/native-binding.js';
-import { NativeModel } from '../../src/engine/native-model.js';
+import type { ForwardInput, ForwardOptions } from '../../src/engine/native-binding.js';
+import { NativeModel, type ForwardStep } from '../../src/engine/native-model.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
 
 const FIRST: GenerationRequest = { promptIds: [0, 3000, 3001, 3002], maxNewTokens: 60, stopAtEos: false };
@@ -122,15 +122,17 @@ describe('a forward call that fails', () => {
       kvCache: 'f16',
       deviceMemory: null,
       backend: 'cpu-fake',
+      device: { backend: 'cpu' },
+      promptChunkTokens: 24,
       createSequence: () => {
         const sequence = { length: 0, prefixLength: -1, cacheBytes: 0, release: () => undefined };
         return sequence;
       },
-      forward: async (inputs: ForwardInput[]): Promise<ForwardOutput[]> => {
+      step: async (inputs: ForwardInput[]): Promise<ForwardStep> => {
         batchSizes.push(inputs.length);
         if (inputs.some((input) => input.ids.includes(POISON))) throw new Error('this decoder rejects the poison id');
         for (const input of inputs) (input.sequence as { length: number }).length += input.ids.length;
-        return inputs.map(() => ({ best: 7, logprob: -0.5 }));
+        return { outputs: inputs.map(() => ({ best: 7, logprob: -0.5 })), computeMs: 1 };
       },
     };
     return model as unknown as NativeModel;
@@ -147,5 +149,76 @@ describe('a forward call that fails', () => {
     );
     // The three shared a call before the failure split them.
     assert.ok(batchSizes.includes(3), `batch sizes ${batchSizes.join(', ')}`);
+  });
+});
+
+describe('pages joining a busy batch (join-budget.ts)', () => {
+  const DECODE_MS = 100;
+  const PROMPT_TOKEN_MS = 2;
+  interface Call {
+    inputs: ForwardInput[];
+    encodeMs: number | undefined;
+  }
+  /** A CPU decoder whose steps take DECODE_MS with a decoding row, plus PROMPT_TOKEN_MS per prompt token. */
+  function timedModel(calls: Call[]): NativeModel {
+    const model = {
+      vocab: 100000,
+      config: { eosId: 1, decoder: { layers: 1, kvHeads: 1, headDim: 2, maxPositions: 4096, slidingWindow: 0 } },
+      kvCache: 'f16',
+      deviceMemory: null,
+      device: { backend: 'cpu' },
+      promptChunkTokens: 24,
+      createSequence: () => ({ length: 0, prefixLength: -1, cacheBytes: 0, release: () => undefined }),
+      step: async (inputs: ForwardInput[], options: ForwardOptions): Promise<ForwardStep> => {
+        calls.push({ inputs, encodeMs: options.encodeMs });
+        const promptTokens = inputs.reduce((sum, input) => sum + (input.promptTokens === undefined ? 0 : input.ids.length), 0);
+        const decoding = inputs.some((input) => input.promptTokens === undefined);
+        for (const input of inputs) (input.sequence as { length: number }).length += input.ids.length;
+        return { outputs: inputs.map(() => ({ best: 7, logprob: -0.5 })), computeMs: (decoding ? DECODE_MS : 0) + promptTokens * PROMPT_TOKEN_MS };
+      },
+    };
+    return model as unknown as NativeModel;
+  }
+
+  test('reads a page in chunks within the share while the batch is full, whole and encodes first while a place is free', async () => {
+    const calls: Call[] = [];
+    const batch = new ContinuousBatch(timedModel(calls), 2);
+    const hidden = 3;
+    const rows = Int32Array.from({ length: 80 }, (_, i) => 10 + i);
+    const values = Float32Array.from({ length: rows.length * hidden }, (_, i) => i);
+    const joining: GenerationRequest = { promptIds: Array.from({ length: 100 }, (_, i) => 1000 + i), embeds: { rows, values }, maxNewTokens: 5, stopAtEos: false };
+    let second: Promise<unknown> | undefined;
+    const first = batch.generate(counting({ promptIds: [0, 5, 6, 7, 8, 9, 10, 11, 12, 13], maxNewTokens: 30, stopAtEos: false }, (n) => {
+      if (n === 3) second = batch.generate(joining);
+    }));
+    assert.deepEqual((await first).ids, Array(30).fill(7));
+    assert.deepEqual(((await second!) as { ids: number[] }).ids, Array(5).fill(7));
+
+    const joiningCalls = calls.filter((call) => call.inputs.some((input) => input.ids[0] >= 1000 && input.promptTokens !== undefined));
+    // Alone with a free place, the first page read its prompt in one call and left encodes no limit.
+    assert.equal(calls[0].inputs[0].ids.length, 10);
+    assert.ok(calls.slice(0, 3).every((call) => call.encodeMs === Infinity));
+    // Joining a full batch: a plain step takes 100 ms and a prompt token 2 ms, so each step grants
+    // 0.25 × 100 = 25 ms: one chunk of 24 tokens at least (a prompt always advances).
+    const chunks = joiningCalls.map((call) => call.inputs.find((input) => input.promptTokens !== undefined)!);
+    assert.deepEqual(chunks.map((chunk) => chunk.ids.length), [24, 24, 24, 24, 4]);
+    assert.deepEqual(chunks.flatMap((chunk) => [...chunk.ids]), joining.promptIds);
+    assert.ok(chunks.every((chunk) => chunk.promptTokens === 100));
+    // Encodes get what a step's chunk leaves of the 25 ms: nothing, and 25 − 4 × 2 after the last.
+    assert.deepEqual(joiningCalls.map((call) => call.encodeMs), [0, 0, 0, 0, 17]);
+    // The image rows came in the chunks that hold them, counted from each chunk's start.
+    let start = 0;
+    const seenRows: number[] = [];
+    const seenValues: number[] = [];
+    for (const chunk of chunks) {
+      seenRows.push(...[...chunk.embedRows!].map((row) => row + start));
+      seenValues.push(...chunk.embeds!);
+      start += chunk.ids.length;
+    }
+    assert.deepEqual(seenRows, [...rows]);
+    assert.deepEqual(seenValues, [...values]);
+    // Both decoding, every place taken: the encodes of pages to come get the whole 25 ms.
+    const after = calls.indexOf(joiningCalls[joiningCalls.length - 1]) + 1;
+    assert.equal(calls[after].encodeMs, 0.25 * DECODE_MS);
   });
 });

@@ -115,7 +115,7 @@ describe('device memory budget on the GPU backend', { skip }, () => {
     const batchSizes: number[] = [];
     const spied = new Proxy(model, {
       get(target, key) {
-        if (key === 'forward') return (batch: ForwardInput[]) => (batchSizes.push(batch.length), target.forward(batch));
+        if (key === 'step') return (batch: ForwardInput[]) => (batchSizes.push(batch.length), target.step(batch));
         return Reflect.get(target, key) as unknown;
       },
     });

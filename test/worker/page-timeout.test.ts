@@ -49,15 +49,15 @@ after(() => rm(root, { recursive: true, force: true }));
 
 /** Makes `model` abort `controller` once it has made `calls` more forward calls; returns what undoes it. */
 function abortAfterForwardCalls(model: NativeModel, controller: AbortController, calls: number): () => void {
-  const forward = model.forward;
+  const step = model.step;
   let made = 0;
-  model.forward = async (...args: Parameters<NativeModel['forward']>) => {
-    const outputs = await forward.apply(model, args);
+  model.step = async (...args: Parameters<NativeModel['step']>) => {
+    const outputs = await step.apply(model, args);
     if (++made === calls) controller.abort(new Error('deadline passed'));
     return outputs;
   };
   return () => {
-    model.forward = forward;
+    model.step = step;
   };
 }
 
@@ -66,9 +66,9 @@ function countingDecoder(decoder: NativeModel, controller: AbortController, abor
   let calls = 0;
   const counting = new Proxy(decoder, {
     get(target, property, receiver) {
-      if (property !== 'forward') return Reflect.get(target, property, receiver);
-      return async (...args: Parameters<NativeModel['forward']>) => {
-        const logits = await target.forward(...args);
+      if (property !== 'step') return Reflect.get(target, property, receiver);
+      return async (...args: Parameters<NativeModel['step']>) => {
+        const logits = await target.step(...args);
         if (++calls === abortAfter) controller.abort(new Error('deadline passed'));
         return logits;
       };
