@@ -24,6 +24,29 @@ function counting(request: GenerationRequest, onToken: (n: number) => void): Gen
   return { ...request, stream: { text, onText: () => undefined } };
 }
 
+/**
+ * A CPU decoder without weights whose forward calls `step` answers; it advances each sequence by
+ * the tokens fed. What the memory admission reads says its KV caches are a few bytes.
+ */
+function fakeCpuModel(vocab: number, step: (inputs: ForwardInput[], options: ForwardOptions) => Promise<ForwardStep>): NativeModel {
+  const model = {
+    vocab,
+    config: { eosId: 1, decoder: { layers: 1, kvHeads: 1, headDim: 2, maxPositions: 4096, slidingWindow: 0 } },
+    kvCache: 'f16',
+    deviceMemory: null,
+    backend: 'cpu-fake',
+    device: { backend: 'cpu' },
+    promptChunkTokens: 24,
+    createSequence: () => ({ length: 0, prefixLength: -1, cacheBytes: 0, release: () => undefined }),
+    step: async (inputs: ForwardInput[], options: ForwardOptions = {}): Promise<ForwardStep> => {
+      const answer = await step(inputs, options);
+      for (const input of inputs) (input.sequence as { length: number }).length += input.ids.length;
+      return answer;
+    },
+  };
+  return model as unknown as NativeModel;
+}
+
 describe('continuous batching', () => {
   let model: NativeModel;
   const alone = new Map<GenerationRequest, number[]>();
@@ -115,27 +138,11 @@ describe('a forward call that fails', () => {
   /** A decoder whose forward call rejects whenever it holds the prompt id POISON; it records each call's batch size. */
   const POISON = 666;
   function poisonedModel(batchSizes: number[]): NativeModel {
-    const model = {
-      vocab: 1000,
-      // What the memory admission reads: a CPU model, whose KV caches are a few bytes.
-      config: { eosId: 1, decoder: { layers: 1, kvHeads: 1, headDim: 2, maxPositions: 64, slidingWindow: 0 } },
-      kvCache: 'f16',
-      deviceMemory: null,
-      backend: 'cpu-fake',
-      device: { backend: 'cpu' },
-      promptChunkTokens: 24,
-      createSequence: () => {
-        const sequence = { length: 0, prefixLength: -1, cacheBytes: 0, release: () => undefined };
-        return sequence;
-      },
-      step: async (inputs: ForwardInput[]): Promise<ForwardStep> => {
-        batchSizes.push(inputs.length);
-        if (inputs.some((input) => input.ids.includes(POISON))) throw new Error('this decoder rejects the poison id');
-        for (const input of inputs) (input.sequence as { length: number }).length += input.ids.length;
-        return { outputs: inputs.map(() => ({ best: 7, logprob: -0.5 })), computeMs: 1 };
-      },
-    };
-    return model as unknown as NativeModel;
+    return fakeCpuModel(1000, async (inputs) => {
+      batchSizes.push(inputs.length);
+      if (inputs.some((input) => input.ids.includes(POISON))) throw new Error('this decoder rejects the poison id');
+      return { outputs: inputs.map(() => ({ best: 7, logprob: -0.5 })), computeMs: 1 };
+    });
   }
 
   test('is retried one sequence at a time, so only the sequence that fails is failed', async () => {
@@ -161,23 +168,12 @@ describe('pages joining a busy batch (join-budget.ts)', () => {
   }
   /** A CPU decoder whose steps take DECODE_MS with a decoding row, plus PROMPT_TOKEN_MS per prompt token. */
   function timedModel(calls: Call[]): NativeModel {
-    const model = {
-      vocab: 100000,
-      config: { eosId: 1, decoder: { layers: 1, kvHeads: 1, headDim: 2, maxPositions: 4096, slidingWindow: 0 } },
-      kvCache: 'f16',
-      deviceMemory: null,
-      device: { backend: 'cpu' },
-      promptChunkTokens: 24,
-      createSequence: () => ({ length: 0, prefixLength: -1, cacheBytes: 0, release: () => undefined }),
-      step: async (inputs: ForwardInput[], options: ForwardOptions): Promise<ForwardStep> => {
-        calls.push({ inputs, encodeMs: options.encodeMs });
-        const promptTokens = inputs.reduce((sum, input) => sum + (input.promptTokens === undefined ? 0 : input.ids.length), 0);
-        const decoding = inputs.some((input) => input.promptTokens === undefined);
-        for (const input of inputs) (input.sequence as { length: number }).length += input.ids.length;
-        return { outputs: inputs.map(() => ({ best: 7, logprob: -0.5 })), computeMs: (decoding ? DECODE_MS : 0) + promptTokens * PROMPT_TOKEN_MS };
-      },
-    };
-    return model as unknown as NativeModel;
+    return fakeCpuModel(100000, async (inputs, options) => {
+      calls.push({ inputs, encodeMs: options.encodeMs });
+      const promptTokens = inputs.reduce((sum, input) => sum + (input.promptTokens === undefined ? 0 : input.ids.length), 0);
+      const decoding = inputs.some((input) => input.promptTokens === undefined);
+      return { outputs: inputs.map(() => ({ best: 7, logprob: -0.5 })), computeMs: (decoding ? DECODE_MS : 0) + promptTokens * PROMPT_TOKEN_MS };
+    });
   }
 
   test('reads a page in chunks within the share while the batch is full, whole and encodes first while a place is free', async () => {
