@@ -64,7 +64,10 @@ GpuDecoder::GpuDecoder(Device& device, const Checkpoint& checkpoint, const Decod
     return weights_.upload_bf16(checkpoint.get(name, shape));
   };
   embed_ = weights_.upload_bf16_rows(checkpoint.get(embed_name, {dims_.vocab, dims_.hidden}));
-  auto weights = load_decoder_weights<Operand, Operand>(dims_, bf16, bf16);
+  auto router_f32 = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    return weights_.upload_f32(checkpoint.f32(name, shape), name);
+  };
+  auto weights = load_decoder_weights<Operand, Operand>(dims_, bf16, router_f32);
   final_norm_ = weights.final_norm;
   lm_head_ = weights_.upload_bf16_rows(checkpoint.get(head_name, {dims_.vocab, dims_.hidden}));
   layers_ = std::move(weights.layers);
@@ -139,7 +142,7 @@ void GpuDecoder::feed_forward(int64_t l, uint32_t rows) {
 void GpuDecoder::routed_experts(int64_t l, uint32_t rows) {
   const ExpertStack& experts = expert_stacks_[l];
   const uint32_t H = u32(dims_.hidden), E = u32(dims_.n_routed), K = u32(dims_.top_k), W = u32(dims_.moe_intermediate);
-  ops_.matmul_bf16_exact(batch_, {norm_.get(), 0}, H, layers_[l].router, {router_logits_.get(), 0}, E, rows, E, H);
+  ops_.matmul_f32(batch_, {norm_.get(), 0}, H, layers_[l].router, {router_logits_.get(), 0}, E, rows, E, H);
   ops_.router_topk(batch_, *router_logits_, *topk_ids_, *topk_weights_, rows, E, K, dims_.norm_topk, dims_.routed_scaling);
   const uint32_t pass_rows = u32(routed_pass_rows(dims_));
   for (uint32_t r0 = 0; r0 < rows; r0 += pass_rows) {

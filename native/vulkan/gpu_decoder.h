@@ -76,7 +76,7 @@ class GpuDecoder {
 
  private:
   using Mlp = MlpWeights<Operand>;
-  using Layer = LayerWeights<Operand, Operand>;  // the router uploaded as BF16 like the matrices
+  using Layer = LayerWeights<Operand, Operand>;  // the router uploaded in F32, the matrices in BF16
 
   void validate(const std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches) const;
   void run_forward(std::vector<ForwardEntry>& entries, const std::vector<GpuKvCache*>& caches, float* logits, int32_t* best,

@@ -46,6 +46,7 @@ ShaderOps::ShaderOps(Device& device, const std::string& matmul_path, Precision p
   }
   matmul_bf16_ = std::make_unique<Pipeline>(device, spirv::matmul_bf16, 3, 9 * 4);
   matvec_bf16_ = std::make_unique<Pipeline>(device, spirv::matvec_bf16, 3, 9 * 4);
+  matvec_f32_ = std::make_unique<Pipeline>(device, spirv::matvec_f32, 3, 8 * 4);
   rmsnorm_ = std::make_unique<Pipeline>(device, spirv::rmsnorm, 3, 7 * 4);
   rope_ = std::make_unique<Pipeline>(device, spirv::rope, 3, 6 * 4);
   attention_ = std::make_unique<Pipeline>(device, spirv::attention, 5, 9 * 4);
@@ -72,6 +73,18 @@ void ShaderOps::matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operan
 void ShaderOps::matmul_bf16_exact(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy,
                                   uint32_t M, uint32_t N, uint32_t K) {
   product(batch, X, ldx, W, Y, ldy, M, N, K, false);
+}
+
+void ShaderOps::matmul_f32(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy, uint32_t M,
+                           uint32_t N, uint32_t K) {
+  if (M == 0 || N == 0 || K == 0) throw std::invalid_argument("matmul_f32: empty product");
+  if (M > kMaxGroups || (N + 63) / 64 > device_.max_workgroups_x())
+    throw std::invalid_argument("matmul_f32: too large for one dispatch");
+  require_range("matmul_f32", "X", X, span(M, K, ldx), 4);
+  require_range("matmul_f32", "W", W, static_cast<uint64_t>(N) * K, 4);
+  require_range("matmul_f32", "Y", Y, span(M, N, ldy), 4);
+  const uint32_t push[8] = {M, N, K, u32(X.offset), ldx, u32(W.offset), u32(Y.offset), ldy};
+  batch.dispatch(*matvec_f32_, {X.buffer, W.buffer, Y.buffer}, push, (N + 63) / 64, M);
 }
 
 // fast: activations rounded by the shader (BF16 on the portable path; the cooperative-matrix path,

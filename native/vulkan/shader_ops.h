@@ -45,10 +45,13 @@ class ShaderOps {
      matmul_bf16_coopmat.comp on the cooperative-matrix path; activations as `precision` says */
   void matmul_bf16(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy, uint32_t M,
                    uint32_t N, uint32_t K);
-  /* matmul_bf16 with F32 activations on the portable path whatever the precision: the products the
-     CPU keeps exact in fast precision (the vocabulary head, the MoE router) */
+  /* matmul_bf16 with F32 activations on the portable path whatever the precision: the vocabulary
+     head, which the CPU keeps exact in fast precision */
   void matmul_bf16_exact(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy, uint32_t M,
                          uint32_t N, uint32_t K);
+  /* Y[M,N] = X[M,K] @ W[N,K]^T all in F32 (matvec_f32.comp): the MoE router, F32 like the CPU's */
+  void matmul_f32(CommandBatch& batch, Operand X, uint32_t ldx, Operand W, Operand Y, uint32_t ldy, uint32_t M,
+                  uint32_t N, uint32_t K);
   /* y[r,i] = x[r,i] * rsqrt(mean(x[r]^2) + eps) * w[i]; x, y f32 [rows, n] (strides ldx, ldy), w bf16 [n] */
   void rmsnorm(CommandBatch& batch, Operand x, uint32_t ldx, Operand w, Operand y, uint32_t ldy, uint32_t rows,
                uint32_t n, float eps);
@@ -117,7 +120,7 @@ class ShaderOps {
   std::string matmul_path_;
   Precision precision_;
   std::unique_ptr<Pipeline> matmul_coopmat_;  // on the cooperative-matrix path only
-  std::unique_ptr<Pipeline> matmul_bf16_, matvec_bf16_, rmsnorm_, rope_, attention_, attention_f16_, kv_store_f16_, swiglu_, axpy_, embed_,
+  std::unique_ptr<Pipeline> matmul_bf16_, matvec_bf16_, matvec_f32_, rmsnorm_, rope_, attention_, attention_f16_, kv_store_f16_, swiglu_, axpy_, embed_,
       router_topk_, argmax_, gather_rows_, moe_align_, moe_matmul_bf16_, moe_combine_;
 };
 

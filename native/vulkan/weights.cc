@@ -60,6 +60,13 @@ Operand WeightArena::upload_bf16(const TensorView& tensor) {
   return Operand{buffers_.back().get(), offset / 2};
 }
 
+Operand WeightArena::upload_f32(const std::vector<float>& values, const std::string& what) {
+  const uint64_t bytes = values.size() * sizeof(float);
+  const uint64_t offset = place(bytes, what);
+  transfer_.upload(*buffers_.back(), offset, values.data(), bytes);
+  return Operand{buffers_.back().get(), offset / 4};
+}
+
 RowBlocks WeightArena::upload_bf16_rows(const TensorView& tensor) {
   require_bf16(tensor);
   if (tensor.shape.empty() || tensor.shape[0] <= 0) throw VulkanError(tensor.name + " has no rows");

@@ -37,6 +37,8 @@ class WeightArena {
 
   // Uploads a BF16 tensor into one binding; the operand's offset counts BF16 elements.
   Operand upload_bf16(const TensorView& tensor);
+  // Uploads F32 values into one binding; the operand's offset counts F32 elements.
+  Operand upload_f32(const std::vector<float>& values, const std::string& what);
   // Uploads a BF16 tensor [rows, ...] as blocks of whole rows, as many rows to a block as one binding holds.
   RowBlocks upload_bf16_rows(const TensorView& tensor);
   // Uploads BF16 tensors of one size back to back, as many to a block as one binding holds, so that a
