@@ -177,7 +177,7 @@ class Decoder {
   };
   struct Recheck {
     int64_t panel, row;
-    HeadBest best;  // the panel's exact best not banned
+    HeadBest best{};  // the panel's exact best not banned
   };
   std::vector<float> head_panel_max_;  // [head panels, entries] a fast head's largest logit per panel
   std::vector<Recheck> recheck_;       // the panels computed again exactly, by row, in id order
