@@ -12,6 +12,15 @@
 
 namespace scriptorium {
 
+void advise_huge_pages(void* start, size_t bytes) {
+#if defined(MADV_HUGEPAGE)
+  madvise(start, bytes, MADV_HUGEPAGE);
+#else
+  (void)start;
+  (void)bytes;
+#endif
+}
+
 namespace {
 
 constexpr int64_t kColumnGrain = 16;  // columns: whole 4- and 8-column kernel tiles
@@ -102,7 +111,7 @@ std::shared_ptr<void> map_huge_pages(size_t bytes) {
   void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   const uintptr_t start = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) / kHugePage * kHugePage;
-  madvise(reinterpret_cast<void*>(start), bytes, MADV_HUGEPAGE);  // a hint
+  advise_huge_pages(reinterpret_cast<void*>(start), bytes);
   return std::shared_ptr<void>(reinterpret_cast<void*>(start), [p, mapped](void*) { munmap(p, mapped); });
 }
 

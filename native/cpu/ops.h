@@ -31,6 +31,10 @@ void matmul_bf16(ThreadPool& pool, const float* X, const bf16_t* W, float* Y, in
 // read as zero. Unmapped with the last owner.
 std::shared_ptr<void> map_huge_pages(size_t bytes);
 
+// Asks Linux to back [start, start + bytes) with transparent huge pages: a hint, which systems
+// without that advice (macOS) go without.
+void advise_huge_pages(void* start, size_t bytes);
+
 // A call's large activations (a batch of views through an encoder, attention's operands): memory
 // from map_huge_pages, so hundreds of megabytes fault in 2 MiB at a time instead of 4 KiB, and
 // nothing is written by the buffer itself: the kernels' own parallel writes are the first touch,

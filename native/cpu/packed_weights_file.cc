@@ -12,8 +12,22 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "cpu/ops.h"
+
 namespace scriptorium {
 namespace {
+
+// Reserves the file's `bytes` on disk (0, or an errno value), so that a full disk fails here and not
+// with SIGBUS on a write to the mapping.
+int reserve_file(int fd, off_t bytes) {
+#if defined(__APPLE__)
+  fstore_t store{F_ALLOCATEALL, F_PEOFPOSMODE, 0, bytes, 0};
+  if (fcntl(fd, F_PREALLOCATE, &store) == -1) return errno;
+  return ftruncate(fd, bytes) == 0 ? 0 : errno;
+#else
+  return posix_fallocate(fd, 0, bytes);
+#endif
+}
 
 // Layout: a header (magic, key length, slot count, data offset, total bytes; then the key and each
 // slot's size), padded to a 2 MiB boundary so the data can sit on huge pages, then the slots, each
@@ -110,7 +124,7 @@ std::shared_ptr<void> map_if_complete(const std::string& path, const Layout& exp
     throw;
   }
   close(fd);
-  if (mapping) madvise(static_cast<uint8_t*>(mapping.get()) + expected.data_offset, expected.total - expected.data_offset, MADV_HUGEPAGE);
+  if (mapping) advise_huge_pages(static_cast<uint8_t*>(mapping.get()) + expected.data_offset, expected.total - expected.data_offset);
   return mapping;
 }
 
@@ -145,8 +159,7 @@ PackedWeightsFile::PackedWeightsFile(const std::string& dir, const std::string& 
     } else {
       const int fd = open(temp_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd < 0) throw io_error("cannot create it", temp_path_);
-      // fallocate, not ftruncate: a full disk fails here, not with SIGBUS on a write to the mapping.
-      const int allocated = posix_fallocate(fd, 0, static_cast<off_t>(layout.total));
+      const int allocated = reserve_file(fd, static_cast<off_t>(layout.total));
       if (allocated != 0) {
         close(fd);
         errno = allocated;
@@ -191,7 +204,7 @@ void PackedWeightsFile::finish() {
   if (msync(mapping_.get(), mapped_bytes_, MS_SYNC) != 0) throw io_error("cannot write it out", temp_path_);
   if (rename(temp_path_.c_str(), path_.c_str()) != 0) throw io_error("cannot publish it", path_);
   mprotect(mapping_.get(), mapped_bytes_, PROT_READ);
-  madvise(mapping_.get(), mapped_bytes_, MADV_HUGEPAGE);
+  advise_huge_pages(mapping_.get(), mapped_bytes_);
   close(lock_fd_);
   lock_fd_ = -1;
   filled_ = true;
