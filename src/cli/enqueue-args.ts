@@ -10,9 +10,10 @@ import { resolveModelDir } from '../model/model-resolve.js';
 import { OCR_JOB_ARGS_USAGE, OCR_JOB_OPTIONS, ocrJobOptionsOf, pdfPasswordOf, PRIORITY_OPTION, PRIORITY_USAGE } from './ocr-job-args.js';
 import { choice, integer, notBoth, text } from './options.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
+import { DEFAULT_PAGE_ATTEMPTS } from '../queue/job-options.js';
 
 /** Tries per page before it is recorded as failed: enqueue, watch, serve and retry. */
-export const ATTEMPTS_OPTION = integer({ min: 1 }).default(3);
+export const ATTEMPTS_OPTION = integer({ min: 1 }).default(DEFAULT_PAGE_ATTEMPTS);
 
 /** Where jobs are queued and for which variant (variantOf), and their tries: enqueue, watch and serve. */
 export const QUEUE_TARGET_OPTIONS = {
@@ -58,7 +59,7 @@ export const ENQUEUE_ARGS_USAGE = `  --to URL          storage for sources and r
                     else the synthetic tiny V3 checkpoint); --variant names it instead
 ${OCR_JOB_ARGS_USAGE}
 ${PRIORITY_USAGE}
-  --attempts N      tries per page before it is recorded as failed (default 3)
+  --attempts N      tries per page before it is recorded as failed (default ${DEFAULT_PAGE_ATTEMPTS})
 ${DOCUMENT_LIMITS_USAGE}`;
 
 export type EnqueueSettings = Pick<EnqueueOptions, 'ocr' | 'storage' | 'pdfPassword' | 'priority' | 'attempts' | 'limits'>;

@@ -10,6 +10,7 @@ import { PASSWORD_OPTIONS, pdfPasswordOf } from './ocr-job-args.js';
 import { flag, parsedBy, text } from './options.js';
 import { openQueueRedis } from './queue-redis.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
+import { DEFAULT_PAGE_ATTEMPTS } from '../queue/job-options.js';
 
 const USAGE = `Usage: scriptorium reconcile [--storage URL] [--prefix P] [--dry-run] [--attempts N] [--password-env NAME | --password P]
 
@@ -23,7 +24,7 @@ again queues nothing twice.
   --storage URL       ${STORAGE_URL_USAGE}
   --prefix P          only documents whose docId starts with the hex digits P (to split a large storage)
   --dry-run           say what would be queued; queue nothing
-  --attempts N        tries per page before it is recorded as failed (default 3)
+  --attempts N        tries per page before it is recorded as failed (default ${DEFAULT_PAGE_ATTEMPTS})
   --password P        password of encrypted PDFs (or --password-env NAME: read from that variable)
 
 Exit status: 0 when every unfinished document is queued (or in the queue), 3 when one cannot be (each listed with the reason).`;

@@ -12,6 +12,7 @@ import { flag, text } from './options.js';
 import { openQueueRedis } from './queue-redis.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
 import { UsageError } from './usage.js';
+import { DEFAULT_PAGE_ATTEMPTS } from '../queue/job-options.js';
 
 const USAGE = `Usage: scriptorium retry (DOCID... | --failed) [--storage URL] [--attempts N] [--password-env NAME | --password P]
        scriptorium retry --flagged [DOCID...] [--task T] [--mode M] [--dpi N | --longest-side PX] [--max-tokens N]
@@ -34,7 +35,7 @@ old result.
                       with --flagged only: read those pages so (as enqueue's options; the others stay
                       as the document was read)
   --storage URL       ${STORAGE_URL_USAGE}
-  --attempts N        tries per page before it is recorded as failed again (default 3)
+  --attempts N        tries per page before it is recorded as failed again (default ${DEFAULT_PAGE_ATTEMPTS})
   --password P        password of an encrypted PDF (or --password-env NAME: read from that variable)
 
 Exit status: 0 when every document was queued again, 3 when one was not (each listed with the reason).`;

@@ -11,6 +11,7 @@ import { serverStopMessages, shutdownSignal } from './shutdown-signals.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
 import { integer, port, text } from './options.js';
 import { UsageError } from './usage.js';
+import { DEFAULT_PAGE_ATTEMPTS } from '../queue/job-options.js';
 
 const MIB = 1024 * 1024;
 const DEFAULT_PORT = 8080;
@@ -40,7 +41,7 @@ X-Scriptorium-Signature: sha256=<hex HMAC-SHA256 of the body>, retried with back
   --to URL            storage for sources and results: ${STORAGE_URL_USAGE}
   --model DIR         the checkpoint workers run, to take the default variant from (default $SCRIPTORIUM_MODEL,
                       else the synthetic tiny V3 checkpoint); --variant names it instead
-  --attempts N        tries per page before it is recorded as failed (default 3)
+  --attempts N        tries per page before it is recorded as failed (default ${DEFAULT_PAGE_ATTEMPTS})
   --max-document-mb N largest document accepted, uploaded, fetched or named by s3:// URI (default
                       $SCRIPTORIUM_MAX_DOCUMENT_MB, else ${DEFAULT_MAX_DOCUMENT_BYTES / MIB})
   --max-document-pages N

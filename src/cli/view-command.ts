@@ -10,6 +10,7 @@ import { port, text } from './options.js';
 import { openQueueRedis } from './queue-redis.js';
 import { serverStopMessages, shutdownSignal } from './shutdown-signals.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
+import { DEFAULT_PAGE_ATTEMPTS } from '../queue/job-options.js';
 
 const DEFAULT_PORT = 8090;
 
@@ -24,7 +25,7 @@ the button is disabled and says why.
 
   --storage URL   ${STORAGE_URL_USAGE}
   --port P        port to listen on (default ${DEFAULT_PORT})
-  --attempts N    tries of a retried page before it is recorded as failed again (default 3)`;
+  --attempts N    tries of a retried page before it is recorded as failed again (default ${DEFAULT_PAGE_ATTEMPTS})`;
 
 const OPTIONS = { storage: text(), port: port({ anyFreePort: true }).default(DEFAULT_PORT), attempts: ATTEMPTS_OPTION };
 

@@ -30,8 +30,9 @@ export interface PageJobLifecycle {
   priority?: number;
 }
 
-export const DEFAULT_PAGE_ATTEMPTS = 3;
-export const DEFAULT_PAGE_BACKOFF_MS = 1_000;
+/** Five tries 2, 4, 8 and 16 s apart ride out a storage or Redis outage of half a minute. */
+export const DEFAULT_PAGE_ATTEMPTS = 5;
+export const DEFAULT_PAGE_BACKOFF_MS = 2_000;
 
 /** Assembly only fails when storage does; a few spaced tries ride out a short outage. */
 const DOCUMENT_ATTEMPTS = 5;

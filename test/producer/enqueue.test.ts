@@ -104,12 +104,12 @@ describe('enqueueDocuments', { skip: REDIS_SERVER_MISSING }, () => {
     }
   });
 
-  test('page jobs are tried 3 times with exponential backoff and let their document go on when they fail', async () => {
+  test('page jobs are tried 5 times, 2 s apart and doubling, and let their document go on when they fail', async () => {
     await enqueue();
     const { opts } = (await pages.getJob(`${pngId}.p1-1`))!;
     assert.deepEqual(
       { attempts: opts.attempts, backoff: opts.backoff, ignoreDependencyOnFailure: opts.ignoreDependencyOnFailure, priority: opts.priority },
-      { attempts: 3, backoff: { type: 'exponential', delay: 1000 }, ignoreDependencyOnFailure: true, priority: DEFAULT_PRIORITY },
+      { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, ignoreDependencyOnFailure: true, priority: DEFAULT_PRIORITY },
     );
   });
 
