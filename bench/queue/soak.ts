@@ -4,7 +4,8 @@
 // (delay-engine.ts), results written to an in-process S3 server; and all the while, faults at seeded
 // random intervals: kill -9 of a worker process (restarted, as a supervisor would), Redis killed and
 // restarted from its append-only file, one failover to an EMPTY Redis followed by `scriptorium
-// reconcile`, storage refusing or stalling every request for seconds, and slow storage. At the end it
+// reconcile`, storage refusing or stalling every request for seconds, and slow storage; every other
+// worker process runs with its clock skewed (skewed-clock.ts). At the end it
 // audits storage and Redis and exits 1 when the audit fails:
 //   npm run soak [-- --short] [--pages N] [--workers W] [--processes P] [--seed S] [--delay-ms D]
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -42,6 +43,9 @@ Gives up after --timeout seconds (default 7200; --short: 900). Exit status 1 whe
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 const DELAY_ENGINE = fileURLToPath(new URL('./delay-engine.js', import.meta.url));
+const SKEWED_CLOCK = fileURLToPath(new URL('./skewed-clock.js', import.meta.url));
+/** Every other worker process's clock runs this far ahead or behind at most (drawn from the seed). */
+const MAX_CLOCK_SKEW_MS = 30_000;
 const BUCKET = 'soak';
 const VARIANTS: readonly Variant[] = ['v3', 'v1'];
 const PAGE_COUNTS = [1, 2, 3, 5, 8, 12, 30];
@@ -101,7 +105,13 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
       SCRIPTORIUM_BENCH_DELAY_MS: String(values['delay-ms']),
       LOG_LEVEL: 'info',
     };
-    pool.start((index) => ({ variant: VARIANTS[index % VARIANTS.length], model: models[VARIANTS[index % VARIANTS.length]], env }));
+    const skews = Array.from({ length: processes }, (_, index) => (index % 2 === 0 ? 0 : clockSkewMs(random)));
+    write(`worker process clocks skewed by ${skews.map((ms) => `${ms / 1000} s`).join(', ')}`);
+    pool.start((index) => ({
+      variant: VARIANTS[index % VARIANTS.length],
+      model: models[VARIANTS[index % VARIANTS.length]],
+      env: { ...env, SCRIPTORIUM_BENCH_CLOCK_SKEW_MS: String(skews[index]) },
+    }));
 
     // The faults start with the enqueue; the failover waits for it, and for part of the documents to be assembled.
     const started = performance.now();
@@ -325,7 +335,7 @@ class WorkerPool {
 
   #spawn(index: number, spec: WorkerSpec): void {
     const concurrency = Math.floor(this.#slots / this.#processes) + (index < this.#slots % this.#processes ? 1 : 0);
-    const args = ['--import', DELAY_ENGINE, MAIN, 'work', '--model', spec.model, '--variant', spec.variant, '--storage', `s3://${BUCKET}`];
+    const args = ['--import', SKEWED_CLOCK, '--import', DELAY_ENGINE, MAIN, 'work', '--model', spec.model, '--variant', spec.variant, '--storage', `s3://${BUCKET}`];
     args.push('--concurrency', String(concurrency), '--lock-duration', String(LOCK_DURATION_S), '--stalled-interval', String(STALLED_INTERVAL_S));
     const child = spawn(process.execPath, args, { env: { ...process.env, ...spec.env }, stdio: ['ignore', 'ignore', 'pipe'] });
     this.#children[index] = child;
@@ -354,6 +364,12 @@ class WorkerPool {
       if (samples && kib) samples.mib.push(Math.round(Number(kib) / 1024));
     }
   }
+}
+
+/** A clock error of 1 s to MAX_CLOCK_SKEW_MS, ahead or behind, in whole milliseconds. */
+function clockSkewMs(random: () => number): number {
+  const magnitude = 1000 + Math.round(random() * (MAX_CLOCK_SKEW_MS - 1000));
+  return random() < 0.5 ? -magnitude : magnitude;
 }
 
 async function syntheticModels(root: string): Promise<Record<Variant, string>> {
