@@ -328,9 +328,9 @@ export class ContinuousBatch {
   /**
    * The member's next forward input: the next part of its prompt while it reads it (at most
    * `prefillTokens`, ending at a multiple of promptChunkTokens or at the prompt's end; undefined when
-   * that leaves none), else its last id. Full logits come back only when a
-   * processor needs them (repetition penalty, top-k records, the kept prefill logits); otherwise
-   * the native head returns the argmax, skipping the n-gram bans.
+   * that leaves none), else its last id. Full logits come back only when a processor needs them
+   * (repetition penalty, top-k records, the kept prefill logits); otherwise the native head returns
+   * the argmax, skipping the n-gram bans.
    */
   #input(member: Member, prefillTokens: number): ForwardInput | undefined {
     const { request, result } = member;
@@ -340,10 +340,9 @@ export class ContinuousBatch {
       const chunk = this.#model.promptChunkTokens;
       const end = Math.min(result.promptTokens, Math.floor((start + prefillTokens) / chunk) * chunk);
       if (end <= start) return undefined;
-      const last = end === result.promptTokens;
-      const logits = last && (needsLogits(request) || request.keepPrefillLogits === true);
-      const banned = last && !logits && request.noRepeatNgram ? Int32Array.from(noRepeatNgramBans(result.ids, request.noRepeatNgram)) : undefined;
-      return { sequence, ids: Int32Array.from(request.promptIds.slice(start, end)), ...promptEmbeds(request, start, end), promptTokens: result.promptTokens, logits, banned };
+      const logits = end === result.promptTokens && (needsLogits(request) || request.keepPrefillLogits === true);
+      // Nothing generated yet, so no n-gram to ban.
+      return { sequence, ids: Int32Array.from(request.promptIds.slice(start, end)), ...promptEmbeds(request, start, end), promptTokens: result.promptTokens, logits };
     }
     const logits = needsLogits(request);
     const banned = !logits && request.noRepeatNgram ? Int32Array.from(noRepeatNgramBans(result.ids, request.noRepeatNgram)) : undefined;
