@@ -50,6 +50,17 @@ export interface LoadOptions {
 /** The environment variable naming the node's folder of shared packed weights (docs/engine.md). */
 export const PACKED_WEIGHTS_DIR_VARIABLE = 'SCRIPTORIUM_PACKED_WEIGHTS_DIR';
 
+/** Calls that run one after another, each once the one before it has settled. */
+class CallQueue {
+  #tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(call: () => Promise<T>): Promise<T> {
+    const result = this.#tail.then(call);
+    this.#tail = result.catch(() => undefined);
+    return result;
+  }
+}
+
 /** One forward call's outputs, in input order, and its own time on the engine. */
 export interface ForwardStep {
   outputs: ForwardOutput[];
@@ -57,8 +68,9 @@ export interface ForwardStep {
 }
 
 export class NativeModel {
-  private queue: Promise<unknown> = Promise.resolve();
-  private encodeQueue: Promise<unknown> = Promise.resolve();
+  private readonly forwardCalls = new CallQueue();
+  /** The forward calls' queue on a GPU; on the CPU a queue of its own (the engine interleaves the two). */
+  private readonly encodeCalls: CallQueue;
 
   private constructor(
     readonly config: ModelConfig,
@@ -72,7 +84,9 @@ export class NativeModel {
     readonly kvCache: KvCacheDtype,
     readonly precision: Precision,
     readonly quantize: WeightQuantization,
-  ) {}
+  ) {
+    this.encodeCalls = gpu ? this.forwardCalls : new CallQueue();
+  }
 
   /**
    * Maps the checkpoint; with a GPU device, also uploads the decoder's weights to it, and those of the
@@ -180,8 +194,7 @@ export class NativeModel {
    * take of the cores before the next forward call (a GPU model runs them one after the other).
    */
   step(batch: ForwardInput[], options: ForwardOptions = {}): Promise<ForwardStep> {
-    const run = this.queue.then(() => (this.gpu ? this.gpu.forward(batch) : this.handle.forward(batch, options)));
-    this.queue = run.catch(() => undefined);
+    const run = this.forwardCalls.run(() => (this.gpu ? this.gpu.forward(batch) : this.handle.forward(batch, options)));
     return run.then(({ best, logprob, logits, computeMs }) => {
       let row = 0;
       const outputs = batch.map((input, i): ForwardOutput => {
@@ -202,14 +215,7 @@ export class NativeModel {
    */
   encodeImages(pixels: Float32Array, n: number, side: number, keepIntermediates = false): Promise<EncodedViewBatch> {
     const engine = this.gpu?.visionOnDevice ? this.gpu : this.handle;
-    if (this.gpu) {
-      const run = this.queue.then(() => engine.encodeImages(pixels, n, side, keepIntermediates));
-      this.queue = run.catch(() => undefined);
-      return run;
-    }
-    const run = this.encodeQueue.then(() => engine.encodeImages(pixels, n, side, keepIntermediates));
-    this.encodeQueue = run.catch(() => undefined);
-    return run;
+    return this.encodeCalls.run(() => engine.encodeImages(pixels, n, side, keepIntermediates));
   }
 
   /** image_newline or view_seperator [hidden] as F32; throws for image_newline on V2. */
