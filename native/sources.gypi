@@ -86,7 +86,7 @@
     'probes_sources': [
       'native/probes/probes_addon.cc',
       'native/probes/ceilings.cc',
-      'native/probes/int8_products.cc',
+      'native/probes/expert_products.cc',
     ],
     'probes_vulkan_sources': ['native/probes/gpu_ceilings.cc'],
   },

@@ -57,26 +57,32 @@ export interface GpuCeilings {
   matmul: { path: string; gflops: number }[];
 }
 
-/** Options of the int8 product probe; defaults: every hardware thread, 256 MiB of int8, K 1280, 5 passes. */
-export interface Int8ProductOptions {
+/** Options of the expert product probe; defaults: every hardware thread, 256 MiB per matrix, K 1280, 5 passes, rows 1, 2, 4, 6, 8, 12, 16. */
+export interface ExpertProductOptions {
   threads?: number;
   weightBytes?: number;
   cols?: number;
   passes?: number;
+  batches?: number[];
 }
 
-/** One int8 kernel set streaming one matrix far larger than the caches (native/probes/int8_products.h). */
-export interface Int8ProductSpeed {
+/** One expert product streaming a matrix far larger than the caches (native/probes/expert_products.h). */
+export interface ExpertProductSpeed {
+  format: 'bf16' | 'int8';
+  /** The kernel set: the active one for BF16 ("avx512bf16 packed", ...), each int8 set the CPU has. */
   kernels: string;
+  /** Activation rows: the tokens of a batch that chose this expert. */
   batch: number;
-  /** 1e9 bytes/s of int8 weights and their scales, best pass. */
+  /** 1e9 bytes/s of weights (int8: values and scales), best pass. */
   weightGBps: number;
+  /** 1e9 multiply-adds ×2 per second in the same pass. */
+  gflops: number;
 }
 
 interface ProbesBinding {
   measureCeilings(options?: CeilingOptions): Promise<MachineCeilings>;
   measureGpuCeilings(options?: GpuCeilingOptions): Promise<GpuCeilings>;
-  measureInt8Products(options: Int8ProductOptions): Promise<Int8ProductSpeed[]>;
+  measureExpertProducts(options: ExpertProductOptions): Promise<ExpertProductSpeed[]>;
 }
 
 const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -94,9 +100,9 @@ function probes(): ProbesBinding {
   return binding;
 }
 
-/** Every int8 kernel set the CPU has, at batch 1 and 8, on native threads. */
-export function measureInt8Products(options: Int8ProductOptions = {}): Promise<Int8ProductSpeed[]> {
-  return probes().measureInt8Products(options);
+/** The BF16 expert product of the active kernel set and every int8 set the CPU has, at each row count, on native threads. */
+export function measureExpertProducts(options: ExpertProductOptions = {}): Promise<ExpertProductSpeed[]> {
+  return probes().measureExpertProducts(options);
 }
 
 /** Measures the ceilings on native threads; rejects options it cannot measure with (synchronously). */

@@ -1,7 +1,7 @@
 // N-API face of the benchmark probes, an addon of its own (scriptorium_probes.node) so that the
 // production engine carries no measuring code: measureCeilings() runs the machine-ceiling probes of
-// ceilings.h, measureInt8Products() the int8 kernel speeds of int8_products.h, each on a pool of its
-// own, off the event loop, and resolves a Promise; measureGpuCeilings() those of gpu_ceilings.h on a
+// ceilings.h, measureExpertProducts() the expert product speeds of expert_products.h, each on a pool
+// of its own, off the event loop, and resolves a Promise; measureGpuCeilings() those of gpu_ceilings.h on a
 // Vulkan device, in builds with the Vulkan backend.
 #include <napi.h>
 
@@ -14,7 +14,7 @@
 
 #include "common/thread_pool.h"
 #include "probes/ceilings.h"
-#include "probes/int8_products.h"
+#include "probes/expert_products.h"
 #ifdef SCRIPTORIUM_PROBES_VULKAN
 #include "probes/gpu_ceilings.h"
 #endif
@@ -101,10 +101,10 @@ Napi::Value MeasureCeilings(const Napi::CallbackInfo& info) {
   return promise;
 }
 
-// Measures every int8 kernel set's streaming speed on a pool of its own, off the event loop.
-class Int8ProductsWorker : public Napi::AsyncWorker {
+// Measures the expert products' streaming speed on a pool of its own, off the event loop.
+class ExpertProductsWorker : public Napi::AsyncWorker {
  public:
-  Int8ProductsWorker(Napi::Env env, int threads, Int8ProductOptions options)
+  ExpertProductsWorker(Napi::Env env, int threads, ExpertProductOptions options)
       : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), threads_(threads), options_(options) {}
 
   Napi::Promise promise() const { return deferred_.Promise(); }
@@ -112,7 +112,7 @@ class Int8ProductsWorker : public Napi::AsyncWorker {
   void Execute() override {
     try {
       ThreadPool pool(threads_);
-      speeds_ = measure_int8_products(pool, options_);
+      speeds_ = measure_expert_products(pool, options_);
     } catch (const std::exception& e) {
       SetError(e.what());
     }
@@ -123,9 +123,11 @@ class Int8ProductsWorker : public Napi::AsyncWorker {
     Napi::Array out = Napi::Array::New(env, speeds_.size());
     for (size_t i = 0; i < speeds_.size(); ++i) {
       Napi::Object o = Napi::Object::New(env);
+      o.Set("format", speeds_[i].format);
       o.Set("kernels", speeds_[i].kernels);
       o.Set("batch", static_cast<double>(speeds_[i].batch));
       o.Set("weightGBps", speeds_[i].weight_gbps);
+      o.Set("gflops", speeds_[i].gflops);
       out.Set(static_cast<uint32_t>(i), o);
     }
     deferred_.Resolve(out);
@@ -136,37 +138,50 @@ class Int8ProductsWorker : public Napi::AsyncWorker {
  private:
   Napi::Promise::Deferred deferred_;
   int threads_;
-  Int8ProductOptions options_;
-  std::vector<Int8ProductSpeed> speeds_;
+  ExpertProductOptions options_;
+  std::vector<ExpertProductSpeed> speeds_;
 };
 
-// measureInt8Products({threads, weightBytes?, cols?, passes?}) -> Promise<[{kernels, batch, weightGBps}]>
-// at batch 1 and 8 (see int8_products.h).
-Napi::Value MeasureInt8Products(const Napi::CallbackInfo& info) {
+// measureExpertProducts({threads, weightBytes?, cols?, passes?, batches?})
+//   -> Promise<[{format, kernels, batch, weightGBps, gflops}]> (see expert_products.h).
+Napi::Value MeasureExpertProducts(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsObject())
-    throw Napi::TypeError::New(env, "measureInt8Products(options: {threads, weightBytes?, cols?, passes?})");
+    throw Napi::TypeError::New(env, "measureExpertProducts(options: {threads, weightBytes?, cols?, passes?, batches?})");
   const Napi::Object o = info[0].As<Napi::Object>();
   auto integer = [&](const char* key, double fallback, double min, double max) {
     const Napi::Value v = o.Get(key);
     const double x = v.IsUndefined() ? fallback : v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
     if (!(x >= min && x <= max) || x != std::floor(x))
-      throw Napi::RangeError::New(env, std::string("measureInt8Products: ") + key + " must be an integer between " +
+      throw Napi::RangeError::New(env, std::string("measureExpertProducts: ") + key + " must be an integer between " +
                                            std::to_string(static_cast<int64_t>(min)) + " and " +
                                            std::to_string(static_cast<int64_t>(max)));
     return x;
   };
-  Int8ProductOptions options;
+  ExpertProductOptions options;
   const int threads = static_cast<int>(integer("threads", std::max(1u, std::thread::hardware_concurrency()), 1, 1024));
   options.weight_bytes = static_cast<int64_t>(integer("weightBytes", static_cast<double>(options.weight_bytes), 1, 1e12));
   options.cols = static_cast<int64_t>(integer("cols", static_cast<double>(options.cols), 1, 1e6));
   options.passes = static_cast<int>(integer("passes", options.passes, 1, 1000));
+  const Napi::Value batches = o.Get("batches");
+  if (!batches.IsUndefined()) {
+    if (!batches.IsArray()) throw Napi::TypeError::New(env, "measureExpertProducts: batches must be an array of integers");
+    const Napi::Array list = batches.As<Napi::Array>();
+    options.batches.clear();
+    for (uint32_t i = 0; i < list.Length(); ++i) {
+      const Napi::Value v = list.Get(i);
+      const double m = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
+      if (!(m >= 1 && m <= 256) || m != std::floor(m))
+        throw Napi::RangeError::New(env, "measureExpertProducts: batch sizes must be integers between 1 and 256");
+      options.batches.push_back(static_cast<int64_t>(m));
+    }
+  }
   try {
     options.validate();
   } catch (const std::exception& e) {
     throw Napi::RangeError::New(env, e.what());
   }
-  auto* worker = new Int8ProductsWorker(env, threads, options);
+  auto* worker = new ExpertProductsWorker(env, threads, options);
   Napi::Promise promise = worker->promise();
   worker->Queue();
   return promise;
@@ -250,7 +265,7 @@ Napi::Value MeasureGpuCeilings(const Napi::CallbackInfo& info) {
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("measureInt8Products", Napi::Function::New(env, MeasureInt8Products, "measureInt8Products"));
+  exports.Set("measureExpertProducts", Napi::Function::New(env, MeasureExpertProducts, "measureExpertProducts"));
   exports.Set("measureCeilings", Napi::Function::New(env, MeasureCeilings, "measureCeilings"));
   exports.Set("measureGpuCeilings", Napi::Function::New(env, MeasureGpuCeilings, "measureGpuCeilings"));
   return exports;

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 
 import type { DecoderDims } from '../../src/engine/model-config.js';
 import { NativeModel } from '../../src/engine/native-model.js';
-import { measureInt8Products } from '../../bench/engine/native-probes.js';
+import { measureExpertProducts } from '../../bench/engine/native-probes.js';
 import { parseCommandLine } from '../../src/cli/command-line.js';
 import { ENGINE_OPTIONS } from '../../src/cli/engine-options.js';
 import { greedyReference } from '../reference/reference-generate.js';
@@ -84,14 +84,24 @@ describe('--quantize int8', () => {
   });
 });
 
-describe('measureInt8Products', () => {
-  test('measures each int8 kernel set the CPU has at batch 1 and 8, and rejects options it cannot use', async () => {
-    const speeds = await measureInt8Products({ threads: 2, weightBytes: 4 << 20, passes: 1 });
-    const sets = [...new Set(speeds.map((s) => s.kernels))];
-    assert.ok(sets.every((k) => ['avx512vnni', 'avx512', 'avx2'].includes(k)), sets.join());
-    for (const k of sets) assert.deepEqual(speeds.filter((s) => s.kernels === k).map((s) => s.batch), [1, 8]);
-    for (const s of speeds) assert.ok(s.weightGBps > 0, `${s.kernels} ${s.batch}: ${s.weightGBps}`);
-    assert.throws(() => measureInt8Products({ passes: 0 }), /passes must be an integer between 1 and 1000/);
-    assert.throws(() => measureInt8Products({ cols: 16 }), /cols must be between 64 and 65536/);
+describe('measureExpertProducts', () => {
+  test('measures the BF16 product and each int8 kernel set the CPU has at every row count, and rejects options it cannot use', async () => {
+    const speeds = await measureExpertProducts({ threads: 2, weightBytes: 4 << 20, passes: 1, batches: [1, 6, 8] });
+    const bf16 = speeds.filter((s) => s.format === 'bf16');
+    assert.deepEqual(bf16.map((s) => s.batch), [1, 6, 8]);
+    const int8Sets = [...new Set(speeds.filter((s) => s.format === 'int8').map((s) => s.kernels))];
+    assert.ok(int8Sets.length > 0 && int8Sets.every((k) => ['avx512vnni', 'avx512', 'avx2'].includes(k)), int8Sets.join());
+    for (const k of int8Sets) assert.deepEqual(speeds.filter((s) => s.kernels === k).map((s) => s.batch), [1, 6, 8]);
+    for (const s of speeds) {
+      assert.ok(s.weightGBps > 0, `${s.kernels} ${s.batch}: ${s.weightGBps}`);
+      // bytes and FLOPs come from one pass: per weight, 2·M FLOPs against 2 bytes (BF16), or against
+      // 1 byte and its share of a 4-byte scale per 64 (int8, K 1280: 20 groups a row)
+      const expected = s.format === 'bf16' ? s.batch : (2 * s.batch * 1280) / (1280 + 4 * 20);
+      const flopsPerByte = s.gflops / s.weightGBps;
+      assert.ok(Math.abs(flopsPerByte - expected) < 1e-6 * expected, `${s.kernels} ${s.batch}: ${flopsPerByte} against ${expected}`);
+    }
+    assert.throws(() => measureExpertProducts({ passes: 0 }), /passes must be an integer between 1 and 1000/);
+    assert.throws(() => measureExpertProducts({ cols: 16 }), /cols must be between 64 and 65536/);
+    assert.throws(() => measureExpertProducts({ batches: [0] }), /batch sizes must be integers between 1 and 256/);
   });
 });
