@@ -82,11 +82,13 @@ export async function undrainedQueues(redisUrl: string, variants: readonly Varia
 }
 
 /**
- * Memory that kept growing: samples (MiB) of a process sampled at least minSamples times whose last
- * is over 1.25 × the largest of the first half of its life (which holds the warm-up); undefined otherwise.
+ * Memory that kept growing: samples (MiB) of a process whose last is over 1.25 × the largest of the
+ * first half of its life, which holds the warm-up; undefined otherwise. A process is judged only once
+ * it has lived at least twice its warm-up (warmUpSamples samples): one killed while still warming up
+ * shows a rise that says nothing about growth.
  */
-export function memoryGrowth(mib: readonly number[], minSamples: number): { warmedUp: number; last: number } | undefined {
-  if (mib.length < minSamples) return undefined;
+export function memoryGrowth(mib: readonly number[], warmUpSamples: number): { warmedUp: number; last: number } | undefined {
+  if (mib.length < 2 * warmUpSamples) return undefined;
   const warmedUp = Math.max(...mib.slice(0, Math.ceil(mib.length / 2)));
   const last = mib.at(-1)!;
   return last > 1.25 * warmedUp ? { warmedUp, last } : undefined;

@@ -53,6 +53,8 @@ const PAGE_COUNTS = [1, 2, 3, 5, 8, 12, 30];
 const LOCK_DURATION_S = 10;
 const STALLED_INTERVAL_S = 5;
 const RSS_EVERY_MS = 5_000;
+// A worker's RSS rises for its first minute or two (heap, connections, buffers) before it levels off.
+const WARM_UP_MS = 120_000;
 const FAILOVER_AFTER_SHARE = 0.3;
 /** How long the audit waits for the queues to drain after the last assembly. */
 const DRAIN_WAIT_MS = 60_000;
@@ -325,10 +327,10 @@ class WorkerPool {
       .map(({ pid, mib }) => `worker ${pid} RSS MiB: first ${mib[0]}, last ${mib.at(-1)}, max ${Math.max(...mib)} (${mib.length} samples, every ${RSS_EVERY_MS / 1000} s)`);
   }
 
-  /** The processes sampled for a minute or more whose memory kept growing (memoryGrowth). */
+  /** The processes that lived at least twice the warm-up and whose memory kept growing (memoryGrowth). */
   memoryProblems(): string[] {
     return this.#rss.flatMap(({ pid, mib }) => {
-      const growth = memoryGrowth(mib, 60_000 / RSS_EVERY_MS);
+      const growth = memoryGrowth(mib, WARM_UP_MS / RSS_EVERY_MS);
       return growth === undefined ? [] : [`worker ${pid}: memory grew from ${growth.warmedUp} to ${growth.last} MiB after its warm-up`];
     });
   }

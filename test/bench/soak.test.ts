@@ -128,10 +128,11 @@ describe('auditResults', () => {
 });
 
 describe('memoryGrowth', () => {
-  test('flags memory still growing after the warm-up, not the warm-up itself nor a short life', () => {
-    assert.equal(memoryGrowth([60, 180, 240, 250, 245, 250], 6), undefined, 'growth within the first half is the warm-up');
-    assert.deepEqual(memoryGrowth([60, 200, 210, 230, 260, 300], 6), { warmedUp: 210, last: 300 });
-    assert.equal(memoryGrowth([60, 200, 210, 300], 6), undefined, 'too few samples to tell');
+  test('flags memory still growing after the warm-up, not the warm-up itself nor a life shorter than twice the warm-up', () => {
+    assert.equal(memoryGrowth([60, 180, 240, 250, 245, 250], 3), undefined, 'growth within the first half is the warm-up');
+    assert.deepEqual(memoryGrowth([60, 200, 210, 230, 260, 300], 3), { warmedUp: 210, last: 300 });
+    assert.equal(memoryGrowth([60, 80, 120, 200, 260], 3), undefined, 'a process killed while warming up');
+    assert.deepEqual(memoryGrowth([60, 80, 120, 200, 260, 330], 3), { warmedUp: 120, last: 330 }, 'the same rise past twice the warm-up');
   });
 });
 
