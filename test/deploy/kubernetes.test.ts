@@ -283,32 +283,49 @@ test('the serve component validates: a Deployment, its Service and a PodDisrupti
   for (const object of objects) new MODELS[`${object.apiVersion}/${object.kind}`](object as never).validate();
 });
 
-test('the node-shared-weights component puts the checkpoint and the packed weights in host folders the worker owns', () => {
+/** The CPU overlay with one component added, resolved, as an operator's own kustomization.yaml would. */
+function cpuOverlayWith(componentName: string): K8sObject[] {
   const dir = mkdtempSync(path.join(tmpdir(), 'scriptorium-kustomize-'));
   try {
     const cpu = path.relative(dir, path.join(ROOT, 'deploy/kubernetes/overlays/cpu'));
-    const component = path.relative(dir, path.join(ROOT, 'deploy/kubernetes/components/node-shared-weights'));
+    const component = path.relative(dir, path.join(ROOT, 'deploy/kubernetes/components', componentName));
     const kustomization = ['apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'resources:', `  - ${cpu}`, 'components:', `  - ${component}`];
     writeFileSync(path.join(dir, 'kustomization.yaml'), `${kustomization.join('\n')}\n`);
-    const objects = kustomize(dir);
-    const worker = find(objects, 'Deployment', 'scriptorium-worker');
-    new Deployment(worker as never).validate();
-    type Volume = { name: string; hostPath?: { path: string }; emptyDir?: unknown };
-    type Mount = { name: string; mountPath: string };
-    const pod = (worker.spec as { template: { spec: { volumes: Volume[]; securityContext: { runAsUser: number }; initContainers: (Container & { command: string[]; volumeMounts: Mount[] })[] } } }).template.spec;
-    for (const name of ['models', 'packed-weights']) {
-      const volume = pod.volumes.find((v) => v.name === name);
-      assert.ok(volume?.hostPath !== undefined && volume.emptyDir === undefined, `${name} is a host folder only`);
-    }
-    const container = workerContainer(objects) as Container & { volumeMounts: Mount[] };
-    const packedDir = container.env?.find((variable) => variable.name === PACKED_WEIGHTS_DIR_VARIABLE)?.value;
-    assert.equal(packedDir, container.volumeMounts.find((mount) => mount.name === 'packed-weights')?.mountPath);
-    const [owner] = pod.initContainers;
-    assert.equal(owner.command[1], `${pod.securityContext.runAsUser}:${pod.securityContext.runAsUser}`);
-    for (const mount of owner.volumeMounts) assert.ok(owner.command.includes(mount.mountPath), `${mount.mountPath} is given to the worker's user`);
+    return kustomize(dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+test('the arm64-workers component keeps worker pods on arm64 nodes, tainted pools included, and nothing else', () => {
+  const objects = cpuOverlayWith('arm64-workers');
+  const worker = find(objects, 'Deployment', 'scriptorium-worker');
+  new Deployment(worker as never).validate();
+  type Toleration = { key: string; operator: string; value: string; effect: string };
+  const pod = (worker.spec as { template: { spec: { nodeSelector: Record<string, string>; tolerations: Toleration[] } } }).template.spec;
+  assert.deepEqual(pod.nodeSelector, { 'kubernetes.io/arch': 'arm64' });
+  assert.deepEqual(pod.tolerations, [{ key: 'kubernetes.io/arch', operator: 'Equal', value: 'arm64', effect: 'NoSchedule' }]);
+  const others = objects.filter((object) => object !== worker);
+  assert.deepEqual(others, overlay('cpu').filter((object) => !(object.kind === 'Deployment' && object.metadata.name === 'scriptorium-worker')));
+});
+
+test('the node-shared-weights component puts the checkpoint and the packed weights in host folders the worker owns', () => {
+  const objects = cpuOverlayWith('node-shared-weights');
+  const worker = find(objects, 'Deployment', 'scriptorium-worker');
+  new Deployment(worker as never).validate();
+  type Volume = { name: string; hostPath?: { path: string }; emptyDir?: unknown };
+  type Mount = { name: string; mountPath: string };
+  const pod = (worker.spec as { template: { spec: { volumes: Volume[]; securityContext: { runAsUser: number }; initContainers: (Container & { command: string[]; volumeMounts: Mount[] })[] } } }).template.spec;
+  for (const name of ['models', 'packed-weights']) {
+    const volume = pod.volumes.find((v) => v.name === name);
+    assert.ok(volume?.hostPath !== undefined && volume.emptyDir === undefined, `${name} is a host folder only`);
+  }
+  const container = workerContainer(objects) as Container & { volumeMounts: Mount[] };
+  const packedDir = container.env?.find((variable) => variable.name === PACKED_WEIGHTS_DIR_VARIABLE)?.value;
+  assert.equal(packedDir, container.volumeMounts.find((mount) => mount.name === 'packed-weights')?.mountPath);
+  const [owner] = pod.initContainers;
+  assert.equal(owner.command[1], `${pod.securityContext.runAsUser}:${pod.securityContext.runAsUser}`);
+  for (const mount of owner.volumeMounts) assert.ok(owner.command.includes(mount.mountPath), `${mount.mountPath} is given to the worker's user`);
 });
 
 describe('docker-compose.yml', () => {
