@@ -53,8 +53,9 @@ const PAGE_COUNTS = [1, 2, 3, 5, 8, 12, 30];
 const LOCK_DURATION_S = 10;
 const STALLED_INTERVAL_S = 5;
 const RSS_EVERY_MS = 5_000;
-// A worker's RSS rises for its first minute or two (heap, connections, buffers) before it levels off.
-const WARM_UP_MS = 120_000;
+// A worker's RSS rises for its first minutes (heap, connections, buffers) before it levels off; one
+// 20,000-page run had a worker still rising at 4.5 minutes, when it was killed.
+const WARM_UP_MS = 180_000;
 const FAILOVER_AFTER_SHARE = 0.3;
 /** How long the audit waits for the queues to drain after the last assembly. */
 const DRAIN_WAIT_MS = 60_000;
