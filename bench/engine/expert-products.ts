@@ -4,20 +4,14 @@
 // than the caches. Weight bytes per second are divided by the read bandwidth and, for BF16, FLOPs per
 // second by the fast BF16 GEMM ceiling, both measured in the same run. Their sum says how far the two
 // overlap: 100% is a product that takes its memory time plus its compute time, one after the other.
-import { parseArgs } from 'node:util';
-
+import { parseCommandLine } from '../../src/cli/command-line.js';
+import { integer, integers } from '../../src/cli/options.js';
+import { HelpRequested, UsageError } from '../../src/cli/usage.js';
 import { measureCeilings, measureExpertProducts, type ExpertProductSpeed, type MachineCeilings } from './native-probes.js';
 import { formatTable } from './report-table.js';
 
-function positiveIntegers(flag: string, text: string | undefined): number[] | undefined {
-  if (text === undefined) return undefined;
-  const values = text.split(',').map(Number);
-  if (values.length === 0 || !values.every((v) => Number.isInteger(v) && v >= 1)) {
-    process.stderr.write(`${flag} must be positive integers separated by commas, not ${text}\n`);
-    process.exit(2);
-  }
-  return values;
-}
+const USAGE = 'Usage: node dist/bench/engine/expert-products.js [--threads N] [--batches 1,2,4,6,8,12,16]';
+const OPTIONS = { threads: integer({ min: 1, max: 1024 }), batches: integers({ min: 1, max: 256 }) };
 
 /** One table row: the speeds and, for BF16, the shares of both ceilings and their sum. */
 function expertProductRow(s: ExpertProductSpeed, ceilings: MachineCeilings): string[] {
@@ -27,14 +21,19 @@ function expertProductRow(s: ExpertProductSpeed, ceilings: MachineCeilings): str
   return [s.format, s.kernels, String(s.batch), s.weightGBps.toFixed(1), percent(ofRead), s.gflops.toFixed(0), ...compute];
 }
 
-const { values } = parseArgs({ options: { threads: { type: 'string' }, batches: { type: 'string' } } });
-const threadList = positiveIntegers('--threads', values.threads);
-if (threadList && threadList.length !== 1) {
-  process.stderr.write(`--threads must be one positive integer, not ${values.threads}\n`);
+let threads: number | undefined;
+let batches: number[] | undefined;
+try {
+  ({ threads, batches } = parseCommandLine(process.argv.slice(2), OPTIONS).options);
+} catch (error) {
+  if (error instanceof HelpRequested) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  if (!(error instanceof UsageError)) throw error;
+  process.stderr.write(`expert-products: ${error.message}\n${USAGE}\n`);
   process.exit(2);
 }
-const threads = threadList?.[0];
-const batches = positiveIntegers('--batches', values.batches);
 
 const ceilings = await measureCeilings({ threads, seconds: 0.1 });
 const speeds = await measureExpertProducts({ threads, batches });
