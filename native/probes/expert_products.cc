@@ -41,7 +41,7 @@ void ExpertProductOptions::validate() const {
   if (passes < 1 || passes > 1000) throw std::invalid_argument("expert products: passes must be between 1 and 1000");
   if (batches.empty()) throw std::invalid_argument("expert products: no batch size");
   for (int64_t m : batches)
-    if (m < 1 || m > 256) throw std::invalid_argument("expert products: batch sizes must be between 1 and 256");
+    if (m < 1 || m > 256) throw std::invalid_argument("expert products: batch sizes must be integers between 1 and 256");
 }
 
 std::vector<ExpertProductSpeed> measure_expert_products(ThreadPool& pool, const ExpertProductOptions& options) {
