@@ -17,23 +17,19 @@ void grow(std::vector<float>& buffer, int64_t n) {
   if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(n);
 }
 
-/* each layer's buffer regrown to `n` values, its first `kept` values copied over */
+/* a buffer of `blocks` equal blocks (a layer's keys or values) regrown from `kept` to `size` values
+   a block, each block's first `kept` values copied over */
 template <typename T>
-void regrow_keeping(std::vector<LargeBuffer<T>>& layers, int64_t kept, int64_t n) {
-  for (LargeBuffer<T>& buffer : layers) {
-    LargeBuffer<T> grown(n);
-    if (kept > 0) std::copy_n(buffer.data(), kept, grown.data());
-    buffer = std::move(grown);
-  }
+void regrow_blocks(LargeBuffer<T>& buffer, int64_t blocks, int64_t kept, int64_t size) {
+  LargeBuffer<T> grown(blocks * size);
+  for (int64_t b = 0; b < blocks && kept > 0; ++b) std::copy_n(buffer.data() + b * kept, kept, grown.data() + b * size);
+  buffer = std::move(grown);
 }
 
 }  // namespace
 
 KvCache::KvCache(const DecoderDims& dims, KvCacheDtype dtype)
-    : dims_(dims), dtype_(dtype), rules_(dims), row_width_(dims.kv_heads * dims.head_dim) {
-  if (dtype_ == KvCacheDtype::F32) k32_.resize(dims.layers), v32_.resize(dims.layers);
-  else k16_.resize(dims.layers), v16_.resize(dims.layers);
-}
+    : dims_(dims), dtype_(dtype), rules_(dims), row_width_(dims.kv_heads * dims.head_dim) {}
 
 size_t KvCache::bytes() const {
   const size_t element = dtype_ == KvCacheDtype::F32 ? sizeof(float) : sizeof(f16_t);
@@ -44,24 +40,19 @@ void KvCache::reserve_rows(int64_t rows) {
   if (rows <= capacity_rows_) return;
   const int64_t target = rules_.grown_capacity(rows, capacity_rows_);
   const int64_t kept = capacity_rows_ * row_width_, n = target * row_width_;
-  if (dtype_ == KvCacheDtype::F32) {
-    regrow_keeping(k32_, kept, n);
-    regrow_keeping(v32_, kept, n);
-  } else {
-    regrow_keeping(k16_, kept, n);
-    regrow_keeping(v16_, kept, n);
-  }
+  if (dtype_ == KvCacheDtype::F32) regrow_blocks(rows32_, 2 * dims_.layers, kept, n);
+  else regrow_blocks(rows16_, 2 * dims_.layers, kept, n);
   capacity_rows_ = target;
 }
 
 void KvCache::store(const KernelSet& kernels, int64_t layer, int64_t slot, const float* key, const float* value) {
-  const int64_t at = slot * row_width_;
+  const int64_t k = block_offset(layer, 0) + slot * row_width_, v = block_offset(layer, 1) + slot * row_width_;
   if (dtype_ == KvCacheDtype::F32) {
-    std::copy_n(key, row_width_, k32_[layer].data() + at);
-    std::copy_n(value, row_width_, v32_[layer].data() + at);
+    std::copy_n(key, row_width_, rows32_.data() + k);
+    std::copy_n(value, row_width_, rows32_.data() + v);
   } else {
-    kernels.to_f16(key, k16_[layer].data() + at, row_width_);
-    kernels.to_f16(value, v16_[layer].data() + at, row_width_);
+    kernels.to_f16(key, rows16_.data() + k, row_width_);
+    kernels.to_f16(value, rows16_.data() + v, row_width_);
   }
 }
 

@@ -36,10 +36,10 @@ class KvCache {
   int64_t slots() const { return capacity_rows_; }
   size_t bytes() const;
   // Keys / values of one layer: slots() rows of kv_heads*head_dim values, of the cache's dtype.
-  const float* keys_f32(int64_t layer) const { return k32_[layer].data(); }
-  const float* values_f32(int64_t layer) const { return v32_[layer].data(); }
-  const f16_t* keys_f16(int64_t layer) const { return k16_[layer].data(); }
-  const f16_t* values_f16(int64_t layer) const { return v16_[layer].data(); }
+  const float* keys_f32(int64_t layer) const { return rows32_.data() + block_offset(layer, 0); }
+  const float* values_f32(int64_t layer) const { return rows32_.data() + block_offset(layer, 1); }
+  const f16_t* keys_f16(int64_t layer) const { return rows16_.data() + block_offset(layer, 0); }
+  const f16_t* values_f16(int64_t layer) const { return rows16_.data() + block_offset(layer, 1); }
   // Number of leading slots a query at `pos` attends to (all visible keys are slots [0, n)).
   int64_t visible_slots(int64_t pos) const { return rules_.visible_slots(pos); }
 
@@ -48,17 +48,21 @@ class KvCache {
   void reserve_rows(int64_t rows);
   // Stores one token's key and value rows (F32, kv_heads*head_dim each) at `slot` of `layer`.
   void store(const KernelSet& kernels, int64_t layer, int64_t slot, const float* key, const float* value);
+  // Where layer's keys (kind 0) or values (kind 1) start in the cache's one buffer, in values.
+  int64_t block_offset(int64_t layer, int64_t kind) const { return (2 * layer + kind) * capacity_rows_ * row_width_; }
 
   DecoderDims dims_;
   KvCacheDtype dtype_;
   KvSlotRules rules_;
   int64_t row_width_;
   int64_t capacity_rows_ = 0;
-  // [layers][capacity_rows_ * row_width_]: the pair of the cache's dtype is used, the other stays empty.
-  // On huge pages: a decode step reads every cache of the batch, and with 4 KiB pages the walks of
-  // their many TLB misses took over a quarter of the attention's time (bench/RESULTS.md).
-  std::vector<LargeBuffer<float>> k32_, v32_;
-  std::vector<LargeBuffer<f16_t>> k16_, v16_;
+  // [layers][keys, values][capacity_rows_ * row_width_] in one buffer of the cache's dtype (the other
+  // stays empty), on huge pages: a decode step reads every cache of the batch, and with 4 KiB pages
+  // the walks of their many TLB misses took over a quarter of the attention's time. One buffer for
+  // all layers, because a layer's keys alone are often under 2 MiB (V1: 819 slots), and a mapping
+  // smaller than a huge page gets none (bench/RESULTS.md).
+  LargeBuffer<float> rows32_;
+  LargeBuffer<f16_t> rows16_;
 };
 
 // How the routed and shared experts and the vocabulary head are held: the checkpoint's BF16, or
