@@ -4,9 +4,9 @@
 // than the caches. Weight bytes per second are divided by the read bandwidth and, for BF16, FLOPs per
 // second by the fast BF16 GEMM ceiling, both measured in the same run. Their sum says how far the two
 // overlap: 100% is a product that takes its memory time plus its compute time, one after the other.
-import { parseCommandLine } from '../../src/cli/command-line.js';
+import { defineCommand, type CommandLine } from '../../src/cli/command-line.js';
 import { integer, integers } from '../../src/cli/options.js';
-import { HelpRequested, UsageError } from '../../src/cli/usage.js';
+import { exitWith, runCommandLine } from '../../src/cli/usage.js';
 import { measureCeilings, measureExpertProducts, type ExpertProductSpeed, type MachineCeilings } from './native-probes.js';
 import { formatTable } from './report-table.js';
 
@@ -21,29 +21,20 @@ function expertProductRow(s: ExpertProductSpeed, ceilings: MachineCeilings): str
   return [s.format, s.kernels, String(s.batch), s.weightGBps.toFixed(1), percent(ofRead), s.gflops.toFixed(0), ...compute];
 }
 
-let threads: number | undefined;
-let batches: number[] | undefined;
-try {
-  ({ threads, batches } = parseCommandLine(process.argv.slice(2), OPTIONS).options);
-} catch (error) {
-  if (error instanceof HelpRequested) {
-    process.stdout.write(`${USAGE}\n`);
-    process.exit(0);
-  }
-  if (!(error instanceof UsageError)) throw error;
-  process.stderr.write(`expert-products: ${error.message}\n${USAGE}\n`);
-  process.exit(2);
+async function main({ options: { threads, batches } }: CommandLine<typeof OPTIONS>): Promise<number> {
+  const ceilings = await measureCeilings({ threads, seconds: 0.1 });
+  const speeds = await measureExpertProducts({ threads, batches });
+  process.stdout.write(
+    [
+      `Expert products: ${ceilings.threads} threads, memory read ${ceilings.readGBps.toFixed(1)} GB/s (${ceilings.readSimd} loads), ` +
+        `fast BF16 GEMM ${ceilings.gemmBf16FastGflops.toFixed(0)} GFLOP/s (${ceilings.kernels})`,
+      formatTable(
+        ['weights', 'kernels', 'rows', 'weights GB/s', 'of read', 'GFLOP/s', 'of fast GEMM', 'sum of both'],
+        speeds.map((s) => expertProductRow(s, ceilings)),
+      ),
+    ].join('\n') + '\n',
+  );
+  return 0;
 }
 
-const ceilings = await measureCeilings({ threads, seconds: 0.1 });
-const speeds = await measureExpertProducts({ threads, batches });
-process.stdout.write(
-  [
-    `Expert products: ${ceilings.threads} threads, memory read ${ceilings.readGBps.toFixed(1)} GB/s (${ceilings.readSimd} loads), ` +
-      `fast BF16 GEMM ${ceilings.gemmBf16FastGflops.toFixed(0)} GFLOP/s (${ceilings.kernels})`,
-    formatTable(
-      ['weights', 'kernels', 'rows', 'weights GB/s', 'of read', 'GFLOP/s', 'of fast GEMM', 'sum of both'],
-      speeds.map((s) => expertProductRow(s, ceilings)),
-    ),
-  ].join('\n') + '\n',
-);
+exitWith('expert-products', runCommandLine(defineCommand({ usage: USAGE, options: OPTIONS, run: main }), process.argv.slice(2), 'expert-products'));
