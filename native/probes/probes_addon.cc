@@ -171,8 +171,8 @@ Napi::Value MeasureExpertProducts(const Napi::CallbackInfo& info) {
     for (uint32_t i = 0; i < list.Length(); ++i) {
       const Napi::Value v = list.Get(i);
       const double m = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
-      // Whole numbers only here; options.validate() checks their range.
-      if (!std::isfinite(m) || m != std::floor(m))
+      // In range before the conversion, like the other options (a larger double has no int64_t).
+      if (!(m >= 1 && m <= 256) || m != std::floor(m))
         throw Napi::RangeError::New(env, "measureExpertProducts: batch sizes must be integers between 1 and 256");
       options.batches.push_back(static_cast<int64_t>(m));
     }
