@@ -1,10 +1,11 @@
 // file:// backend: one file per key below a root directory ('/' in a key is a directory level).
 // Writes go to a temporary file in the target's directory, are flushed to disk, then renamed over
 // the final name, so a reader sees either the old object or the complete new one, never a part.
-// Only regular files and directories count: symbolic links below the root are not listed.
+// Only regular files and directories count: symbolic links below the root are not listed. Folders
+// exist only to hold objects, as in S3: one that a delete leaves empty is removed.
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, type Dirent } from 'node:fs';
-import { mkdir, open, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -42,9 +43,9 @@ export class FileStorage implements Storage {
       // The pipeline takes hold of the body at once, so a source that fails while the directory is
       // being created rejects this put instead of raising an unhandled 'error' event.
       await pipeline(Buffer.isBuffer(body) ? [body] : body, async (source: AsyncIterable<Buffer>) => {
-        await mkdir(directory, { recursive: true });
-        // 'wx': the partial name is ours alone; flush: the data is on disk before the rename publishes it.
-        await pipeline(source, createWriteStream(partial, { flags: 'wx', flush: true }));
+        await createPartialFile(directory, partial);
+        // flush: the data is on disk before the rename publishes it.
+        await pipeline(source, createWriteStream(partial, { flags: 'r+', flush: true }));
       });
       await rename(partial, target);
     } catch (error) {
@@ -81,11 +82,20 @@ export class FileStorage implements Storage {
   }
 
   async delete(key: string): Promise<void> {
+    const file = this.pathOf(key);
     try {
-      await unlink(this.pathOf(key));
+      await unlink(file);
     } catch (error) {
       if (MISSING_FS_CODES.has(errorCode(error))) return;
       throw this.error(error, 'delete', key);
+    }
+    // Up to the root, each folder left empty; the first that is not (or is gone already) ends it.
+    for (let folder = path.dirname(file); folder.startsWith(`${this.root}${path.sep}`); folder = path.dirname(folder)) {
+      try {
+        await rmdir(folder);
+      } catch {
+        return;
+      }
     }
   }
 
@@ -204,4 +214,20 @@ export class FileStorage implements Storage {
 function errorCode(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : '';
+}
+
+/**
+ * Creates the empty partial file ('wx': its name is ours alone) and the folders above it. A delete
+ * removes a folder it leaves empty, possibly between our mkdir and open: then the folder is made again.
+ */
+async function createPartialFile(directory: string, partial: string): Promise<void> {
+  for (let tries = 1; ; tries++) {
+    try {
+      await mkdir(directory, { recursive: true });
+      await (await open(partial, 'wx')).close();
+      return;
+    } catch (error) {
+      if (errorCode(error) !== 'ENOENT' || tries === 3) throw error;
+    }
+  }
 }
