@@ -3,7 +3,7 @@
 // Redis, no job left unfinished; over the worker processes' sampled memory, none that kept growing.
 import { Queue } from 'bullmq';
 
-import { RESULTS_FOLDER, documentResultKeys, pageResultKey, pageResultsFolder } from '../../src/jobs/storage-layout.js';
+import { RESULTS_FOLDER, documentResultKeys, pageAttemptsFolder, pageResultKey, pageResultsFolder } from '../../src/jobs/storage-layout.js';
 import { DOCUMENTS, pageQueue } from '../../src/queue/queue-names.js';
 import { redisOptions } from '../../src/queue/redis.js';
 import { UNFINISHED_DOCUMENT_STATES } from '../../src/queue/work-left.js';
@@ -20,12 +20,14 @@ export interface ResultsAudit {
   failedPages: number;
   /** How many failed pages gave each reason. */
   reasons: Map<string, number>;
+  /** Page JSONs of tries never committed nor removed (a worker lost its lock, then could not reach Redis): no results, only litter. */
+  leftAttempts: number;
   problems: string[];
 }
 
 /** Checks each document's document.json and page results in storage, and how many times it was assembled (by docId). */
 export async function auditResults(documents: readonly SoakDocument[], storage: Storage, assemblies: ReadonlyMap<string, number>): Promise<ResultsAudit> {
-  const audit: ResultsAudit = { donePages: 0, failedPages: 0, reasons: new Map(), problems: [] };
+  const audit: ResultsAudit = { donePages: 0, failedPages: 0, reasons: new Map(), leftAttempts: 0, problems: [] };
   const problem = (docId: string, text: string) => audit.problems.push(`${docId}: ${text}`);
   // Every stored page result, listed once: a listing per document costs a walk of the results
   // folder each on a file-backed S3 server, hours for 100,000 pages.
@@ -60,6 +62,7 @@ export async function auditResults(documents: readonly SoakDocument[], storage: 
       if (stored.has(pageResultKey(docId, page, 'json'))) problem(docId, `page ${page} is reported failed but its result exists`);
     }
     if (stored.size !== document.pages.length) problem(docId, `${stored.size} page results stored for ${document.pages.length} pages done`);
+    audit.leftAttempts += byFolder.get(pageAttemptsFolder(docId))?.size ?? 0;
   }
   return audit;
 }

@@ -251,7 +251,7 @@ async function failover(old: PersistentRedis, proxy: FaultProxy, root: string, s
 /** Every page exactly once in storage, no document assembled twice, every failure with a reason and without a result, Redis drained, memory flat. */
 async function audit(documents: readonly SoakDocument[], storage: S3Storage, redisUrl: string, pool: WorkerPool): Promise<string[]> {
   const results = await auditResults(documents, storage, pool.assemblies);
-  process.stdout.write(`results: ${results.donePages} pages done, ${results.failedPages} failed\n`);
+  process.stdout.write(`results: ${results.donePages} pages done, ${results.failedPages} failed; ${results.leftAttempts} uncommitted tries left\n`);
   const reasons = [...results.reasons].sort((a, b) => b[1] - a[1]);
   for (const [reason, count] of reasons.slice(0, 5)) process.stdout.write(`  ${count} failed: ${reason}\n`);
   process.stdout.write(`worker processes restarted: ${pool.exits.length}\n`);

@@ -83,6 +83,12 @@ const storedPageSchema = z.object({
   timings_ms: stageTimingsSchema,
   /** The page's flags, as in its JSON; absent from the return values of earlier versions. */
   flags: z.array(pageFlagSchema).optional(),
+  /**
+   * Where the try that read the page wrote it (results/<docId>/attempts/…), for whoever commits it
+   * once the job's completion is recorded: copied to key and markdownKey, then removed. Absent when the
+   * page was already at key (found in storage, or written by an earlier version).
+   */
+  attempt: z.object({ key: z.string().min(1), markdownKey: z.string().min(1) }).optional(),
 });
 export type StoredPage = z.infer<typeof storedPageSchema>;
 

@@ -3,6 +3,8 @@
 //   staging/<docId>/source.<type>          the document's bytes, staged once by the producer
 //   staging/<docId>/job.json               its document job (source uri, options), for `reconcile`
 //   results/<docId>/pages/<nnnn>.json|.md  one page's result (1-based page, four digits)
+//   results/<docId>/attempts/<nnnn>-<attempt id>.json|.md  a page as one try of its job read it, until
+//                                          the job's completion in Redis makes it the page's result
 //   results/<docId>/images/<nnnn>_<n>.png  the n-th image region of a page, as its markdown links it
 //   results/<docId>/document.md|.json      the assembled document
 //   results/<docId>/_DONE                  written last: the document is finished
@@ -115,8 +117,13 @@ export function documentResultKeys(docId: string): DocumentResultKeys {
 
 /** results/<docId>/pages/<nnnn>.json or .md: 1-based, zero-padded to four digits. */
 export function pageResultKey(docId: string, page: number, extension: 'json' | 'md'): string {
+  return `${pageResultsFolder(docId)}${pageName(page)}.${extension}`;
+}
+
+/** A page number as keys name it: 1-based, zero-padded to four digits. */
+function pageName(page: number): string {
   if (!(Number.isSafeInteger(page) && page >= 1)) throw new RangeError(`a page number is an integer from 1; got ${page}`);
-  return `${pageResultsFolder(docId)}${String(page).padStart(4, '0')}.${extension}`;
+  return String(page).padStart(4, '0');
 }
 
 /** The docId of a results/<docId>/_FAILED_PAGES key; undefined for any other key. */
@@ -139,12 +146,35 @@ export function pageResultsFolder(docId: string): string {
   return `${resultsFolder(docId)}pages/`;
 }
 
+/** The JSON and markdown one try of a page job wrote for a page, before its completion committed them. */
+export interface PageAttemptKeys {
+  /** results/<docId>/attempts/<nnnn>-<attempt id>.json */
+  key: string;
+  /** results/<docId>/attempts/<nnnn>-<attempt id>.md */
+  markdownKey: string;
+}
+
+/** results/<docId>/attempts/ */
+export function pageAttemptsFolder(docId: string): string {
+  return `${resultsFolder(docId)}attempts/`;
+}
+
+/**
+ * Where one try of a page job writes a page: results/<docId>/attempts/<nnnn>-<attemptId>.json and
+ * .md. `attemptId` names the try (a UUID), so two workers reading the same page never share a key.
+ */
+export function pageAttemptKeys(docId: string, page: number, attemptId: string): PageAttemptKeys {
+  if (!/^[0-9a-f-]{1,64}$/.test(attemptId)) throw new RangeError(`an attempt id is up to 64 lowercase hex digits and dashes; got ${JSON.stringify(attemptId)}`);
+  const stem = `${pageAttemptsFolder(docId)}${pageName(page)}-${attemptId}`;
+  return { key: `${stem}.json`, markdownKey: `${stem}.md` };
+}
+
 /**
  * The n-th (0-based) image region of a page: results/<docId>/images/<nnnn>_<n>.png, and the link the
  * markdown gives it, relative to the document's results folder (where document.md is).
  */
 export function pageImage(docId: string, page: number, index: number): { key: string; link: string } {
-  const link = `images/${String(page).padStart(4, '0')}_${index}.png`;
+  const link = `images/${pageName(page)}_${index}.png`;
   return { key: `${resultsFolder(docId)}${link}`, link };
 }
 

@@ -8,20 +8,32 @@
 // A page with no status from the queue (an earlier, interrupted run stored it, so it was not queued
 // again) is read from its stored result; one without a stored result that failed before (a retry of
 // other pages) keeps the reason the earlier _FAILED_PAGES marker gave.
+// Done pages are committed first (page-commit.ts: their worker may have died before it did), and
+// once the markers are written, the tries that never became results are removed.
 import { documentConfidence } from '../engine/confidence.js';
 import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
-import type { DocumentJobData, Stage } from '../jobs/job-types.js';
+import type { DocumentJobData, Stage, StoredPage } from '../jobs/job-types.js';
 import type { PageFlag } from '../jobs/page-flags.js';
 import { parseFailedPagesMarkerJson, parsePageResultJson, type DocumentResultJson, type DoneMarkerJson, type FailedPagesMarkerJson, type PageResultJson } from '../jobs/result-json.js';
 import { cancelledMarkerKey, documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
 import { scriptoriumBuild } from '../output/build-info.js';
 import type { Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
+import { commitStoredPages, removeLeftAttempts } from './page-commit.js';
 import { summarizeStageTimes, type StageSummary } from './stage-stats.js';
 
 /** How one page of the document ended, as its page job reported it. */
 export type PageStatus =
-  | { page: number; status: 'done'; /** results/<docId>/pages/<nnnn>.json */ key: string; /** As the page job reported them. */ flags?: PageFlag[] }
+  | {
+      page: number;
+      status: 'done';
+      /** results/<docId>/pages/<nnnn>.json */
+      key: string;
+      /** As the page job reported them. */
+      flags?: PageFlag[];
+      /** The job's pages as its try stored them, committed before the page is read (StoredPage.attempt). */
+      stored?: StoredPage;
+    }
   | { page: number; status: 'failed'; reason: string };
 
 /** Between pages in document.md: the marker the official scripts and `scriptorium ocr` use. */
@@ -43,8 +55,8 @@ type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJ
  * Writes the document's results from its pages' statuses and page JSONs. Every page 1…pageCount is
  * in the result: one with no status is done if its JSON is stored, else failed ("no page result was
  * reported", or cancelled), and a done page whose JSON is missing from storage or damaged is failed too. A page
- * reported failed whose JSON is in storage is done: a worker that lost its lock while alive stored it after the
- * queue gave the job up. Storage errors other than a missing page reject, so the job can be retried.
+ * reported failed whose JSON is in storage (committed by an earlier run of the document) is done.
+ * Storage errors other than a missing page reject, so the job can be retried.
  */
 export async function assembleDocument(job: DocumentJobData, statuses: readonly PageStatus[], storage: Storage): Promise<DocumentResultJson> {
   const cancelled = await storage.exists(cancelledMarkerKey(job.docId));
@@ -103,6 +115,7 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
     await storage.put(keys.failedPages, Buffer.from(`${JSON.stringify(marker, null, 2)}\n`), { contentType: 'application/json' });
   }
   await storage.delete(cancelledMarkerKey(job.docId)); // a cancellation is over once its document is assembled
+  await removeLeftAttempts(job.docId, storage);
   return document;
 }
 
@@ -160,6 +173,7 @@ async function readPages(statuses: ReadonlyArray<PageStatus | UnreportedPage>, s
 
 async function readPage(status: PageStatus | UnreportedPage, storage: Storage, docId: string): Promise<ReadPage> {
   const { page } = status;
+  if (status.status === 'done' && status.stored !== undefined) await commitStoredPages([status.stored], storage);
   const key = status.status === 'failed' ? pageResultKey(docId, page, 'json') : status.key;
   try {
     const result = parsePageResultJson((await storage.get(key)).toString('utf8'), key);

@@ -75,7 +75,9 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
 export async function pageStatusesOf(job: Job<DocumentJobData>): Promise<PageStatus[]> {
   const [values, failures] = await Promise.all([job.getChildrenValues(), job.getIgnoredChildrenFailures()]);
   const done = Object.values(values).flatMap((value) =>
-    parseDonePageOutcome(value).pages.map(({ page, key, flags }): PageStatus => ({ page, status: 'done', key, ...(flags === undefined ? {} : { flags }) })),
+    parseDonePageOutcome(value).pages.map(
+      (stored): PageStatus => ({ page: stored.page, status: 'done', key: stored.key, ...(stored.flags === undefined ? {} : { flags: stored.flags }), stored }),
+    ),
   );
   const failed = Object.entries(failures).flatMap(([key, bullmqReason]) => {
     const reason = bullmqReason === BULLMQ_STALLED_REASON ? STALLED_PAGE_REASON : bullmqReason;

@@ -58,9 +58,12 @@ export async function ocrDocument(options: OcrDocumentOptions): Promise<OcrDocum
       checkpointId: options.checkpointId,
       synthetic: options.synthetic,
     });
-    const outcomes = await mapConcurrently(jobs, options.concurrency, (data, index) =>
-      pipeline.processPage({ data, attempt: 1, jobId: `${planned.docId}:${index + 1}` }),
-    );
+    // No queue here: each done job is its own completion, committed at once.
+    const outcomes = await mapConcurrently(jobs, options.concurrency, async (data, index) => {
+      const outcome = await pipeline.processPage({ data, attempt: 1, jobId: `${planned.docId}:${index + 1}` });
+      if (outcome.status === 'done') await pipeline.commit(outcome);
+      return outcome;
+    });
 
     const pages: PageResultJson[] = [];
     const failedPages: OcrDocument['failedPages'] = [];

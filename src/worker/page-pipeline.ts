@@ -1,20 +1,21 @@
 // The worker's processing core for one page job, independent of the queue: fetch the document's
 // source, render the job's pages, read them (one page, or a V3 `parse-multi` group in one single
-// pass), then store every page's markdown and JSON with stage times. Jobs read concurrently share
+// pass), then store every page's markdown and JSON with stage times, under the try's own keys until
+// its completion commits them (page-commit.ts). Jobs read concurrently share
 // the engine's continuous batch: their decodes join the running steps, and a forward call that
 // fails is retried per sequence there, so one bad page fails alone.
+import { randomUUID } from 'node:crypto';
+
 import type { Logger } from 'pino';
 
 import { openSealedPdfPassword, renderPage, type PdfPagePoints, type PdfRenderer, type RgbImage } from '../documents/document.js';
 import type { Variant } from '../vocabulary/ocr-vocabulary.js';
 import type { OcrEngine, PageResult } from '../engine/ocr-engine.js';
-import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
 import type { DonePageOutcome, PageJobData, PageOutcome, StageTimings, StoredPage } from '../jobs/job-types.js';
-import { parsePageResultJson, type PageResultJson } from '../jobs/result-json.js';
-import { pageResultKey } from '../jobs/storage-layout.js';
+import { pageAttemptKeys, pageResultKey } from '../jobs/storage-layout.js';
 import { storePageCrops } from '../output/page-crops.js';
 import type { Storage } from '../storage/storage.js';
-import { StorageError } from '../storage/storage-error.js';
+import { commitStoredPages, discardAttempts, PAGE_JSON_TYPE, PAGE_MARKDOWN_TYPE } from './page-commit.js';
 import { pageFailureOf } from './page-failure.js';
 import { pageResultJson, type PageReader } from './page-result-json.js';
 
@@ -108,28 +109,14 @@ export class PagePipeline {
     }
   }
 
-  /**
-   * The job's outcome when every page of it is already in storage (an earlier attempt stored it, or
-   * a worker that lost the job's lock while alive finished it); undefined when a page is missing.
-   */
-  async storedOutcome(job: PageJob): Promise<DonePageOutcome | undefined> {
-    const { storage } = this.#options;
-    const { data, jobId } = job;
-    const stored: StoredPage[] = [];
-    for (const page of pagesOf(data)) {
-      const key = pageResultKey(data.docId, page, 'json');
-      let result: PageResultJson;
-      try {
-        result = parsePageResultJson((await storage.get(key)).toString('utf8'), key);
-      } catch (error) {
-        // A damaged result is no result: the page is read again and the file rewritten.
-        if (error instanceof InvalidBoundaryDataError) return undefined;
-        if (error instanceof StorageError && error.code === 'not_found') return undefined;
-        throw error;
-      }
-      stored.push({ page, key, markdownKey: pageResultKey(data.docId, page, 'md'), timings_ms: result.timings_ms, ...(result.flags === undefined ? {} : { flags: result.flags }) });
-    }
-    return { status: 'done', docId: data.docId, jobId, pages: stored };
+  /** Makes a completed job's pages their results (see page-commit.ts). */
+  commit(outcome: DonePageOutcome): Promise<void> {
+    return commitStoredPages(outcome.pages, this.#options.storage);
+  }
+
+  /** Removes what a try stored for its pages, when it must not become their results (its job is no longer its worker's). */
+  discard(outcome: DonePageOutcome): Promise<void> {
+    return discardAttempts(outcome.pages, this.#options.storage);
   }
 
   /** Fetches the document's source, then renders the job's pages in order. */
@@ -166,8 +153,8 @@ export class PagePipeline {
   }
 
   /**
-   * Writes each page's markdown, then its JSON: a page JSON in storage means its markdown is there too.
-   * The JSON cannot time its own write, so its store and total stop just before it.
+   * Writes each page's markdown, then its JSON, under this try's attempt keys; the returned pages name
+   * them for commitStoredPages. The JSON cannot time its own write, so its store and total stop just before it.
    */
   async #store(rendered: RenderedJob, results: PageResult[], claim: Claim): Promise<PageOutcome> {
     const { storage, logger } = this.#options;
@@ -175,14 +162,16 @@ export class PagePipeline {
     const { data, attempt, jobId } = job;
     // Clocks of the producer's and the worker's hosts may disagree by more than the wait.
     const queued = Math.max(0, claim.at - data.enqueuedAt);
+    const attemptId = randomUUID();
     const stored = await Promise.all(
       pages.map(async (page, i): Promise<StoredPage> => {
         const key = pageResultKey(data.docId, page, 'json');
         const markdownKey = pageResultKey(data.docId, page, 'md');
+        const attemptKeys = pageAttemptKeys(data.docId, page, attemptId);
         const started = performance.now();
         // The image regions first: a page's markdown in storage means the crops it links to are there too.
         const result = await storePageCrops(data.docId, page, rendered.images[i], results[i], storage);
-        await storage.put(markdownKey, Buffer.from(result.markdown), { contentType: 'text/markdown; charset=utf-8' });
+        await storage.put(attemptKeys.markdownKey, Buffer.from(result.markdown), { contentType: PAGE_MARKDOWN_TYPE });
         const timings: StageTimings = {
           queued: roundMs(queued),
           fetch: roundMs(rendered.fetchMs),
@@ -196,10 +185,10 @@ export class PagePipeline {
           total: roundMs(performance.now() - claim.clock),
         };
         const json = pageResultJson(data, page, result, timings, this.#reader, attempt, rendered.images[i]);
-        await storage.put(key, Buffer.from(`${JSON.stringify(json, null, 2)}\n`), { contentType: 'application/json' });
+        await storage.put(attemptKeys.key, Buffer.from(`${JSON.stringify(json, null, 2)}\n`), { contentType: PAGE_JSON_TYPE });
         const timings_ms = { ...timings, store: roundMs(performance.now() - started), total: roundMs(performance.now() - claim.clock) };
         logger.info({ docId: data.docId, page, jobId, attempt, tokens: json.tokens, finish: json.finish, flags: json.flags, timings_ms }, 'page done');
-        return { page, key, markdownKey, timings_ms, flags: json.flags };
+        return { page, key, markdownKey, timings_ms, flags: json.flags, attempt: attemptKeys };
       }),
     );
     return { status: 'done', docId: data.docId, jobId, pages: stored };

@@ -13,10 +13,13 @@
 // supervisor starts a fresh one. A worker that dies outright holds its jobs until their locks expire;
 // another worker then takes them over, and a page whose workers died more than maxStalledCount times
 // fails (PageClaims tells a dead worker from a live one that only lost its lock: the latter does not
-// count). A page that failed or stalled before is first looked up in storage (a live worker that
-// lost its lock may have stored it), else read alone (no other page of this worker in the engine
-// meanwhile), so that it cannot take other pages down with it again. A page whose result is in
-// storage never fails.
+// count). A page that failed or stalled before is read alone (no other page of this worker in the
+// engine meanwhile), so that it cannot take other pages down with it again.
+//
+// Results: a try stores its pages under its own attempt keys; they become the pages' results only
+// once BullMQ has recorded the job's completion, which it grants only to the lock's holder, and the
+// 'completed' handler (or the document's assembly) commits them (page-commit.ts). A worker that finds
+// it lost the lock before completing discards its try instead.
 import { randomUUID } from 'node:crypto';
 
 import { UnrecoverableError, WaitingError, Worker, type Job, type Telemetry } from 'bullmq';
@@ -123,6 +126,14 @@ export class EngineHungError extends Error {
 /** A job claimed after the engine hung: handed back to the queue without using up a try. */
 class EngineUnavailableError extends Error {}
 
+/** Thrown for a job whose lock this worker lost before completing it (BullMQ then records nothing: the lock is not its). */
+class LostLockError extends Error {
+  override readonly name = 'LostLockError';
+  constructor() {
+    super('lost the lock on the job before completing it');
+  }
+}
+
 export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData, DonePageOutcome> {
   const { pipeline, connection, logger } = options;
   const claimsRedis = connectRedis(connection);
@@ -172,8 +183,17 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   };
 
   const queue = pageQueue(pipeline.variant);
-  // A shortcut only: when storage cannot say, the page is read (and its own failure, if any, reported).
-  const storedOutcome = (job: PageJob) => pipeline.storedOutcome(job).catch(() => undefined);
+  // Whether the lock is still this worker's, asked once the page is stored: a try whose job another
+  // worker holds now, or that was given up, must not become the page's result. Renewing the lock also
+  // keeps it through the completion that follows. Redis not answering decides nothing: the completion
+  // will, and an uncommitted try is removed when its document is assembled.
+  const discardIfLost = async (job: Job<PageJobData>, token: string, outcome: DonePageOutcome) => {
+    const held = await job.extendLock(token, lockDurationMs).catch(() => undefined);
+    if (held !== 0) return;
+    logger.warn({ docId: outcome.docId, jobId: job.id }, 'lost the lock on a page job before completing it: its try is discarded (the job is read by another worker, or was given up)');
+    await pipeline.discard(outcome);
+    throw new LostLockError();
+  };
 
   const worker = new Worker<PageJobData, DonePageOutcome>(
     queue.name,
@@ -190,19 +210,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
       const triedBefore = job.attemptsMade > 0 || job.stalledCounter > 0;
       await claims.claim(jobId, claim);
       try {
-        if (job.stalledCounter > 0) {
-          const deaths = await claims.deaths(jobId);
-          if (deaths > maxDeaths) {
-            const stored = await storedOutcome(pageJob);
-            if (stored) return stored;
-            throw new UnrecoverableError(STALLED_PAGE_REASON);
-          }
-        }
-        const stored = triedBefore ? await storedOutcome(pageJob) : undefined;
-        if (stored) {
-          logger.info({ docId: job.data.docId, jobId, attempt: pageJob.attempt }, 'page already in storage (an earlier reader stored it): not read again');
-          return stored;
-        }
+        if (job.stalledCounter > 0 && (await claims.deaths(jobId)) > maxDeaths) throw new UnrecoverableError(STALLED_PAGE_REASON);
         let outcome: PageOutcome;
         try {
           outcome = await lanes.run(triedBefore, () => readPage(pageJob));
@@ -211,11 +219,9 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
           await job.moveToWait(token);
           throw new WaitingError();
         }
-        if (outcome.status === 'done') return outcome;
-        // Another reader of this page (one that lost its lock while alive) may have stored it meanwhile.
-        const storedMeanwhile = await storedOutcome(pageJob);
-        if (storedMeanwhile) return storedMeanwhile;
-        throw outcome.retryable ? new Error(outcome.reason) : new UnrecoverableError(outcome.reason);
+        if (outcome.status === 'failed') throw outcome.retryable ? new Error(outcome.reason) : new UnrecoverableError(outcome.reason);
+        await discardIfLost(job, claim, outcome);
+        return outcome;
       } finally {
         await claims.release(jobId, claim).catch((error: unknown) => logger.warn({ err: error, jobId }, 'could not release the claim on a page job'));
       }
@@ -233,12 +239,17 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   const forget = (jobId: string | undefined) => {
     if (jobId !== undefined) claims.forget(jobId).catch((error: unknown) => logger.warn({ err: error, jobId }, 'could not remove the claims of a settled page job'));
   };
-  worker.on('completed', (job) => forget(job.id));
+  worker.on('completed', (job, outcome) => {
+    forget(job.id);
+    pipeline
+      .commit(outcome)
+      .catch((error: unknown) => logger.warn({ err: error, docId: outcome.docId, jobId: job.id }, "could not commit a completed page job's results: its document's assembly will"));
+  });
   worker.on('failed', (job) => {
     if (job?.finishedOn !== undefined) forget(job.id);
   });
   worker.on('lockRenewalFailed', (jobIds) =>
-    logger.warn({ jobIds }, 'lost the lock on page jobs (the event loop or Redis was too slow for the lock duration): finishing them anyway; another worker may read them too'),
+    logger.warn({ jobIds }, 'lost the lock on page jobs (the event loop or Redis was too slow for the lock duration): another worker may read them; what this one reads of them is kept only if the lock is still its own at the end'),
   );
   worker.on('error', (error) => logger.error({ err: error }, 'page worker: queue error'));
   worker.on('closed', () => claimsRedis.disconnect());

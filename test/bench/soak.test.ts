@@ -11,7 +11,7 @@ import { Queue } from 'bullmq';
 
 import { FaultProxy } from '../../bench/queue/fault-proxy.js';
 import { auditResults, memoryGrowth, undrainedQueues } from '../../bench/queue/soak-audit.js';
-import { documentResultKeys, pageResultKey } from '../../src/jobs/storage-layout.js';
+import { documentResultKeys, pageAttemptKeys, pageResultKey } from '../../src/jobs/storage-layout.js';
 import { DOCUMENTS } from '../../src/queue/queue-names.js';
 import { redisOptions } from '../../src/queue/redis.js';
 import { FileStorage } from '../../src/storage/file-storage.js';
@@ -102,13 +102,15 @@ describe('auditResults', () => {
     const documentJson = (pages: number[], failedPages: Array<{ page: number; reason: string }>) => Buffer.from(JSON.stringify({ pages: pages.map((page) => ({ page })), failedPages }));
     await storage.put(documentResultKeys(GOOD).json, documentJson([1], [{ page: 2, reason: 'timed out' }]));
     await storage.put(pageResultKey(GOOD, 1, 'json'), Buffer.from('{}'));
+    // A try of page 2 that never became its result: litter, counted, not a result.
+    await storage.put(pageAttemptKeys(GOOD, 2, 'a1').key, Buffer.from('{}'));
     // Page 1 listed twice, page 2 failed without a reason although its result exists, page 3 done without a result.
     await storage.put(documentResultKeys(BAD).json, documentJson([1, 1, 3], [{ page: 2, reason: '' }]));
     await storage.put(pageResultKey(BAD, 1, 'json'), Buffer.from('{}'));
     await storage.put(pageResultKey(BAD, 2, 'json'), Buffer.from('{}'));
 
     const good = await auditResults([{ docId: GOOD, pages: 2 }], storage, new Map([[GOOD, 1]]));
-    assert.deepEqual(good, { donePages: 1, failedPages: 1, reasons: new Map([['timed out', 1]]), problems: [] });
+    assert.deepEqual(good, { donePages: 1, failedPages: 1, reasons: new Map([['timed out', 1]]), leftAttempts: 1, problems: [] });
 
     const bad = await auditResults([{ docId: BAD, pages: 3 }], storage, new Map([[BAD, 2]]));
     assert.deepEqual(bad.problems, [

@@ -11,6 +11,8 @@ import {
   documentResultKeys,
   inputLinkKey,
   isPipelineKey,
+  pageAttemptKeys,
+  pageAttemptsFolder,
   pageResultKey,
   rejectedInputKey,
   resultsFolder,
@@ -39,6 +41,17 @@ test('a page result is results/<docId>/pages/<nnnn>.json or .md, 1-based and fou
   assert.equal(pageResultKey(DOC_ID, 1, 'json'), `results/${DOC_ID}/pages/0001.json`);
   assert.equal(pageResultKey(DOC_ID, 123, 'md'), `results/${DOC_ID}/pages/0123.md`);
   assert.equal(pageResultKey(DOC_ID, 12345, 'md'), `results/${DOC_ID}/pages/12345.md`);
+});
+
+test("a try's page is results/<docId>/attempts/<nnnn>-<attempt id>.json or .md; an id that is no UUID-like name makes no key", () => {
+  const attemptId = '5f0c4e1a-1b2c-4d3e-8f90-123456789abc';
+  assert.equal(pageAttemptsFolder(DOC_ID), `results/${DOC_ID}/attempts/`);
+  assert.deepEqual(pageAttemptKeys(DOC_ID, 7, attemptId), {
+    key: `results/${DOC_ID}/attempts/0007-${attemptId}.json`,
+    markdownKey: `results/${DOC_ID}/attempts/0007-${attemptId}.md`,
+  });
+  for (const bad of ['', '../x', 'A1', 'a/b', 'f'.repeat(65)]) assert.throws(() => pageAttemptKeys(DOC_ID, 1, bad), RangeError);
+  assert.throws(() => pageAttemptKeys(DOC_ID, 0, attemptId), RangeError);
 });
 
 test('a page number below 1 or fractional makes no key', () => {

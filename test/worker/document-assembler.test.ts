@@ -7,10 +7,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import type { DocumentJobData, StageTimings } from '../../src/jobs/job-types.js';
+import type { DocumentJobData, StageTimings, StoredPage } from '../../src/jobs/job-types.js';
 import { needsReview, type PageFlag } from '../../src/jobs/page-flags.js';
 import { parseDoneMarkerJson, type DocumentResultJson, type PageResultJson } from '../../src/jobs/result-json.js';
-import { documentKeys, pageResultKey } from '../../src/jobs/storage-layout.js';
+import { documentKeys, pageAttemptKeys, pageAttemptsFolder, pageResultKey } from '../../src/jobs/storage-layout.js';
 import { openStorage } from '../../src/storage/open-storage.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { StorageError } from '../../src/storage/storage-error.js';
@@ -163,9 +163,36 @@ test('a page reported failed and then done (a retry) counts as done', async () =
   assert.deepEqual({ pages: document.pages.length, failed: document.failedPages }, { pages: 1, failed: [] });
 });
 
+test("a page reported done is committed from its try's keys before it is read; tries that never became results are removed", async () => {
+  const docId = idOf('committed');
+  const [done, orphan] = [pageAttemptKeys(docId, 1, 'a1'), pageAttemptKeys(docId, 2, 'b2')];
+  await storePage('committed', 1, 'Read by the try that completed.', 5);
+  const json = await storage.get(pageKey('committed', 1));
+  await Promise.all([storage.put(done.key, json), storage.put(done.markdownKey, Buffer.from('Read by the try that completed.'))]);
+  await storage.delete(pageKey('committed', 1));
+  // A try of page 2 whose worker lost the job's lock: the job failed, so it must not become the result.
+  await Promise.all([storage.put(orphan.key, json), storage.put(orphan.markdownKey, Buffer.from('Too late.'))]);
+  const stored: StoredPage = { page: 1, key: pageKey('committed', 1), markdownKey: pageResultKey(docId, 1, 'md'), timings_ms: JSON.parse(json.toString()).timings_ms as StageTimings, attempt: done };
+  const document = await assembleDocument(
+    documentJob('committed', 2),
+    [
+      { page: 1, status: 'done', key: stored.key, stored },
+      { page: 2, status: 'failed', reason: 'gave up' },
+    ],
+    storage,
+  );
+  assert.deepEqual({ done: document.pages.map((page) => page.page), failed: document.failedPages }, { done: [1], failed: [{ page: 2, reason: 'gave up' }] });
+  assert.deepEqual(await storage.get(pageKey('committed', 1)), json);
+  assert.equal((await storage.get(pageResultKey(docId, 1, 'md'))).toString(), 'Read by the try that completed.');
+  assert.equal(await storage.exists(pageKey('committed', 2)), false);
+  const left = [];
+  for await (const { key } of storage.list(pageAttemptsFolder(docId))) left.push(key);
+  assert.deepEqual(left, []);
+});
+
 test('a page reported failed whose JSON is in storage counts as done', async () => {
-  // A worker that lost its lock while alive stored the page after the queue had given the job up.
-  await storePage('stored-late', 1, 'Stored by a worker that lost its lock.', 5);
+  // Committed by an earlier run of the document (read before Redis lost its jobs, say).
+  await storePage('stored-late', 1, 'Stored by an earlier run.', 5);
   const document = await assembleDocument(documentJob('stored-late', 1), [{ page: 1, status: 'failed', reason: 'gave up' }], storage);
   assert.deepEqual(document.pages, [{ page: 1, status: 'done', key: pageKey('stored-late', 1) }]);
   assert.deepEqual(document.failedPages, []);

@@ -1,6 +1,7 @@
 // A lost lock is not a crash: a worker whose event loop stalls past its lock duration loses the
 // page's lock while alive, another worker takes the page over, and the page still ends done, not
-// given up as poison, even with a poison limit of zero deaths. The claims count deaths only.
+// given up as poison, even with a poison limit of zero deaths. The claims count deaths only. And what
+// such a worker reads once the page was given up never becomes the page's result.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -12,8 +13,9 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 
 import { OcrEngine } from '../../src/engine/ocr-engine.js';
-import type { OcrJobOptions, PageOutcome } from '../../src/jobs/job-types.js';
+import type { DonePageOutcome, OcrJobOptions, PageOutcome } from '../../src/jobs/job-types.js';
 import type { DocumentResultJson } from '../../src/jobs/result-json.js';
+import { pageAttemptsFolder, pageResultKey } from '../../src/jobs/storage-layout.js';
 import { enqueueDocuments } from '../../src/producer/enqueue.js';
 import { DocumentWatcher } from '../../src/queue/document-watcher.js';
 import { LiveWorkerHeartbeat } from '../../src/queue/live-workers.js';
@@ -42,10 +44,49 @@ class StallingPipeline extends PagePipeline {
   override async processPage(job: PageJob, deadline?: AbortSignal): Promise<PageOutcome> {
     if (!this.stalled) {
       this.stalled = true;
-      const until = Date.now() + this.stallMs;
-      while (Date.now() < until);
+      stallEventLoop(this.stallMs);
     }
     return super.processPage(job, deadline);
+  }
+}
+
+function stallEventLoop(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until);
+}
+
+/** Stalls its event loop on its page (losing the lock), then reads it only once `release` is called; records its discarded tries. */
+class LateReaderPipeline extends PagePipeline {
+  release: () => void = () => undefined;
+  readonly released = new Promise<void>((resolve) => (this.release = resolve));
+  readonly discarded: DonePageOutcome[] = [];
+  #discardedOne: () => void = () => undefined;
+  readonly discardedOne = new Promise<void>((resolve) => (this.#discardedOne = resolve));
+
+  constructor(
+    options: ConstructorParameters<typeof PagePipeline>[0],
+    readonly stallMs: number,
+  ) {
+    super(options);
+  }
+
+  override async processPage(job: PageJob, deadline?: AbortSignal): Promise<PageOutcome> {
+    stallEventLoop(this.stallMs);
+    await this.released;
+    return super.processPage(job, deadline);
+  }
+
+  override async discard(outcome: DonePageOutcome): Promise<void> {
+    await super.discard(outcome);
+    this.discarded.push(outcome);
+    this.#discardedOne();
+  }
+}
+
+/** Fails every page for good, as a page whose source cannot be read. */
+class FailingPipeline extends PagePipeline {
+  override async processPage(job: PageJob): Promise<PageOutcome> {
+    return { status: 'failed', docId: job.data.docId, jobId: job.jobId, pages: [job.data.firstPage], reason: 'the source could not be read', retryable: false };
   }
 }
 
@@ -97,6 +138,58 @@ describe('a worker that loses its lock while alive', { skip: REDIS_SERVER_MISSIN
     } finally {
       await Promise.all([...workers.map((worker) => worker.close()), watcher.close()]);
       await Promise.all([stallingBeat.stop(), healthyBeat.stop()]);
+      client.disconnect();
+    }
+  });
+  test('stores nothing as the result of a page given up meanwhile, and leaves no try behind', { timeout: 60_000 }, async () => {
+    const storage = new FileStorage(path.join(root, 'storage-late'));
+    const engine = await OcrEngine.load(await tinyCheckpoint('v1'), { threads: 1 });
+    const logger = pino({ level: 'silent' });
+    const reader = { engine, storage, logger, host: 'test-host', checkpointId: 'sha256:tiny-v1', synthetic: true };
+    const input = path.join(root, 'late-page.pdf');
+    await writeFile(input, await makePdf([LETTER], 5));
+
+    const client = new Redis(redis.url);
+    const identity = { host: 'test-host', backend: 'cpu', threads: 1, variant: 'v1', checkpoint: 'sha256:tiny-v1', startedAt: Date.now() };
+    const progress = () => ({ currentJobs: [], pagesDone: 0, pagesFailed: 0 });
+    const [lateBeat, failingBeat] = await Promise.all([
+      LiveWorkerHeartbeat.start(client, { ...identity, pid: 3 }, progress, { intervalMs: 200 }),
+      LiveWorkerHeartbeat.start(client, { ...identity, pid: 4 }, progress, { intervalMs: 200 }),
+    ]);
+    const connection = redisOptions(redis.url, 'worker');
+    const faults = { lockDurationMs: LOCK_DURATION_MS, stalledIntervalMs: 300, maxStalledCount: 0 };
+    const late = new LateReaderPipeline(reader, 3 * LOCK_DURATION_MS);
+    // One job at a time: the page, once back in the queue, goes to the other worker.
+    const lateWorker = startPageWorker({ pipeline: late, connection, logger, workerKey: lateBeat.key, concurrency: 1, ...faults });
+    await lateWorker.waitUntilReady();
+    const watcher = await DocumentWatcher.start(redisOptions(redis.url, 'worker'));
+    const workers: Array<{ close(): Promise<void> }> = [lateWorker];
+    try {
+      const claimed = once(lateWorker, 'active');
+      const summary = await enqueueDocuments([input], { ocr: OCR, storage, connection: redisOptions(redis.url, 'client') });
+      const { docId } = summary.queued[0];
+      await claimed;
+      // The page, taken over once the late reader's lock is gone, fails for good there, and its document is assembled.
+      workers.push(startPageWorker({ pipeline: new FailingPipeline(reader), connection, logger, workerKey: failingBeat.key, ...faults }));
+      workers.push(startDocumentWorker({ storage, connection, logger }));
+      const [settlement] = await watcher.waitFor([docId]);
+      assert.equal(settlement.status, 'completed');
+      const document = JSON.parse((await storage.get(`results/${docId}/document.json`)).toString()) as DocumentResultJson;
+      assert.deepEqual(document.failedPages, [{ page: 1, reason: 'the source could not be read' }]);
+
+      // Only now does the late reader read the page and store it.
+      late.release();
+      await late.discardedOne;
+      assert.equal(late.discarded.length, 1);
+      assert.equal(await storage.exists(pageResultKey(docId, 1, 'json')), false, 'the late try became the result of a page listed failed');
+      assert.equal(await storage.exists(pageResultKey(docId, 1, 'md')), false);
+      const left = [];
+      for await (const { key } of storage.list(pageAttemptsFolder(docId))) left.push(key);
+      assert.deepEqual(left, []);
+    } finally {
+      late.release();
+      await Promise.all([...workers.map((worker) => worker.close()), watcher.close()]);
+      await Promise.all([lateBeat.stop(), failingBeat.stop()]);
       client.disconnect();
     }
   });

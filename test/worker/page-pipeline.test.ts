@@ -49,7 +49,7 @@ describe('V1 page jobs', () => {
     const engine = await OcrEngine.load(await tinyCheckpoint('v1'), { threads: 2 });
     pipeline = new PagePipeline({ engine, storage, renderer, logger: capturingLogger(logLines), host: 'test-host', checkpointId: 'sha256:tiny-v1', synthetic: true });
     await storage.put(`staging/${idOf('doc3')}/source.pdf`, await makePdf([LETTER, LETTER, LETTER]));
-    threePages = await Promise.all([1, 2, 3].map((page) => pipeline.processPage(pageJob('doc3', page, page, V1_OPTIONS))));
+    threePages = await Promise.all([1, 2, 3].map((page) => readAndCommit(pipeline, pageJob('doc3', page, page, V1_OPTIONS))));
   });
 
   test('a 3-page PDF gives one done outcome per page job, with the keys of its JSON and markdown', () => {
@@ -93,12 +93,33 @@ describe('V1 page jobs', () => {
     }
   });
 
-  test('a job whose pages are all in storage has that stored outcome; a job with a page missing has none', async () => {
-    const stored = await pipeline.storedOutcome(pageJob('doc3', 2, 2, V1_OPTIONS));
-    assert.deepEqual(stored?.pages.map(({ page, key, timings_ms }) => ({ page, key, total: timings_ms.total })), [
-      { page: 2, key: `results/${idOf('doc3')}/pages/0002.json`, total: (await pageJson('doc3', 2)).timings_ms.total },
-    ]);
-    assert.equal(await pipeline.storedOutcome(pageJob('doc3', 4, 4, V1_OPTIONS)), undefined);
+  test("a try stores its pages under its own attempt keys; committing makes them the pages' results, and twice is harmless", async () => {
+    await storage.put(`staging/${idOf('attempt')}/source.pdf`, await makePdf([LETTER]));
+    const outcome = await pipeline.processPage(pageJob('attempt', 1, 1, V1_OPTIONS));
+    assert.equal(outcome.status, 'done');
+    if (outcome.status !== 'done') return;
+    const [stored] = outcome.pages;
+    assert.match(stored.attempt?.key ?? '', new RegExp(`^results/${idOf('attempt')}/attempts/0001-[0-9a-f-]{36}\\.json$`));
+    assert.equal(stored.attempt?.markdownKey, stored.attempt?.key.replace(/\.json$/, '.md'));
+    assert.equal(await storage.exists(stored.key), false, 'an uncommitted try is already the result');
+    const attemptJson = await storage.get(stored.attempt!.key);
+    const attemptMarkdown = await storage.get(stored.attempt!.markdownKey);
+    await Promise.all([pipeline.commit(outcome), pipeline.commit(outcome)]);
+    assert.deepEqual([await storage.get(stored.key), await storage.get(stored.markdownKey)], [attemptJson, attemptMarkdown]);
+    assert.deepEqual([await storage.exists(stored.attempt!.key), await storage.exists(stored.attempt!.markdownKey)], [false, false]);
+    await pipeline.commit(outcome);
+    assert.deepEqual(await storage.get(stored.key), attemptJson);
+  });
+
+  test("a discarded try leaves no result and no attempt behind", async () => {
+    await storage.put(`staging/${idOf('discarded')}/source.pdf`, await makePdf([LETTER]));
+    const outcome = await pipeline.processPage(pageJob('discarded', 1, 1, V1_OPTIONS));
+    assert.equal(outcome.status, 'done');
+    if (outcome.status !== 'done') return;
+    await pipeline.discard(outcome);
+    const left = [];
+    for await (const { key } of storage.list(`results/${idOf('discarded')}/`, { recursive: true })) if (!key.includes('/images/')) left.push(key);
+    assert.deepEqual(left, []);
   });
 
   test('each stored page is logged with docId, page and jobId, without its text', async () => {
@@ -113,7 +134,7 @@ describe('V1 page jobs', () => {
   test('pages of two documents read at once are both read and stored', async () => {
     await storage.put(`staging/${idOf('docA')}/source.pdf`, await makePdf([LETTER]));
     await storage.put(`staging/${idOf('docB')}/source.pdf`, await makePdf([LETTER, LETTER]));
-    const outcomes = await Promise.all([pageJob('docA', 1, 1, V1_OPTIONS), pageJob('docB', 2, 2, V1_OPTIONS)].map((job) => pipeline.processPage(job)));
+    const outcomes = await Promise.all([pageJob('docA', 1, 1, V1_OPTIONS), pageJob('docB', 2, 2, V1_OPTIONS)].map((job) => readAndCommit(pipeline, job)));
     assert.deepEqual(outcomes.map(({ status, docId, pages }) => ({ status, docId, pages: pages.map((p) => (typeof p === 'number' ? p : p.page)) })), [
       { status: 'done', docId: idOf('docA'), pages: [1] },
       { status: 'done', docId: idOf('docB'), pages: [2] },
@@ -124,7 +145,7 @@ describe('V1 page jobs', () => {
   test("a corrupt PDF's page fails with the renderer's reason while another document's page read at once is stored", async () => {
     await storage.put(`staging/${idOf('bad')}/source.pdf`, makeCorruptPdf());
     await storage.put(`staging/${idOf('good')}/source.pdf`, await makePdf([LETTER]));
-    const [bad, good] = await Promise.all([pageJob('bad', 1, 1, V1_OPTIONS), pageJob('good', 1, 1, V1_OPTIONS)].map((job) => pipeline.processPage(job)));
+    const [bad, good] = await Promise.all([pageJob('bad', 1, 1, V1_OPTIONS), pageJob('good', 1, 1, V1_OPTIONS)].map((job) => readAndCommit(pipeline, job)));
     assert.equal(bad.status, 'failed');
     assert.ok(bad.status === 'failed' && bad.reason.length > 0 && !bad.retryable, JSON.stringify(bad));
     assert.equal(good.status, 'done');
@@ -133,12 +154,12 @@ describe('V1 page jobs', () => {
   });
 
   test('a job whose source is missing fails without retry, naming the key', async () => {
-    const outcome = await pipeline.processPage(pageJob('absent', 1, 1, V1_OPTIONS));
+    const outcome = await readAndCommit(pipeline, pageJob('absent', 1, 1, V1_OPTIONS));
     assert.ok(outcome.status === 'failed' && !outcome.retryable && outcome.reason.includes(`staging/${idOf('absent')}/source.pdf`), JSON.stringify(outcome));
   });
 
   test('a job for another model variant fails as retryable, for a worker that runs that variant', async () => {
-    const outcome = await pipeline.processPage(pageJob('doc3', 1, 1, { ...V1_OPTIONS, variant: 'v2' }));
+    const outcome = await readAndCommit(pipeline, pageJob('doc3', 1, 1, { ...V1_OPTIONS, variant: 'v2' }));
     assert.ok(outcome.status === 'failed' && outcome.retryable && /v2/.test(outcome.reason), JSON.stringify(outcome));
   });
 });
@@ -150,7 +171,7 @@ describe('V3 page groups', () => {
     await storage.put(`staging/${idOf('multi')}/source.pdf`, await makePdf([LETTER, LETTER, LETTER]));
     const options: OcrJobOptions = { variant: 'v3', task: 'parse-multi', mode: 'base', dpi: 36, maxNewTokens: 8 };
 
-    const outcome = await pipeline.processPage(pageJob('multi', 1, 3, options));
+    const outcome = await readAndCommit(pipeline, pageJob('multi', 1, 3, options));
 
     assert.ok(outcome.status === 'done', JSON.stringify(outcome));
     assert.deepEqual(outcome.pages.map((page) => page.key), [1, 2, 3].map((page) => `results/${idOf('multi')}/pages/000${page}.json`));
@@ -175,7 +196,7 @@ describe('render options from the job', () => {
     await storage.put(`staging/${idOf('landscape-ls')}/source.pdf`, await makePdf([LETTER_LANDSCAPE]));
     rendered.length = 0;
     const options: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', longestSide: 500 };
-    const outcomes = [await pipeline.processPage(pageJob('portrait-ls', 1, 1, options)), await pipeline.processPage(pageJob('landscape-ls', 1, 1, options))];
+    const outcomes = [await readAndCommit(pipeline, pageJob('portrait-ls', 1, 1, options)), await readAndCommit(pipeline, pageJob('landscape-ls', 1, 1, options))];
     assert.deepEqual(outcomes.map((outcome) => outcome.status), ['done', 'done']);
     // Letter is 612 × 792 points: 500 / 792 × 612 = 386.4.
     assert.deepEqual(rendered.map(({ width, height }) => [width, height]), [[386, 500], [500, 386]]);
@@ -187,7 +208,7 @@ describe('render options from the job', () => {
     rendered.length = 0;
     const job = pageJob('locked', 1, 1, V1_OPTIONS);
     job.data.pdfPassword = sealPdfPassword('s3cret', locked);
-    const outcome = await pipeline.processPage(job);
+    const outcome = await readAndCommit(pipeline, job);
     assert.equal(outcome.status, 'done', JSON.stringify(outcome));
     // At 36 dpi (half a pixel per point) the black rectangle's middle is dark: the content was decrypted.
     const [image] = rendered;
@@ -199,7 +220,7 @@ describe('render options from the job', () => {
 
   test('an encrypted PDF whose job carries no password fails without retry: a password is required', async () => {
     await storage.put(`staging/${idOf('locked-bare')}/source.pdf`, makeEncryptedPdf('s3cret'));
-    const outcome = await pipeline.processPage(pageJob('locked-bare', 1, 1, V1_OPTIONS));
+    const outcome = await readAndCommit(pipeline, pageJob('locked-bare', 1, 1, V1_OPTIONS));
     assert.deepEqual(outcome.status === 'failed' && { reason: outcome.reason, retryable: outcome.retryable }, {
       reason: 'encrypted PDF: a password is required (give it with --password-env NAME or --password P)',
       retryable: false,
@@ -210,7 +231,7 @@ describe('render options from the job', () => {
     await storage.put(`staging/${idOf('locked-other')}/source.pdf`, makeEncryptedPdf('s3cret'));
     const job = pageJob('locked-other', 1, 1, V1_OPTIONS);
     job.data.pdfPassword = sealPdfPassword('s3cret', Buffer.from('%PDF-1.4 another document'));
-    const outcome = await pipeline.processPage(job);
+    const outcome = await readAndCommit(pipeline, job);
     assert.ok(outcome.status === 'failed' && !outcome.retryable && /does not open with this source/.test(outcome.reason), JSON.stringify(outcome));
   });
 });
@@ -261,6 +282,13 @@ function pageJob(name: string, firstPage: number, lastPage: number, options: Ocr
     enqueuedAt: Date.now(),
   };
   return { data, attempt: 1, jobId: `page ${name}:${firstPage}` };
+}
+
+/** Reads a page job as its worker does, then commits its pages as the job's completion would. */
+async function readAndCommit(pipeline: PagePipeline, job: PageJob): Promise<PageOutcome> {
+  const outcome = await pipeline.processPage(job);
+  if (outcome.status === 'done') await pipeline.commit(outcome);
+  return outcome;
 }
 
 async function pageJson(name: string, page: number): Promise<PageResultJson> {

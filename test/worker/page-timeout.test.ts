@@ -129,6 +129,7 @@ describe('the pipeline past its deadline', () => {
       restore();
     }
     assert.deepEqual(outcomes.map((outcome) => outcome.status), ['done', 'done']);
+    for (const outcome of outcomes) if (outcome.status === 'done') await pipeline.commit(outcome);
     for (const page of [1, 2]) {
       const key = pageResultKey(DOC_ID, page, 'json');
       const result = parsePageResultJson((await storage.get(key)).toString(), key);
