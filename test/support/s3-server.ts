@@ -2,7 +2,7 @@
 // keeps its objects in a fresh temp directory, and creates the buckets it is given. It can be stopped
 // and started again on the same port with the same objects, as an outage would look to clients.
 import crypto from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, unlink } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Module, { createRequire } from 'node:module';
@@ -37,6 +37,7 @@ type S3rverConstructor = new (options: {
 }) => S3rverInstance;
 
 const S3rver = loadS3rver();
+keepFoldersOnDelete();
 
 export interface S3ServerOptions {
   /** Buckets to create before listening. Default: none. */
@@ -132,6 +133,22 @@ function loadS3rver(): S3rverConstructor {
   } finally {
     loader._load = load;
   }
+}
+
+/**
+ * s3rver 3.7.1 removes the folders a delete leaves empty, while a put into one of them may be between
+ * making the folder and opening its file: that put's file stream then fails with ENOENT, an 'error'
+ * event s3rver does not handle, and the process dies (objects written and deleted under one prefix at
+ * once, as page tries are, hit it within minutes). Deletes here leave the folders, which s3rver's
+ * listings do not show (they list objects' files), in the server's temporary directory.
+ */
+function keepFoldersOnDelete(): void {
+  type Store = { getResourcePath(bucket: string, key: string, resource: string): string };
+  const { prototype } = createRequire(import.meta.url)('s3rver/lib/stores/filesystem.js') as { prototype: Store & { deleteObject(bucket: string, key: string): Promise<void> } };
+  prototype.deleteObject = async function deleteObjectFiles(this: Store, bucket: string, key: string): Promise<void> {
+    const files = ['object', 'object.md5', 'metadata.json'].map((resource) => this.getResourcePath(bucket, key, resource));
+    await Promise.all(files.map((file) => unlink(file).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? undefined : Promise.reject(error)))));
+  };
 }
 
 function cryptoWithoutDes(): typeof crypto {
