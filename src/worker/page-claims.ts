@@ -9,6 +9,11 @@
 // whose worker is gone (its live-worker entry expired, or its pid no longer runs on this host) is a
 // death; a claim whose worker still beats, or that its worker removes meanwhile, is not. A dead
 // worker's entry expires within three heartbeats of its death, which bounds the wait.
+//
+// The hash also holds when the job's latest try failed, by Redis's clock (`failedAt`), so that its
+// retry waits out its backoff whatever the workers' clocks say: BullMQ stamps a retry's delay with the
+// failing worker's clock and releases it by the releasing worker's, so a worker whose clock is behind
+// would have the page retried at once, its backoff lost.
 import os from 'node:os';
 
 
@@ -16,6 +21,9 @@ import { DOCUMENTS } from '../queue/queue-names.js';
 import type { RedisClient } from '../queue/redis.js';
 
 const DEATHS_FIELD = 'deaths';
+const FAILED_AT_FIELD = 'failedAt';
+/** Fields of the hash that are not claims. */
+const RECORD_FIELDS: ReadonlySet<string> = new Set([DEATHS_FIELD, FAILED_AT_FIELD]);
 /** Claims of jobs that never finish (their queue was obliterated) do not stay for ever. */
 const CLAIMS_TTL_S = 7 * 24 * 3600;
 const POLL_MS = 250;
@@ -65,9 +73,25 @@ export class PageClaims {
     const key = claimsKey(jobId);
     const claims = await this.#redis.hgetall(key);
     // Attempts of this worker are alive by definition: it is running this code.
-    const others = Object.entries(claims).filter(([field]) => field !== DEATHS_FIELD && workerKeyOf(field) !== this.#workerKey);
+    const others = Object.entries(claims).filter(([field]) => !RECORD_FIELDS.has(field) && workerKeyOf(field) !== this.#workerKey);
     await Promise.all(others.map(([field, holder]) => this.#settle(key, field, parseHolder(holder))));
     return Number((await this.#redis.hget(key, DEATHS_FIELD)) ?? 0);
+  }
+
+  /** Records, by Redis's clock, that a try of the job failed and is to be retried. */
+  async failed(jobId: string): Promise<void> {
+    await this.#redis.hset(claimsKey(jobId), FAILED_AT_FIELD, String(await this.#redisNowMs()));
+  }
+
+  /** How much longer, by Redis's clock, the job's retry must wait for `backoffMs` to have passed since its latest failed try. */
+  async retryWaitMs(jobId: string, backoffMs: number): Promise<number> {
+    const [failedAt, now] = await Promise.all([this.#redis.hget(claimsKey(jobId), FAILED_AT_FIELD), this.#redisNowMs()]);
+    return failedAt === null ? 0 : Math.max(0, Math.min(backoffMs, Number(failedAt) + backoffMs - now));
+  }
+
+  async #redisNowMs(): Promise<number> {
+    const [seconds, microseconds] = await this.#redis.time();
+    return Number(seconds) * 1000 + Math.floor(Number(microseconds) / 1000);
   }
 
   #field(token: string): string {

@@ -22,7 +22,7 @@
 // it lost the lock before completing discards its try instead.
 import { randomUUID } from 'node:crypto';
 
-import { UnrecoverableError, WaitingError, Worker, type Job, type Telemetry } from 'bullmq';
+import { Backoffs, UnrecoverableError, WaitingError, Worker, type Job, type Telemetry } from 'bullmq';
 import type { Logger } from 'pino';
 
 import { parsePageJobData, type DonePageOutcome, type PageJobData, type PageOutcome } from '../jobs/job-types.js';
@@ -183,6 +183,15 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
   };
 
   const queue = pageQueue(pipeline.variant);
+  // A retry starts only once its backoff has passed since the failed try, by Redis's clock (PageClaims.failed).
+  const waitOutBackoff = async (job: Job<PageJobData>) => {
+    const backoff = job.opts.backoff === undefined ? undefined : Backoffs.normalize(job.opts.backoff);
+    const backoffMs = backoff === undefined ? 0 : ((await Backoffs.calculate(backoff, job.attemptsMade, new Error('retry'), job)) ?? 0);
+    const waitMs = await claims.retryWaitMs(job.id ?? '', backoffMs);
+    if (waitMs <= 0) return;
+    logger.debug({ docId: job.data.docId, jobId: job.id, attempt: job.attemptsStarted, waitMs }, 'retry released early (worker clocks disagree): waiting out its backoff');
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
+  };
   // Whether the lock is still this worker's, asked once the page is stored: a try whose job another
   // worker holds now, or that was given up, must not become the page's result. Renewing the lock also
   // keeps it through the completion that follows. Redis not answering decides nothing: the completion
@@ -211,6 +220,7 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
       await claims.claim(jobId, claim);
       try {
         if (job.stalledCounter > 0 && (await claims.deaths(jobId)) > maxDeaths) throw new UnrecoverableError(STALLED_PAGE_REASON);
+        if (job.attemptsMade > 0) await waitOutBackoff(job);
         let outcome: PageOutcome;
         try {
           outcome = await lanes.run(triedBefore, () => readPage(pageJob));
@@ -219,7 +229,11 @@ export function startPageWorker(options: PageWorkerOptions): Worker<PageJobData,
           await job.moveToWait(token);
           throw new WaitingError();
         }
-        if (outcome.status === 'failed') throw outcome.retryable ? new Error(outcome.reason) : new UnrecoverableError(outcome.reason);
+        if (outcome.status === 'failed') {
+          if (!outcome.retryable) throw new UnrecoverableError(outcome.reason);
+          await claims.failed(jobId).catch((error: unknown) => logger.warn({ err: error, jobId }, "could not record a failed try's time: its retry may come early"));
+          throw new Error(outcome.reason);
+        }
         await discardIfLost(job, claim, outcome);
         return outcome;
       } finally {

@@ -42,13 +42,16 @@ class FlakyStorage extends FileStorage {
   }
 }
 
-/** Records the jobs read and how many were in flight at once. */
+/** Records the jobs read and how many were in flight at once; `beforeRead` may answer for a job instead. */
 class RecordingPipeline extends PagePipeline {
   readonly jobsRead: string[] = [];
   inFlight = 0;
   mostInFlight = 0;
+  beforeRead: (job: PageJob) => PageOutcome | undefined = () => undefined;
 
   override async processPage(job: PageJob, deadline?: AbortSignal): Promise<PageOutcome> {
+    const answer = this.beforeRead(job);
+    if (answer !== undefined) return answer;
     this.jobsRead.push(job.jobId ?? '');
     this.mostInFlight = Math.max(this.mostInFlight, ++this.inFlight);
     try {
@@ -93,10 +96,10 @@ describe('page and document workers', { skip: REDIS_SERVER_MISSING }, () => {
     running.push(startPageWorker({ pipeline, connection, logger, ...options }), startDocumentWorker({ storage, connection, logger }));
   }
 
-  async function enqueuePdf(pageCount: number, attempts = 3): Promise<EnqueueSummary> {
+  async function enqueuePdf(pageCount: number, attempts = 3, backoffMs = 10): Promise<EnqueueSummary> {
     const input = path.join(root, `${pageCount}-pages-${Math.random().toString(36).slice(2)}.pdf`);
     await writeFile(input, await makePdf(Array.from({ length: pageCount }, () => LETTER), pageCount + 1));
-    return enqueueDocuments([input], { ocr: OCR, storage, connection: redisOptions(redis.url, 'client'), attempts, backoffMs: 10 });
+    return enqueueDocuments([input], { ocr: OCR, storage, connection: redisOptions(redis.url, 'client'), attempts, backoffMs });
   }
 
   /** Enqueues with `enqueue`, runs `start`, and resolves with the document outcomes. */
@@ -170,6 +173,28 @@ describe('page and document workers', { skip: REDIS_SERVER_MISSING }, () => {
     assert.deepEqual({ failedPages: marker.failedPages, options: marker.options }, { failedPages: document.failedPages, options: OCR });
     const failed = await pages.getJob(`${docId}.p2-2`);
     assert.deepEqual({ state: await failed?.getState(), attemptsMade: failed?.attemptsMade }, { state: 'failed', attemptsMade: 3 });
+  });
+
+  test('a retry released early (as a worker whose clock is behind releases it) still waits out its backoff', async () => {
+    const BACKOFF_MS = 1_500;
+    const tries: number[] = [];
+    // BullMQ releases a retry by the clocks of the workers that fail it and fetch it: one whose clock
+    // reads a minute behind releases it at once. Here the retry is promoted as soon as the try fails.
+    pipeline.beforeRead = (job) => {
+      tries.push(performance.now());
+      if (tries.length > 1) return undefined;
+      return { status: 'failed', docId: job.data.docId, jobId: job.jobId, pages: [1], reason: 'storage unreachable', retryable: true };
+    };
+    const { settlements } = await untilAssembled(
+      () => enqueuePdf(1, 2, BACKOFF_MS),
+      () => {
+        startWorkers();
+        running[0].once('failed', (job) => void job?.promote());
+      },
+    );
+    assert.equal(settlements[0].status, 'completed');
+    assert.equal(tries.length, 2);
+    assert.ok(tries[1] - tries[0] >= BACKOFF_MS - 50, `the retry started ${(tries[1] - tries[0]).toFixed(0)} ms after the failed try`);
   });
 
   test('pages whose source cannot be rendered fail at once, without further tries', async () => {

@@ -1,5 +1,6 @@
 // Page claims against a real Redis: a worker taking a page job over counts the earlier readers that
-// died (their live-worker entry gone, or their process gone from this host) and not those still alive.
+// died (their live-worker entry gone, or their process gone from this host) and not those still alive;
+// and a retry's wait, measured by Redis's clock.
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import { after, before, describe, test } from 'node:test';
@@ -67,5 +68,21 @@ describe('page claims', { skip: REDIS_SERVER_MISSING }, () => {
     } finally {
       await entry.stop();
     }
+  });
+  test("a retry's wait is its backoff from the failed try by Redis's clock, whatever this host's clock says", async (t) => {
+    const claims = new PageClaims({ redis: client, workerKey: 'reader' });
+    assert.equal(await claims.retryWaitMs('never-failed', 2_000), 0);
+    const started = performance.now();
+    await claims.failed('retried');
+    // Clocks a minute behind and ahead: BullMQ would release the retry at once, or a minute late.
+    for (const skewMs of [-60_000, 60_000]) {
+      t.mock.method(Date, 'now', () => performance.timeOrigin + performance.now() + skewMs);
+      const waitMs = await claims.retryWaitMs('retried', 2_000);
+      const elapsedMs = performance.now() - started;
+      assert.ok(waitMs <= 2_000 && waitMs >= 2_000 - elapsedMs - 2, `${waitMs} ms left after ${elapsedMs.toFixed(1)} ms`);
+      t.mock.restoreAll();
+    }
+    // A failure record is no claim: it counts as no reader, dead or alive.
+    assert.equal(await claims.deaths('retried'), 0);
   });
 });
