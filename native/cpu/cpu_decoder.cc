@@ -95,7 +95,14 @@ void Decoder::pack_weights(const Checkpoint& checkpoint, bool bf16_experts, cons
     requests.push_back({&layer.wo, H, QW});
     if (!layer.moe) mlp(layer.dense);
     if (!layer.moe || !bf16_experts) continue;
-    for (Expert& e : layer.experts) mlp(e);
+    // In a packed file, slots lie in this order. A step reads the gate and up of the experts its batch
+    // chose, then their downs: all gates and ups first, then all downs, keeps each of those reads
+    // within one stretch of memory (with each expert's three side by side, it streamed about 12% slower).
+    for (Expert& e : layer.experts) {
+      requests.push_back({&e.gate, e.width, H});
+      requests.push_back({&e.up, e.width, H});
+    }
+    for (Expert& e : layer.experts) requests.push_back({&e.down, H, e.width});
     if (dims_.n_shared > 0) mlp(layer.shared);
   }
   if (bf16_experts) requests.push_back({&lm_head_, dims_.vocab, H});
@@ -108,7 +115,8 @@ void Decoder::pack_weights(const Checkpoint& checkpoint, bool bf16_experts, cons
   // Everything the packed bytes depend on: the layout, which weights (their order and sizes are
   // checked by the file as well), and which files, at which version, they came from.
   const std::string key = std::string("decoder weights packed for ") + active_kernels().name + ", panels of " +
-                          std::to_string(kPanelColumns) + (bf16_experts ? ", experts packed" : ", experts int8") + "\n" +
+                          std::to_string(kPanelColumns) +
+                          (bf16_experts ? ", experts packed, gates and ups before downs" : ", experts int8") + "\n" +
                           checkpoint.fingerprint();
   std::vector<size_t> sizes;
   for (const Request& r : requests) sizes.push_back(PackedBf16::bytes(r.N, r.K));
