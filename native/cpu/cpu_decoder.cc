@@ -95,9 +95,10 @@ void Decoder::pack_weights(const Checkpoint& checkpoint, bool bf16_experts, cons
     requests.push_back({&layer.wo, H, QW});
     if (!layer.moe) mlp(layer.dense);
     if (!layer.moe || !bf16_experts) continue;
-    // In a packed file, slots lie in this order. A step reads the gate and up of the experts its batch
-    // chose, then their downs: all gates and ups first, then all downs, keeps each of those reads
-    // within one stretch of memory (with each expert's three side by side, it streamed about 12% slower).
+    // Packed weights lie in memory in this order (in the node's file, or in this process's slabs).
+    // A step reads the gate and up of the experts its batch chose, then their downs: all gates and
+    // ups first, then all downs, keeps each of those reads within one stretch of memory (with each
+    // expert's three side by side, it streamed about 12% slower).
     for (Expert& e : layer.experts) {
       requests.push_back({&e.gate, e.width, H});
       requests.push_back({&e.up, e.width, H});
@@ -107,8 +108,11 @@ void Decoder::pack_weights(const Checkpoint& checkpoint, bool bf16_experts, cons
   }
   if (bf16_experts) requests.push_back({&lm_head_, dims_.vocab, H});
   if (packed_weights_dir.empty()) {
+    // Placed in order first, then packed in parallel.
+    std::vector<std::shared_ptr<const bf16_t>> storage;
+    for (const Request& r : requests) storage.push_back(std::static_pointer_cast<const bf16_t>(place_on_slabs(PackedBf16::bytes(r.N, r.K))));
     pool_.parallel_for(static_cast<int64_t>(requests.size()), 1, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) pack_weight(checkpoint, *requests[i].weight, requests[i].N, requests[i].K);
+      for (int64_t i = i0; i < i1; ++i) pack_weight(checkpoint, *requests[i].weight, requests[i].N, requests[i].K, std::move(storage[i]));
     });
     return;
   }
@@ -148,7 +152,10 @@ void Decoder::quantize_int8_weights(const Checkpoint& checkpoint) {
   int8_layers_.resize(dims_.layers);
   for (int64_t l = 0; l < dims_.layers; ++l) {
     if (!layers_[l].moe) continue;
-    for (const Expert& e : layers_[l].experts) int8_layers_[l].experts.push_back(expert(e, dims_.moe_intermediate));
+    // Converted, and so placed, in the order pack_weights gives BF16 experts: gates and ups, then downs.
+    std::vector<Int8Expert>& experts = int8_layers_[l].experts;
+    for (const Expert& e : layers_[l].experts) experts.push_back({convert(e.gate.rows, dims_.moe_intermediate, H), convert(e.up.rows, dims_.moe_intermediate, H), {}});
+    for (size_t i = 0; i < experts.size(); ++i) experts[i].down = convert(layers_[l].experts[i].down.rows, H, dims_.moe_intermediate);
     if (dims_.n_shared > 0) int8_layers_[l].shared = expert(layers_[l].shared, dims_.n_shared * dims_.moe_intermediate);
   }
   int8_head_ = convert(lm_head_.rows, dims_.vocab, H);

@@ -115,15 +115,13 @@ std::shared_ptr<void> map_huge_pages(size_t bytes) {
   return std::shared_ptr<void>(reinterpret_cast<void*>(start), [p, mapped](void*) { munmap(p, mapped); });
 }
 
-namespace {
-
 constexpr size_t kSlabBytes = size_t{64} << 20;
 
-// Room for `bytes` (a multiple of 64) of packed weight: the rest of the current slab, a new slab, or
-// for weights over a quarter slab a mapping of their own. The returned pointer shares the slab's
-// ownership.
-std::shared_ptr<const bf16_t> place_packed(size_t bytes) {
-  if (bytes > kSlabBytes / 4) return std::static_pointer_cast<const bf16_t>(map_huge_pages(bytes));
+// The rest of the current slab, a new slab, or for weights over a quarter slab a mapping of their
+// own. The returned pointer shares the slab's ownership.
+std::shared_ptr<void> place_on_slabs(size_t bytes) {
+  bytes = (bytes + 63) / 64 * 64;
+  if (bytes > kSlabBytes / 4) return map_huge_pages(bytes);
   static std::mutex mutex;
   static std::weak_ptr<void> current;  // weak: a slab lives only as long as its weights
   static size_t used = 0;
@@ -134,19 +132,18 @@ std::shared_ptr<const bf16_t> place_packed(size_t bytes) {
     current = slab;
     used = 0;
   }
-  const bf16_t* at = static_cast<const bf16_t*>(slab.get()) + used / sizeof(bf16_t);
+  void* at = static_cast<char*>(slab.get()) + used;
   used += bytes;
-  return std::shared_ptr<const bf16_t>(slab, at);
+  return std::shared_ptr<void>(slab, at);
 }
-
-}  // namespace
 
 size_t PackedBf16::bytes(int64_t N, int64_t K) {
   const int64_t pairs = (K + 1) / 2, panels = (N + kPanelColumns - 1) / kPanelColumns;
   return static_cast<size_t>(panels * pairs * 2 * kPanelColumns) * sizeof(bf16_t);  // panels of 256-byte multiples
 }
 
-PackedBf16::PackedBf16(const bf16_t* W, int64_t N, int64_t K) : PackedBf16(W, N, K, place_packed(bytes(N, K))) {}
+PackedBf16::PackedBf16(const bf16_t* W, int64_t N, int64_t K)
+    : PackedBf16(W, N, K, std::static_pointer_cast<const bf16_t>(place_on_slabs(bytes(N, K)))) {}
 
 // `storage` must read as zero: padding (an odd K's last high halves, a last panel's missing
 // columns) is never written.
@@ -168,7 +165,7 @@ PackedBf16::PackedBf16(const bf16_t* W, int64_t N, int64_t K, std::shared_ptr<co
 
 void pack_weight(const Checkpoint& checkpoint, Bf16Weight& W, int64_t N, int64_t K) {
   if (!active_kernels().gemm_bf16_packed) return;
-  pack_weight(checkpoint, W, N, K, place_packed(PackedBf16::bytes(N, K)));
+  pack_weight(checkpoint, W, N, K, std::static_pointer_cast<const bf16_t>(place_on_slabs(PackedBf16::bytes(N, K))));
 }
 
 void pack_weight(const Checkpoint& checkpoint, Bf16Weight& W, int64_t N, int64_t K, std::shared_ptr<const bf16_t> storage) {

@@ -1,5 +1,6 @@
 // Threaded drivers over the active KernelSet: each splits its work across the ThreadPool.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -63,12 +64,37 @@ class LargeBuffer {
   int64_t size_ = 0, capacity_ = 0;
 };
 
+// `bytes` (rounded up to 64) of zeroed memory for a weight, on 64 MiB anonymous slabs advised onto
+// 2 MiB huge pages and shared by the weights placed one after another in call order (one over a
+// quarter slab gets a mapping of its own): so that a model's many small matrices (experts of 1 to
+// 2.3 MB) sit on huge pages too, with fewer page faults while they are written and far fewer TLB
+// misses while they are streamed. A slab is unmapped with the last weight on it.
+std::shared_ptr<void> place_on_slabs(size_t bytes);
+
+// A weight's array of n values on place_on_slabs' memory.
+template <typename T>
+class SlabArray {
+  static_assert(std::is_trivial_v<T>, "SlabArray holds plain values");
+
+ public:
+  SlabArray() = default;
+  SlabArray(size_t n, T fill) : data_(std::static_pointer_cast<T>(place_on_slabs(n * sizeof(T)))), size_(n) {
+    std::fill_n(data_.get(), n, fill);
+  }
+  size_t size() const { return size_; }
+  T* data() { return data_.get(); }
+  const T* data() const { return data_.get(); }
+  T& operator[](size_t i) { return data_.get()[i]; }
+  const T& operator[](size_t i) const { return data_.get()[i]; }
+
+ private:
+  std::shared_ptr<T> data_;
+  size_t size_ = 0;
+};
+
 // Weights W[N, K] packed once for KernelSet::gemm_bf16_packed (the layout beside kPanelColumns in
-// kernels.h), on kernel sets that have packed products (the others read W as stored).
-// Packed weights are placed one after another in shared anonymous slabs advised onto 2 MiB huge
-// pages, so that a model's many small matrices (experts of 2.3 MB, say) sit on huge pages too:
-// fewer page faults while packing, far fewer TLB misses while streaming them. A slab is unmapped
-// with the last weight in it. Default-constructed: empty.
+// kernels.h), on kernel sets that have packed products (the others read W as stored), placed on
+// slabs (place_on_slabs) unless given their storage. Default-constructed: empty.
 class PackedBf16 {
  public:
   PackedBf16() = default;

@@ -51,8 +51,8 @@ Int8Matrix quantize_int8(ThreadPool& pool, const bf16_t* W, int64_t rows, int64_
   const bool tiles = layout == Int8Layout::Tiles16;
   const int64_t stored_rows = tiles ? (rows + 15) / 16 * 16 : rows, row_length = tiles ? tiles16_row_length(cols) : cols;
   // Tiles16's padding is the weight 0, stored as 0 + 128.
-  m.q.assign(stored_rows * row_length, tiles ? static_cast<int8_t>(-128) : 0);
-  m.scales.assign(stored_rows * groups, 0.f);
+  m.q = SlabArray<int8_t>(static_cast<size_t>(stored_rows * row_length), tiles ? static_cast<int8_t>(-128) : 0);
+  m.scales = SlabArray<float>(static_cast<size_t>(stored_rows * groups), 0.f);
   // Where row r, column k (and scale group g) are stored.
   const auto q_at = [&](int64_t r, int64_t k) {
     return tiles ? (r / 16) * 16 * row_length + (k / 4) * 64 + (r % 16) * 4 + k % 4 : r * cols + k;

@@ -9,6 +9,7 @@
 
 #include "common/thread_pool.h"
 #include "cpu/kernels.h"
+#include "cpu/ops.h"
 
 namespace scriptorium {
 
@@ -38,12 +39,13 @@ struct Int8Weights {
   Int8Weights rows_from(int64_t n0) const;
 };
 
-// An owned quantised matrix.
+// An owned quantised matrix, on huge-page slabs like packed BF16 weights (place_on_slabs): an
+// expert's matrix is about a megabyte, too small for a huge page of its own.
 struct Int8Matrix {
   int64_t rows = 0, cols = 0, group = 0;
   Int8Layout layout = Int8Layout::Rows;
-  std::vector<int8_t> q;       // per layout
-  std::vector<float> scales;   // per layout
+  SlabArray<int8_t> q;       // per layout
+  SlabArray<float> scales;   // per layout
 
   Int8Weights view() const;
   size_t bytes() const { return q.size() + scales.size() * sizeof(float); }
