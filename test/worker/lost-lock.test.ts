@@ -99,23 +99,39 @@ describe('a worker that loses its lock while alive', { skip: REDIS_SERVER_MISSIN
   });
   after(() => rm(root, { recursive: true, force: true }));
 
-  test('does not count towards the poison limit: the page ends done', async () => {
-    const storage = new FileStorage(path.join(root, 'storage'));
+  /**
+   * What each test starts from: file storage, a one-page PDF (its own: the first pid seeds it, so no
+   * test finds its document already read in Redis), a tiny V1 reader, and two live workers' heartbeats.
+   */
+  async function setting(name: string, pids: [number, number]) {
+    const storage = new FileStorage(path.join(root, name));
     const engine = await OcrEngine.load(await tinyCheckpoint('v1'), { threads: 1 });
     const logger = pino({ level: 'silent' });
     const reader = { engine, storage, logger, host: 'test-host', checkpointId: 'sha256:tiny-v1', synthetic: true };
-    const input = path.join(root, 'one-page.pdf');
-    await writeFile(input, await makePdf([LETTER], 3));
-
+    const input = path.join(root, `${name}.pdf`);
+    await writeFile(input, await makePdf([LETTER], pids[0]));
     const client = new Redis(redis.url);
     const identity = { host: 'test-host', backend: 'cpu', threads: 1, variant: 'v1', checkpoint: 'sha256:tiny-v1', startedAt: Date.now() };
     const progress = () => ({ currentJobs: [], pagesDone: 0, pagesFailed: 0 });
-    const [stallingBeat, healthyBeat] = await Promise.all([
-      LiveWorkerHeartbeat.start(client, { ...identity, pid: 1 }, progress, { intervalMs: 200 }),
-      LiveWorkerHeartbeat.start(client, { ...identity, pid: 2 }, progress, { intervalMs: 200 }),
-    ]);
-    const connection = redisOptions(redis.url, 'worker');
-    const faults = { lockDurationMs: LOCK_DURATION_MS, stalledIntervalMs: 300, maxStalledCount: 0 };
+    const beats = await Promise.all(pids.map((pid) => LiveWorkerHeartbeat.start(client, { ...identity, pid }, progress, { intervalMs: 200 })));
+    return {
+      storage,
+      logger,
+      reader,
+      input,
+      beats,
+      connection: redisOptions(redis.url, 'worker'),
+      faults: { lockDurationMs: LOCK_DURATION_MS, stalledIntervalMs: 300, maxStalledCount: 0 },
+      async close() {
+        await Promise.all(beats.map((beat) => beat.stop()));
+        client.disconnect();
+      },
+    };
+  }
+
+  test('does not count towards the poison limit: the page ends done', async () => {
+    const { storage, logger, reader, input, beats, connection, faults, close } = await setting('one-page', [1, 2]);
+    const [stallingBeat, healthyBeat] = beats;
     const stalling = startPageWorker({ pipeline: new StallingPipeline(reader, 3 * LOCK_DURATION_MS), connection, logger, workerKey: stallingBeat.key, ...faults });
     const lostLocks: string[] = [];
     stalling.on('lockRenewalFailed', (jobIds) => lostLocks.push(...jobIds));
@@ -137,27 +153,12 @@ describe('a worker that loses its lock while alive', { skip: REDIS_SERVER_MISSIN
       assert.deepEqual(document.pages.map(({ page }) => page), [1]);
     } finally {
       await Promise.all([...workers.map((worker) => worker.close()), watcher.close()]);
-      await Promise.all([stallingBeat.stop(), healthyBeat.stop()]);
-      client.disconnect();
+      await close();
     }
   });
   test('stores nothing as the result of a page given up meanwhile, and leaves no try behind', { timeout: 60_000 }, async () => {
-    const storage = new FileStorage(path.join(root, 'storage-late'));
-    const engine = await OcrEngine.load(await tinyCheckpoint('v1'), { threads: 1 });
-    const logger = pino({ level: 'silent' });
-    const reader = { engine, storage, logger, host: 'test-host', checkpointId: 'sha256:tiny-v1', synthetic: true };
-    const input = path.join(root, 'late-page.pdf');
-    await writeFile(input, await makePdf([LETTER], 5));
-
-    const client = new Redis(redis.url);
-    const identity = { host: 'test-host', backend: 'cpu', threads: 1, variant: 'v1', checkpoint: 'sha256:tiny-v1', startedAt: Date.now() };
-    const progress = () => ({ currentJobs: [], pagesDone: 0, pagesFailed: 0 });
-    const [lateBeat, failingBeat] = await Promise.all([
-      LiveWorkerHeartbeat.start(client, { ...identity, pid: 3 }, progress, { intervalMs: 200 }),
-      LiveWorkerHeartbeat.start(client, { ...identity, pid: 4 }, progress, { intervalMs: 200 }),
-    ]);
-    const connection = redisOptions(redis.url, 'worker');
-    const faults = { lockDurationMs: LOCK_DURATION_MS, stalledIntervalMs: 300, maxStalledCount: 0 };
+    const { storage, logger, reader, input, beats, connection, faults, close } = await setting('late-page', [3, 4]);
+    const [lateBeat, failingBeat] = beats;
     const late = new LateReaderPipeline(reader, 3 * LOCK_DURATION_MS);
     // One job at a time: the page, once back in the queue, goes to the other worker.
     const lateWorker = startPageWorker({ pipeline: late, connection, logger, workerKey: lateBeat.key, concurrency: 1, ...faults });
@@ -189,8 +190,7 @@ describe('a worker that loses its lock while alive', { skip: REDIS_SERVER_MISSIN
     } finally {
       late.release();
       await Promise.all([...workers.map((worker) => worker.close()), watcher.close()]);
-      await Promise.all([lateBeat.stop(), failingBeat.stop()]);
-      client.disconnect();
+      await close();
     }
   });
 });
