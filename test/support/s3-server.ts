@@ -2,12 +2,15 @@
 // keeps its objects in a fresh temp directory, and creates the buckets it is given. It can be stopped
 // and started again on the same port with the same objects, as an outage would look to clients.
 import crypto from 'node:crypto';
-import { mkdtemp, rm, unlink } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Module, { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 
 /** s3rver's built-in access key id and secret: the only credentials it accepts. */
 export const S3RVER_SECRET = 'S3RVER';
@@ -38,6 +41,7 @@ type S3rverConstructor = new (options: {
 
 const S3rver = loadS3rver();
 keepFoldersOnDelete();
+putObjectsWhole();
 
 export interface S3ServerOptions {
   /** Buckets to create before listening. Default: none. */
@@ -163,4 +167,60 @@ function cryptoWithoutDes(): typeof crypto {
         algorithm === 'des' ? crypto.createDecipheriv('aes-128-cbc', doubled(key), doubled(iv)) : crypto.createDecipheriv(algorithm, key, iv),
     },
   }) as typeof crypto;
+}
+
+/**
+ * S3 stores an object whole or not at all: readers see the old object until a put has received its
+ * whole body, and a put cut off part-way changes nothing. s3rver 3.7.1 instead truncates the object's
+ * file when a put starts and streams the body into it, so a reader meanwhile gets part of the object,
+ * and a put whose client dies or whose connection drops leaves the object truncated for good (and
+ * its request hanging: the body's 'error' is not handled). Its metadata files are rewritten in place
+ * the same way. Here each file is written beside its target under a name of its own, and renamed
+ * over the target once complete.
+ */
+function putObjectsWhole(): void {
+  type StoredObject = { bucket: string; key: string; content: Buffer | Readable; metadata: Record<string, string> };
+  type Store = { getResourcePath(bucket: string, key: string, resource: string): string };
+  type StoreMethods = {
+    putObject(this: Store, object: StoredObject): Promise<{ size: number; md5: string }>;
+    putMetadata(this: Store, bucket: string, key: string, metadata: Record<string, string>, md5?: string): Promise<void>;
+  };
+  const require = createRequire(import.meta.url);
+  const { prototype } = require('s3rver/lib/stores/filesystem.js') as { prototype: StoreMethods };
+  const { ALLOWED_METADATA } = require('s3rver/lib/models/object.js') as { ALLOWED_METADATA: string[] };
+  prototype.putObject = async function putObjectWhole(object) {
+    const target = this.getResourcePath(object.bucket, object.key, 'object');
+    await mkdir(path.dirname(target), { recursive: true });
+    const md5 = crypto.createHash('md5');
+    let size = 0;
+    const counted = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        md5.update(chunk);
+        size += chunk.length;
+        done(null, chunk);
+      },
+    });
+    const body = Buffer.isBuffer(object.content) ? Readable.from([object.content]) : object.content;
+    await writeWhole(target, (partial) => pipeline(body, counted, createWriteStream(partial)));
+    const digest = md5.digest('hex');
+    await prototype.putMetadata.call(this, object.bucket, object.key, object.metadata, digest);
+    return { size, md5: digest };
+  };
+  prototype.putMetadata = async function putMetadataWhole(bucket, key, metadata, md5) {
+    const kept = Object.entries(metadata).filter(([name]) => ALLOWED_METADATA.includes(name) || name.startsWith('x-amz-meta-'));
+    if (md5 !== undefined) await writeWhole(this.getResourcePath(bucket, key, 'object.md5'), (partial) => writeFile(partial, md5));
+    await writeWhole(this.getResourcePath(bucket, key, 'metadata.json'), (partial) => writeFile(partial, JSON.stringify(Object.fromEntries(kept), null, 2)));
+  };
+}
+
+/** Writes through `write` to a fresh file beside `target`, then renames it over `target`; removes it if the write fails. */
+async function writeWhole(target: string, write: (partial: string) => Promise<unknown>): Promise<void> {
+  const partial = `${target}.partial-${crypto.randomUUID()}`;
+  try {
+    await write(partial);
+    await rename(partial, target);
+  } catch (error) {
+    await rm(partial, { force: true });
+    throw error;
+  }
 }
