@@ -1,9 +1,10 @@
 // The soak's audit (soak.ts): over storage, every page of every document exactly once (done with its
-// result, or failed with a reason and without one) and every document assembled exactly once; over
+// result, or failed with a reason and without one) and every document assembled, never with two
+// outcomes; over
 // Redis, no job left unfinished; over the worker processes' sampled memory, none that kept growing.
 import { Queue } from 'bullmq';
 
-import { RESULTS_FOLDER, documentResultKeys, pageAttemptsFolder, pageResultKey, pageResultsFolder } from '../../src/jobs/storage-layout.js';
+import { RESULTS_FOLDER, docIdOfDoneMarker, docIdOfFailedPagesMarker, documentResultKeys, pageAttemptsFolder, pageResultKey, pageResultsFolder } from '../../src/jobs/storage-layout.js';
 import { DOCUMENTS, pageQueue } from '../../src/queue/queue-names.js';
 import { redisOptions } from '../../src/queue/redis.js';
 import { UNFINISHED_DOCUMENT_STATES } from '../../src/queue/work-left.js';
@@ -15,6 +16,27 @@ export interface SoakDocument {
   pages: number;
 }
 
+/**
+ * How many times a document's assembly wrote each marker: every assembly ends with one, _DONE or
+ * _FAILED_PAGES (document-assembler.ts). Counted from the S3 server's own notifications, so an
+ * assembly counts whatever became of the worker that ran it.
+ */
+export interface MarkerWrites {
+  done: number;
+  failedPages: number;
+}
+
+/** Counts the marker an object stored under `key` is, if it is one, by docId. */
+export function countMarkerWrite(markers: Map<string, MarkerWrites>, key: string): void {
+  const done = docIdOfDoneMarker(key);
+  const docId = done ?? docIdOfFailedPagesMarker(key);
+  if (docId === undefined) return;
+  const writes = markers.get(docId) ?? { done: 0, failedPages: 0 };
+  if (done === undefined) writes.failedPages++;
+  else writes.done++;
+  markers.set(docId, writes);
+}
+
 export interface ResultsAudit {
   donePages: number;
   failedPages: number;
@@ -22,12 +44,17 @@ export interface ResultsAudit {
   reasons: Map<string, number>;
   /** Page JSONs of tries never committed nor removed (a worker lost its lock, then could not reach Redis): no results, only litter. */
   leftAttempts: number;
+  /**
+   * Documents assembled more than once, each time to the same outcome: a worker killed after writing
+   * the marker and before its job's completion was recorded, whose job another worker then ran again.
+   */
+  reassembled: number;
   problems: string[];
 }
 
-/** Checks each document's document.json and page results in storage, and how many times it was assembled (by docId). */
-export async function auditResults(documents: readonly SoakDocument[], storage: Storage, assemblies: ReadonlyMap<string, number>): Promise<ResultsAudit> {
-  const audit: ResultsAudit = { donePages: 0, failedPages: 0, reasons: new Map(), leftAttempts: 0, problems: [] };
+/** Checks each document's document.json and page results in storage, and the markers its assemblies wrote (by docId). */
+export async function auditResults(documents: readonly SoakDocument[], storage: Storage, markers: ReadonlyMap<string, MarkerWrites>): Promise<ResultsAudit> {
+  const audit: ResultsAudit = { donePages: 0, failedPages: 0, reasons: new Map(), leftAttempts: 0, reassembled: 0, problems: [] };
   const problem = (docId: string, text: string) => audit.problems.push(`${docId}: ${text}`);
   // Every stored page result, listed once: a listing per document costs a walk of the results
   // folder each on a file-backed S3 server, hours for 100,000 pages.
@@ -38,8 +65,11 @@ export async function auditResults(documents: readonly SoakDocument[], storage: 
     byFolder.set(folder, (byFolder.get(folder) ?? new Set()).add(key));
   }
   for (const { docId, pages } of documents) {
-    const assembled = assemblies.get(docId) ?? 0;
-    if (assembled !== 1) problem(docId, `assembled ${assembled} times`);
+    const { done, failedPages } = markers.get(docId) ?? { done: 0, failedPages: 0 };
+    if (done + failedPages === 0) problem(docId, 'never assembled: no _DONE or _FAILED_PAGES was written');
+    // The same pages' statuses always give the same marker: two kinds mean a page's result appeared after an assembly listed it failed.
+    if (done > 0 && failedPages > 0) problem(docId, `assembled with two outcomes: _DONE written ${done} times, _FAILED_PAGES ${failedPages} times`);
+    if (done + failedPages > 1) audit.reassembled++;
     let document: { pages: Array<{ page: number }>; failedPages: Array<{ page: number; reason: string }> };
     try {
       document = JSON.parse((await storage.get(documentResultKeys(docId).json)).toString('utf8'));

@@ -5,11 +5,13 @@
 // random intervals: kill -9 of a worker process (restarted, as a supervisor would), Redis killed and
 // restarted from its append-only file, one failover to an EMPTY Redis followed by `scriptorium
 // reconcile`, storage refusing or stalling every request for seconds, and slow storage; every other
-// worker process runs with its clock skewed (skewed-clock.ts). At the end it
-// audits storage and Redis and exits 1 when the audit fails:
+// worker process runs with its clock skewed (skewed-clock.ts). At the end it audits storage and Redis
+// and exits 1 when the audit fails, printing the worker log lines of the first documents at fault and
+// keeping the workers' logs:
 //   npm run soak [-- --short] [--pages N] [--workers W] [--processes P] [--seed S] [--delay-ms D]
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -31,7 +33,7 @@ import { startPersistentRedis, type PersistentRedis } from '../../test/support/r
 import { S3RVER_SECRET, startS3Server } from '../../test/support/s3-server.js';
 import { seededRandom } from '../../test/support/seeded-random.js';
 import { FaultProxy } from './fault-proxy.js';
-import { auditResults, memoryGrowth, undrainedQueues, type SoakDocument } from './soak-audit.js';
+import { auditResults, countMarkerWrite, memoryGrowth, undrainedQueues, type MarkerWrites, type SoakDocument } from './soak-audit.js';
 
 const USAGE = `Usage: npm run soak -- [--short] [--pages N] [--workers W] [--processes P] [--seed S] [--delay-ms D] [--fault-every S] [--timeout S]
 
@@ -59,6 +61,8 @@ const WARM_UP_MS = 180_000;
 const FAILOVER_AFTER_SHARE = 0.3;
 /** How long the audit waits for the queues to drain after the last assembly. */
 const DRAIN_WAIT_MS = 60_000;
+/** The documents with problems whose worker log lines a failed audit prints. */
+const LOGGED_PROBLEM_DOCUMENTS = 3;
 
 type FaultKind = 'kill -9 a worker' | 'Redis restart from its AOF' | 'storage refusing' | 'storage stalled' | 'storage slow';
 const FAULT_KINDS: readonly FaultKind[] = ['kill -9 a worker', 'Redis restart from its AOF', 'storage refusing', 'storage stalled', 'storage slow'];
@@ -89,13 +93,18 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
   process.env.AWS_ACCESS_KEY_ID = S3RVER_SECRET;
   process.env.AWS_SECRET_ACCESS_KEY = S3RVER_SECRET;
   const s3 = await startS3Server({ buckets: [BUCKET] });
+  // Each assembly ends with a marker, whose write the S3 server reports: whatever becomes of the worker that wrote it.
+  const markers = new Map<string, MarkerWrites>();
+  s3.onNotification(({ Records }) => Records.forEach(({ eventName, s3: { object } }) => eventName.startsWith('ObjectCreated') && countMarkerWrite(markers, object.key)));
   const storageProxy = await FaultProxy.start(s3.port);
   let redis = await startPersistentRedis(await makeDir(root, 'redis-a'));
   const redisProxy = await FaultProxy.start(redis.port);
   const redisUrl = `redis://127.0.0.1:${redisProxy.port}`;
   // The soak's own producer, reconcile and audit reach the S3 server directly; the workers go through the faults.
   const storage = openStorage(`s3://${BUCKET}`, { s3: { endpoint: s3.endpoint } }) as S3Storage;
-  const pool = new WorkerPool(processes, workers, random);
+  // The workers' logs, kept when the audit fails.
+  const logs = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-soak-logs-'));
+  const pool = new WorkerPool(processes, workers, random, logs);
   const faults: string[] = [];
   try {
     write(`soak: ${pages} pages, ${workers} job slots over ${processes} worker processes, seed ${values.seed}, on ${os.cpus().length} CPUs (a shared machine)`);
@@ -124,7 +133,7 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
       const pageCount = queued.reduce((sum, document) => sum + document.pages, 0);
       write(`${elapsed(started)} enqueued ${pageCount} pages of ${queued.length} documents`);
     });
-    const assembled = () => (documents ?? []).filter((document) => pool.assemblies.has(document.docId)).length;
+    const assembled = () => (documents ?? []).filter((document) => markers.has(document.docId)).length;
     const finished = () => documents !== undefined && assembled() === documents.length;
     // Each round throws every kind once, in a seeded order.
     let failedOver = false;
@@ -156,12 +165,19 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
     if (!failedOver) write(`  (no failover: the run ended before ${FAILOVER_AFTER_SHARE * 100}% of the documents were assembled)`);
     write(`${assembled()} of ${documents.length} documents assembled in ${seconds.toFixed(1)} s: ${(pageCount / seconds).toFixed(1)} pages/s, faults included`);
 
-    const problems = await audit(documents, storage, redisUrl, pool);
+    const problems = await audit(documents, storage, redisUrl, pool, markers);
     pool.rssReport().forEach((line) => write(line));
     write(problems.length === 0 ? 'audit: PASSED' : `audit: FAILED (${problems.length} problems)`);
     for (const problem of problems.slice(0, 50)) write(`  ${problem}`);
     if (problems.length > 50) write(`  … and ${problems.length - 50} more`);
-    return problems.length === 0 ? 0 : 1;
+    if (problems.length === 0) {
+      await rm(logs, { recursive: true, force: true });
+      return 0;
+    }
+    const docIds = [...new Set(problems.flatMap((problem) => /^[0-9a-f]{32}(?=:)/.exec(problem) ?? []))];
+    for (const docId of docIds.slice(0, LOGGED_PROBLEM_DOCUMENTS)) (await logLinesOf(logs, docId)).forEach(write);
+    write(`the worker processes' logs are kept in ${logs}`);
+    return 1;
   } finally {
     await pool.stop();
     storage.destroy();
@@ -248,10 +264,11 @@ async function failover(old: PersistentRedis, proxy: FaultProxy, root: string, s
   return fresh;
 }
 
-/** Every page exactly once in storage, no document assembled twice, every failure with a reason and without a result, Redis drained, memory flat. */
-async function audit(documents: readonly SoakDocument[], storage: S3Storage, redisUrl: string, pool: WorkerPool): Promise<string[]> {
-  const results = await auditResults(documents, storage, pool.assemblies);
+/** Every page exactly once in storage, every document assembled and never to two outcomes, every failure with a reason and without a result, Redis drained, memory flat. */
+async function audit(documents: readonly SoakDocument[], storage: S3Storage, redisUrl: string, pool: WorkerPool, markers: ReadonlyMap<string, MarkerWrites>): Promise<string[]> {
+  const results = await auditResults(documents, storage, markers);
   process.stdout.write(`results: ${results.donePages} pages done, ${results.failedPages} failed; ${results.leftAttempts} uncommitted tries left\n`);
+  process.stdout.write(`documents assembled more than once, to the same outcome: ${results.reassembled}\n`);
   const reasons = [...results.reasons].sort((a, b) => b[1] - a[1]);
   for (const [reason, count] of reasons.slice(0, 5)) process.stdout.write(`  ${count} failed: ${reason}\n`);
   process.stdout.write(`worker processes restarted: ${pool.exits.length}\n`);
@@ -272,26 +289,28 @@ interface RssSamples {
 }
 
 /**
- * The `scriptorium work` processes, each restarted when it exits (as a supervisor would). Their log
- * lines are read as they come and only the assemblies ("document done") are kept, by docId.
+ * The `scriptorium work` processes, each restarted when it exits (as a supervisor would). Their logs
+ * go to files; each process's last log line is kept, to say why one exited on its own.
  */
 class WorkerPool {
-  readonly assemblies = new Map<string, number>();
   /** How each worker process that was restarted ended: its pid, exit code or signal, and its last log line when it was not killed by the soak. */
   readonly exits: string[] = [];
   readonly #processes: number;
   readonly #slots: number;
   readonly #random: () => number;
+  readonly #logs: string;
   readonly #children: ChildProcess[] = [];
   readonly #rss: RssSamples[] = [];
   readonly #killed = new Set<number>();
   #stopping = false;
   #sampler: NodeJS.Timeout | undefined;
 
-  constructor(processes: number, slots: number, random: () => number) {
+  /** Each process's stderr (its log) goes to `<logs>/worker-<pid>.log`. */
+  constructor(processes: number, slots: number, random: () => number, logs: string) {
     this.#processes = processes;
     this.#slots = slots;
     this.#random = random;
+    this.#logs = logs;
   }
 
   start(spec: (index: number) => WorkerSpec): void {
@@ -345,12 +364,8 @@ class WorkerPool {
     const samples: RssSamples = { pid: child.pid!, mib: [] };
     this.#rss.push(samples);
     let lastLine = '';
-    createInterface({ input: child.stderr! }).on('line', (line) => {
-      lastLine = line;
-      if (!line.includes('"document done"')) return;
-      const { docId } = JSON.parse(line) as { docId: string };
-      this.assemblies.set(docId, (this.assemblies.get(docId) ?? 0) + 1);
-    });
+    child.stderr!.pipe(createWriteStream(path.join(this.#logs, `worker-${child.pid}.log`)));
+    createInterface({ input: child.stderr! }).on('line', (line) => (lastLine = line));
     child.once('exit', (code, signal) => {
       if (this.#stopping) return;
       const how = `worker ${child.pid} exited with ${signal ?? code}`;
@@ -414,6 +429,16 @@ function shuffled<T>(items: readonly T[], random: () => number): T[] {
     [copy[i], copy[j]] = [copy[j], copy[i]];
   }
   return copy;
+}
+
+/** Every worker log line that names `docId`, each after its log file's name. */
+async function logLinesOf(logs: string, docId: string): Promise<string[]> {
+  const lines = [`worker log lines of ${docId}:`];
+  for (const file of (await readdir(logs)).sort()) {
+    const text = await readFile(path.join(logs, file), 'utf8');
+    lines.push(...text.split('\n').filter((line) => line.includes(docId)).map((line) => `  ${file}: ${line}`));
+  }
+  return lines;
 }
 
 /** Waits `ms`, or less once `done` holds (checked every second). */

@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { Queue } from 'bullmq';
 
 import { FaultProxy } from '../../bench/queue/fault-proxy.js';
-import { auditResults, memoryGrowth, undrainedQueues } from '../../bench/queue/soak-audit.js';
+import { auditResults, countMarkerWrite, memoryGrowth, undrainedQueues, type MarkerWrites } from '../../bench/queue/soak-audit.js';
 import { documentResultKeys, pageAttemptKeys, pageResultKey } from '../../src/jobs/storage-layout.js';
 import { DOCUMENTS } from '../../src/queue/queue-names.js';
 import { redisOptions } from '../../src/queue/redis.js';
@@ -109,12 +109,21 @@ describe('auditResults', () => {
     await storage.put(pageResultKey(BAD, 1, 'json'), Buffer.from('{}'));
     await storage.put(pageResultKey(BAD, 2, 'json'), Buffer.from('{}'));
 
-    const good = await auditResults([{ docId: GOOD, pages: 2 }], storage, new Map([[GOOD, 1]]));
-    assert.deepEqual(good, { donePages: 1, failedPages: 1, reasons: new Map([['timed out', 1]]), leftAttempts: 1, problems: [] });
+    // Each assembly's marker write, as the S3 server reports it: GOOD assembled twice to one outcome, BAD to two.
+    const markers = new Map<string, MarkerWrites>();
+    for (const key of [documentResultKeys(GOOD).failedPages, documentResultKeys(GOOD).failedPages, documentResultKeys(BAD).done, documentResultKeys(BAD).failedPages]) {
+      countMarkerWrite(markers, key);
+    }
+    countMarkerWrite(markers, pageResultKey(GOOD, 1, 'json'));
+    countMarkerWrite(markers, documentResultKeys(GOOD).json);
+    assert.deepEqual(markers, new Map([[GOOD, { done: 0, failedPages: 2 }], [BAD, { done: 1, failedPages: 1 }]]));
 
-    const bad = await auditResults([{ docId: BAD, pages: 3 }], storage, new Map([[BAD, 2]]));
+    const good = await auditResults([{ docId: GOOD, pages: 2 }], storage, markers);
+    assert.deepEqual(good, { donePages: 1, failedPages: 1, reasons: new Map([['timed out', 1]]), leftAttempts: 1, reassembled: 1, problems: [] });
+
+    const bad = await auditResults([{ docId: BAD, pages: 3 }], storage, markers);
     assert.deepEqual(bad.problems, [
-      `${BAD}: assembled 2 times`,
+      `${BAD}: assembled with two outcomes: _DONE written 1 times, _FAILED_PAGES 1 times`,
       `${BAD}: document.json lists pages 1,1,2,3, not 1…3 once each`,
       `${BAD}: page 3 is listed done but has no result`,
       `${BAD}: page 2 failed without a reason`,
@@ -122,9 +131,9 @@ describe('auditResults', () => {
       `${BAD}: 2 page results stored for 3 pages done`,
     ]);
 
-    const never = await auditResults([{ docId: 'c'.repeat(32), pages: 1 }], storage, new Map());
+    const never = await auditResults([{ docId: 'c'.repeat(32), pages: 1 }], storage, markers);
     assert.equal(never.problems.length, 2);
-    assert.match(never.problems[0], /assembled 0 times/);
+    assert.match(never.problems[0], /never assembled/);
     assert.match(never.problems[1], /no readable document.json/);
   });
 });
