@@ -2,7 +2,8 @@
 // free port, nothing persisted (no RDB, no AOF, working directory in a fresh temp folder), and
 // `noeviction` as BullMQ requires. It runs in a process group of its own, so that the Ctrl-C a
 // terminal sends to `scriptorium run`'s group does not stop it under the workers that still need it;
-// it is stopped by close() and killed when this process exits.
+// it is stopped by close(), killed when this process exits, and stopped by a reaper when this process
+// is killed outright (kill -9 runs no exit handler).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -133,8 +134,26 @@ function answersPing(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * A shell that stops the server once this process is gone, however it ended: its stdin is a pipe
+ * from this process, whose end (this process exiting or killed) ends its `read`. In a group of its
+ * own, like the server, so that a Ctrl-C leaves it be; it holds no reference on the event loop.
+ */
+function startReaper(server: ChildProcess): ChildProcess {
+  const reaper = spawn('/bin/sh', ['-c', `read ignored; kill -TERM ${server.pid}`], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  reaper.on('error', () => undefined); // without a reaper, only a kill -9 of this process leaves the server behind
+  reaper.stdin?.on('error', () => undefined);
+  (reaper.stdin as unknown as { unref(): void } | null)?.unref();
+  reaper.unref();
+  return reaper;
+}
+
 function running(child: ChildProcess, port: number, dir: string): EmbeddedRedis {
-  const killOnExit = () => child.kill('SIGKILL');
+  const reaper = startReaper(child);
+  const killOnExit = () => {
+    reaper.kill('SIGKILL');
+    child.kill('SIGKILL');
+  };
   process.once('exit', killOnExit);
   const alive = () => child.exitCode === null && child.signalCode === null;
   const exited = new Promise<void>((resolve) => (alive() ? child.once('exit', () => resolve()) : resolve()));
@@ -145,6 +164,7 @@ function running(child: ChildProcess, port: number, dir: string): EmbeddedRedis 
     close() {
       closing ??= (async () => {
         process.off('exit', killOnExit);
+        reaper.kill('SIGKILL'); // first: once the server has exited its pid may be another process's
         if (alive()) child.kill('SIGTERM');
         await exited;
         await rm(dir, { recursive: true, force: true });

@@ -1,7 +1,8 @@
 // `scriptorium run` stopped as a terminal stops it: signals sent to its whole process group, as
 // Ctrl-C does. The private redis-server lives in a group of its own, so the first Ctrl-C lets the
 // claimed pages finish and the run stop cleanly; a second stops at once and says what is left; a
-// SIGTERM during start-up prints the same stopping line. The private Redis is gone afterwards.
+// SIGTERM during start-up prints the same stopping line. The private Redis is gone afterwards, also
+// after a kill -9 of the run.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -124,6 +125,14 @@ describe('scriptorium run stopped by signals', { skip: REDIS_SERVER_MISSING, tim
     assert.equal(await run.exited, 130, run.stderr);
     assert.match(run.stderr, /SIGINT again: stopped at once with 1 document unfinished: the same command again reads them/);
     assert.equal(await answers(url), false, 'the private Redis still runs');
+  });
+
+  test('kill -9 of the whole run leaves no private Redis behind', async () => {
+    const run = start('killed');
+    const url = await run.redisUrl();
+    run.signalGroup('SIGKILL'); // the private Redis has a group of its own: this does not reach it
+    await run.exited;
+    await waitUntil(async () => !(await answers(url)), 30_000, 'the private Redis to stop');
   });
 
   test('SIGTERM during start-up prints the same stopping line and queues nothing', async () => {
