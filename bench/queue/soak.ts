@@ -264,11 +264,10 @@ async function failover(old: PersistentRedis, proxy: FaultProxy, root: string, s
   return fresh;
 }
 
-/** Every page exactly once in storage, every document assembled and never to two outcomes, every failure with a reason and without a result, Redis drained, memory flat. */
+/** Every page exactly once in storage, every document assembled exactly once, every failure with a reason and without a result, Redis drained, memory flat. */
 async function audit(documents: readonly SoakDocument[], storage: S3Storage, redisUrl: string, pool: WorkerPool, markers: ReadonlyMap<string, MarkerWrites>): Promise<string[]> {
   const results = await auditResults(documents, storage, markers);
   process.stdout.write(`results: ${results.donePages} pages done, ${results.failedPages} failed; ${results.leftAttempts} uncommitted tries left\n`);
-  process.stdout.write(`documents assembled more than once, to the same outcome: ${results.reassembled}\n`);
   const reasons = [...results.reasons].sort((a, b) => b[1] - a[1]);
   for (const [reason, count] of reasons.slice(0, 5)) process.stdout.write(`  ${count} failed: ${reason}\n`);
   process.stdout.write(`worker processes restarted: ${pool.exits.length}\n`);

@@ -129,8 +129,10 @@ export type DocumentResultJson = z.infer<typeof documentResultJsonSchema>;
 /**
  * results/<docId>/_DONE, written last when every page was read: the options the document was read
  * with, which `scriptorium retry --flagged` starts from (markers of earlier versions hold no options).
+ * Both markers name the assembly that wrote them (`assembly`: its document job's id and creation
+ * time), when a queue's document job wrote them.
  */
-const doneMarkerJsonSchema = z.object({ docId: z.string(), options: ocrJobOptionsSchema, completedAt: z.string() });
+const doneMarkerJsonSchema = z.object({ docId: z.string(), options: ocrJobOptionsSchema, completedAt: z.string(), assembly: z.string().optional() });
 export type DoneMarkerJson = z.infer<typeof doneMarkerJsonSchema>;
 
 /** A _DONE marker as stored, checked like a page result. */
@@ -149,6 +151,7 @@ const failedPagesMarkerJsonSchema = z.object({
   options: ocrJobOptionsSchema,
   failedPages: z.array(z.object({ page: z.number().int().positive(), reason: z.string() })),
   completedAt: z.string(),
+  assembly: z.string().optional(),
 });
 export type FailedPagesMarkerJson = z.infer<typeof failedPagesMarkerJsonSchema>;
 

@@ -4,10 +4,10 @@
 // is the failed ones, or only the chosen ones of them, and the document is assembled again (a failed
 // page not chosen keeps its reason).
 
-import { parseFailedPagesMarkerJson, type FailedPagesMarkerJson } from '../jobs/result-json.js';
+import { parseFailedPagesMarkerJson } from '../jobs/result-json.js';
 import { docIdOfFailedPagesMarker, documentKeys, documentResultKeys, RESULTS_FOLDER } from '../jobs/storage-layout.js';
 import { type Storage } from '../storage/storage.js';
-import { StorageError } from '../storage/storage-error.js';
+import { readStored } from '../storage/storage-error.js';
 import { enqueueDocuments, type QueuedDocument, type RejectedInput } from './enqueue.js';
 import type { RedisConnectionOptions } from '../queue/redis.js';
 
@@ -30,7 +30,7 @@ export type RetryOutcome =
 
 export async function retryFailedPages(docId: string, options: RetryOptions): Promise<RetryOutcome> {
   const { storage } = options;
-  const marker = await readMarker(docId, storage);
+  const marker = await readStored(documentResultKeys(docId).failedPages, storage, parseFailedPagesMarkerJson);
   if (marker === undefined) {
     const done = await storage.exists(documentResultKeys(docId).done);
     return { docId, status: 'not-failed', reason: done ? 'every page of it succeeded' : 'it has no failed pages recorded (unknown, or still being read)' };
@@ -62,15 +62,5 @@ export async function* documentsWithFailedPages(storage: Storage): AsyncGenerato
   for await (const object of storage.list(RESULTS_FOLDER, { recursive: true })) {
     const docId = docIdOfFailedPagesMarker(object.key);
     if (docId !== undefined) yield docId;
-  }
-}
-
-async function readMarker(docId: string, storage: Storage): Promise<FailedPagesMarkerJson | undefined> {
-  try {
-    const key = documentResultKeys(docId).failedPages;
-    return parseFailedPagesMarkerJson((await storage.get(key)).toString('utf8'), key);
-  } catch (error) {
-    if (error instanceof StorageError && error.code === 'not_found') return undefined;
-    throw error;
   }
 }

@@ -16,7 +16,7 @@ import { docIdOfDoneMarker, documentKeys, documentResultKeys, RESULTS_FOLDER } f
 import { documentJobId, pageJobId } from '../queue/job-ids.js';
 import { DOCUMENTS, pageQueue } from '../queue/queue-names.js';
 import type { Storage } from '../storage/storage.js';
-import { StorageError } from '../storage/storage-error.js';
+import { readStored, StorageError } from '../storage/storage-error.js';
 import { documentFlow } from './enqueue.js';
 import { changedOcrJobOptions, type OcrJobChoices } from './ocr-job-options.js';
 import { openWithPassword, sealedPasswordOf } from './plan-document.js';
@@ -158,15 +158,5 @@ async function removeSettledJobs(docId: string, options: OcrJobOptions, pages: r
     return false;
   } finally {
     await Promise.all([documents.close(), pageJobs.close()]);
-  }
-}
-
-/** A stored JSON object read with `parse` (an InvalidBoundaryDataError when damaged); undefined when it is not there. */
-async function readStored<T>(key: string, storage: Storage, parse: (text: string, key: string) => T): Promise<T | undefined> {
-  try {
-    return parse((await storage.get(key)).toString('utf8'), key);
-  } catch (error) {
-    if (error instanceof StorageError && error.code === 'not_found') return undefined;
-    throw error;
   }
 }

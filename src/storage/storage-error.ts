@@ -1,4 +1,5 @@
 // StorageError: every failure a Storage reports, classified by what the caller should do next.
+import type { Storage } from './storage.js';
 
 /**
  * - `not_found`: the object does not exist (check the key and the storage URL).
@@ -40,6 +41,16 @@ export async function existsBy(probe: () => Promise<unknown>): Promise<boolean> 
     return true;
   } catch (error) {
     if (error instanceof StorageError && error.code === 'not_found') return false;
+    throw error;
+  }
+}
+
+/** A stored object read with `parse` (which may throw, e.g. on damaged JSON); undefined when it is not there. */
+export async function readStored<T>(key: string, storage: Storage, parse: (text: string, key: string) => T): Promise<T | undefined> {
+  try {
+    return parse((await storage.get(key)).toString('utf8'), key);
+  } catch (error) {
+    if (error instanceof StorageError && error.code === 'not_found') return undefined;
     throw error;
   }
 }

@@ -10,15 +10,18 @@
 // other pages) keeps the reason the earlier _FAILED_PAGES marker gave.
 // Done pages are committed first (page-commit.ts: their worker may have died before it did), and
 // once the markers are written, the tries that never became results are removed.
+// A document job's assembly is named in its marker, so that the same job run again (its worker was
+// killed after the marker, or storage failed in the steps after it) writes nothing again: it only
+// finishes those steps. The document is assembled once per job.
 import { documentConfidence } from '../engine/confidence.js';
 import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
 import type { DocumentJobData, Stage, StoredPage } from '../jobs/job-types.js';
 import type { PageFlag } from '../jobs/page-flags.js';
-import { parseFailedPagesMarkerJson, parsePageResultJson, type DocumentResultJson, type DoneMarkerJson, type FailedPagesMarkerJson, type PageResultJson } from '../jobs/result-json.js';
+import { parseDocumentResultJson, parseDoneMarkerJson, parseFailedPagesMarkerJson, parsePageResultJson, type DocumentResultJson, type DoneMarkerJson, type FailedPagesMarkerJson, type PageResultJson } from '../jobs/result-json.js';
 import { cancelledMarkerKey, documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
 import { scriptoriumBuild } from '../output/build-info.js';
 import type { Storage } from '../storage/storage.js';
-import { StorageError } from '../storage/storage-error.js';
+import { readStored, StorageError } from '../storage/storage-error.js';
 import { commitStoredPages, removeLeftAttempts } from './page-commit.js';
 import { summarizeStageTimes, type StageSummary } from './stage-stats.js';
 
@@ -56,9 +59,16 @@ type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJ
  * in the result: one with no status is done if its JSON is stored, else failed ("no page result was
  * reported", or cancelled), and a done page whose JSON is missing from storage or damaged is failed too. A page
  * reported failed whose JSON is in storage (committed by an earlier run of the document) is done.
- * Storage errors other than a missing page reject, so the job can be retried.
+ * Storage errors other than a missing page reject, so the job can be retried. `assembly` names this
+ * assembly in the marker (a document job's id and creation time); when the marker already names it,
+ * the document.json stored is returned and nothing is written again.
  */
-export async function assembleDocument(job: DocumentJobData, statuses: readonly PageStatus[], storage: Storage): Promise<DocumentResultJson> {
+export async function assembleDocument(job: DocumentJobData, statuses: readonly PageStatus[], storage: Storage, assembly?: string): Promise<DocumentResultJson> {
+  const assembled = assembly === undefined ? undefined : await assembledBy(assembly, job.docId, storage);
+  if (assembled !== undefined) {
+    await finishAssembly(job.docId, storage);
+    return assembled;
+  }
   const cancelled = await storage.exists(cancelledMarkerKey(job.docId));
   const earlierReasons = cancelled ? new Map<number, string>() : await earlierFailureReasons(job.docId, storage);
   const missingReason = (page: number) => (cancelled ? CANCELLED_PAGE_REASON : (earlierReasons.get(page) ?? UNREPORTED_PAGE_REASON));
@@ -99,8 +109,9 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
     storage.put(keys.markdown, Buffer.from(`${markdown}\n`), { contentType: 'text/markdown; charset=utf-8' }),
     storage.put(keys.json, Buffer.from(`${JSON.stringify(document, null, 2)}\n`), { contentType: 'application/json' }),
   ]);
+  const named = assembly === undefined ? {} : { assembly };
   if (document.failedPages.length === 0) {
-    const marker: DoneMarkerJson = { docId: job.docId, options: job.options, completedAt };
+    const marker: DoneMarkerJson = { docId: job.docId, options: job.options, completedAt, ...named };
     await storage.put(keys.done, Buffer.from(`${JSON.stringify(marker, null, 2)}\n`), { contentType: 'application/json' });
     await storage.delete(keys.failedPages);
   } else {
@@ -111,12 +122,31 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
       options: job.options,
       failedPages: document.failedPages,
       completedAt,
+      ...named,
     };
     await storage.put(keys.failedPages, Buffer.from(`${JSON.stringify(marker, null, 2)}\n`), { contentType: 'application/json' });
   }
-  await storage.delete(cancelledMarkerKey(job.docId)); // a cancellation is over once its document is assembled
-  await removeLeftAttempts(job.docId, storage);
+  await finishAssembly(job.docId, storage);
   return document;
+}
+
+/** What follows the marker: a cancellation is over once its document is assembled, and tries left behind are removed. */
+async function finishAssembly(docId: string, storage: Storage): Promise<void> {
+  await storage.delete(cancelledMarkerKey(docId));
+  await removeLeftAttempts(docId, storage);
+}
+
+/** The stored document.json when a marker names `assembly` (which then wrote it); undefined otherwise, or when either is damaged. */
+async function assembledBy(assembly: string, docId: string, storage: Storage): Promise<DocumentResultJson | undefined> {
+  const keys = documentResultKeys(docId);
+  try {
+    const markers = await Promise.all([readStored(keys.done, storage, parseDoneMarkerJson), readStored(keys.failedPages, storage, parseFailedPagesMarkerJson)]);
+    if (!markers.some((marker) => marker?.assembly === assembly)) return undefined;
+    return await readStored(keys.json, storage, parseDocumentResultJson);
+  } catch (error) {
+    if (error instanceof InvalidBoundaryDataError) return undefined; // assembled again, over the damage
+    throw error;
+  }
 }
 
 /** An HTML comment that stays one comment whatever the reason says (no line breaks, no '--'). */

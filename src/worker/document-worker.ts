@@ -44,7 +44,8 @@ export function startDocumentWorker(options: DocumentWorkerOptions): Worker<Docu
     async (job: Job<DocumentJobData>, token?: string) => {
       const data = checkedJobData(parseDocumentJobData, job.data);
       await leaveForeignStorageJob(job, token, data.storage, storage.url, logger);
-      const document = await assembleDocument(data, await pageStatusesOf(job), storage);
+      // Named by the job's id and creation time: a job queued again (reconcile, retry) has a new time.
+      const document = await assembleDocument(data, await pageStatusesOf(job), storage, `${job.id}@${job.timestamp}`);
       const keys = documentResultKeys(data.docId);
       const outcome: DocumentOutcome = {
         docId: data.docId,

@@ -209,6 +209,30 @@ test('storage that cannot be read while assembling fails the assembly, even for 
   assert.deepEqual({ done: document.pages.map((page) => page.page), failed: document.failedPages }, { done: [1], failed: [] });
 });
 
+test("a document job's assembly run again after its marker writes nothing again, and finishes what follows the marker", async () => {
+  await storePage('again', 1, 'Read once.', 5);
+  const statuses: PageStatus[] = [{ page: 1, status: 'done', key: pageKey('again', 1) }];
+  const first = await assembleDocument(documentJob('again', 1), statuses, storage, 'job-a@1000');
+  const marker = parseDoneMarkerJson((await storage.get(`results/${idOf('again')}/_DONE`)).toString(), '_DONE');
+  assert.equal(marker.assembly, 'job-a@1000');
+
+  // Its worker was killed before the queue recorded the job's completion; meanwhile another killed worker left a try.
+  const left = pageAttemptKeys(idOf('again'), 1, 'a1');
+  await storage.put(left.key, Buffer.from('{}'));
+  const writes = () => putEvents.filter((event) => event.startsWith(`end results/${idOf('again')}/`) && !event.includes('/attempts/')).length;
+  const before = writes();
+  const again = await assembleDocument(documentJob('again', 1), statuses, storage, 'job-a@1000');
+  assert.deepEqual(again, first);
+  assert.equal(writes(), before, 'nothing written again');
+  assert.equal(await storage.exists(left.key), false, 'the steps after the marker are done');
+
+  // The same document queued again (another job, or the same id at another time) is assembled again.
+  const requeued = await assembleDocument(documentJob('again', 1), statuses, storage, 'job-a@2000');
+  assert.ok(writes() > before);
+  assert.notEqual(requeued.completedAt, first.completedAt);
+  assert.equal(parseDoneMarkerJson((await storage.get(`results/${idOf('again')}/_DONE`)).toString(), '_DONE').assembly, 'job-a@2000');
+});
+
 test('a failure note stays one HTML comment whatever the reason holds', () => {
   assert.equal(failedPageNote(7, 'bad xref -->\nat offset 12'), '<!-- page 7 failed: bad xref - -> at offset 12 -->');
 });
