@@ -10,7 +10,7 @@
 // keeping the workers' logs:
 //   npm run soak [-- --short] [--pages N] [--workers W] [--processes P] [--seed S] [--delay-ms D]
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -105,6 +105,14 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
   // The workers' logs, kept when the audit fails.
   const logs = await mkdtemp(path.join(os.tmpdir(), 'scriptorium-soak-logs-'));
   const pool = new WorkerPool(processes, workers, random, logs);
+  // Stopped by a signal, the soak exits at once: the exit takes its worker processes and Redis with it.
+  const stop = (signal: NodeJS.Signals) => {
+    write(`${signal}: the soak stops, and its worker processes and Redis with it; their logs are kept in ${logs}`);
+    rmSync(root, { recursive: true, force: true });
+    process.exit(130);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
   const faults: string[] = [];
   try {
     write(`soak: ${pages} pages, ${workers} job slots over ${processes} worker processes, seed ${values.seed}, on ${os.cpus().length} CPUs (a shared machine)`);
@@ -313,6 +321,7 @@ class WorkerPool {
   }
 
   start(spec: (index: number) => WorkerSpec): void {
+    process.once('exit', () => this.#children.forEach((child) => child.kill('SIGKILL'))); // the soak stopped or died: no worker outlives it
     for (let index = 0; index < this.#processes; index++) this.#spawn(index, spec(index));
     this.#sampler = setInterval(() => void this.#sample(), RSS_EVERY_MS);
   }
