@@ -108,7 +108,7 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
   // Stopped by a signal, the soak exits at once: the exit takes its worker processes and Redis with it.
   const stop = (signal: NodeJS.Signals) => {
     write(`${signal}: the soak stops, and its worker processes and Redis with it; their logs are kept in ${logs}`);
-    rmSync(root, { recursive: true, force: true });
+    for (const folder of [root, s3.directory]) rmSync(folder, { recursive: true, force: true });
     process.exit(130);
   };
   process.once('SIGINT', stop);

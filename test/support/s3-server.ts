@@ -54,6 +54,8 @@ export interface S3Server {
   /** http://127.0.0.1:<port> */
   endpoint: string;
   port: number;
+  /** Where the objects are kept: a temporary folder of its own, removed by close(). */
+  directory: string;
   /** Calls `listener` with the notification of every object stored, copied or deleted from now on. */
   onNotification(listener: (notification: S3rverNotification) => void): void;
   /** Drops open connections and stops listening, keeping the objects: clients then see the server down. */
@@ -96,6 +98,7 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Se
   return {
     endpoint: `http://127.0.0.1:${port}`,
     port,
+    directory,
     onNotification(listener) {
       notificationListeners.push(listener);
     },
