@@ -1,5 +1,6 @@
 // The Storage contract: one suite, run against file:// (a temp directory) and s3:// (an in-process
-// s3rver). Whatever the pipeline relies on must hold for both backends.
+// s3rver), and a real S3 when SCRIPTORIUM_TEST_S3_URL names one (npm run test:integration). Whatever
+// the pipeline relies on must hold for every backend.
 import assert from 'node:assert/strict';
 import { createHash, randomFillSync } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -39,6 +40,23 @@ storageContract('s3:// (s3rver)', async () => {
     },
   };
 });
+
+// A real S3 (npm run test:integration): the same contract under a fresh prefix, emptied at the end.
+const realS3Url = process.env.SCRIPTORIUM_TEST_S3_URL;
+if (realS3Url !== undefined) {
+  storageContract(`${realS3Url} (a real S3)`, async () => {
+    const storage = new S3Storage(realS3Url);
+    return {
+      storage,
+      async close() {
+        const keys: string[] = [];
+        for await (const { key } of storage.list('', { recursive: true })) keys.push(key);
+        await inBatches(keys, 32, (key) => storage.delete(key));
+        storage.destroy();
+      },
+    };
+  });
+}
 
 function storageContract(backend: string, open: () => Promise<OpenedBackend>): void {
   describe(`${backend} storage`, () => {
