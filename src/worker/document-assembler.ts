@@ -64,13 +64,17 @@ type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJ
  * the document.json stored is returned and nothing is written again.
  */
 export async function assembleDocument(job: DocumentJobData, statuses: readonly PageStatus[], storage: Storage, assembly?: string): Promise<DocumentResultJson> {
-  const assembled = assembly === undefined ? undefined : await assembledBy(assembly, job.docId, storage);
+  const earlier = await earlierMarkers(job.docId, storage);
+  const assembled = [earlier.done, earlier.failedPages].some((marker) => assembly !== undefined && marker?.assembly === assembly)
+    ? await storedDocument(job.docId, storage)
+    : undefined;
   if (assembled !== undefined) {
     await finishAssembly(job.docId, storage);
     return assembled;
   }
   const cancelled = await storage.exists(cancelledMarkerKey(job.docId));
-  const earlierReasons = cancelled ? new Map<number, string>() : await earlierFailureReasons(job.docId, storage);
+  // The reasons of the pages an earlier assembly recorded as failed.
+  const earlierReasons = new Map(cancelled ? [] : (earlier.failedPages?.failedPages ?? []).map(({ page, reason }) => [page, reason]));
   const missingReason = (page: number) => (cancelled ? CANCELLED_PAGE_REASON : (earlierReasons.get(page) ?? UNREPORTED_PAGE_REASON));
   const pages = await readPages(completeStatuses(job, statuses, missingReason), storage, job.docId);
   const done = pages.filter((page) => page.status === 'done');
@@ -136,15 +140,27 @@ async function finishAssembly(docId: string, storage: Storage): Promise<void> {
   await removeLeftAttempts(docId, storage);
 }
 
-/** The stored document.json when a marker names `assembly` (which then wrote it); undefined otherwise, or when either is damaged. */
-async function assembledBy(assembly: string, docId: string, storage: Storage): Promise<DocumentResultJson | undefined> {
+/** The markers an earlier assembly of the document left; a damaged one counts as none (this assembly replaces it). */
+async function earlierMarkers(docId: string, storage: Storage): Promise<{ done?: DoneMarkerJson; failedPages?: FailedPagesMarkerJson }> {
   const keys = documentResultKeys(docId);
+  const [done, failedPages] = await Promise.all([
+    readUndamaged(keys.done, storage, parseDoneMarkerJson),
+    readUndamaged(keys.failedPages, storage, parseFailedPagesMarkerJson),
+  ]);
+  return { done, failedPages };
+}
+
+/** The stored document.json; undefined when it is missing or damaged (the document is then assembled again). */
+function storedDocument(docId: string, storage: Storage): Promise<DocumentResultJson | undefined> {
+  return readUndamaged(documentResultKeys(docId).json, storage, parseDocumentResultJson);
+}
+
+/** readStored, with a damaged object read as a missing one. */
+async function readUndamaged<T>(key: string, storage: Storage, parse: (text: string, key: string) => T): Promise<T | undefined> {
   try {
-    const markers = await Promise.all([readStored(keys.done, storage, parseDoneMarkerJson), readStored(keys.failedPages, storage, parseFailedPagesMarkerJson)]);
-    if (!markers.some((marker) => marker?.assembly === assembly)) return undefined;
-    return await readStored(keys.json, storage, parseDocumentResultJson);
+    return await readStored(key, storage, parse);
   } catch (error) {
-    if (error instanceof InvalidBoundaryDataError) return undefined; // assembled again, over the damage
+    if (error instanceof InvalidBoundaryDataError) return undefined;
     throw error;
   }
 }
@@ -173,24 +189,6 @@ function completeStatuses(
     (_, i): PageStatus | UnreportedPage =>
       byPage.get(i + 1) ?? { page: i + 1, status: 'unreported', key: pageResultKey(docId, i + 1, 'json'), reason: missingReason(i + 1) },
   );
-}
-
-/** The reasons of the pages an earlier assembly of the document recorded as failed; none when it had none (or its marker is damaged). */
-async function earlierFailureReasons(docId: string, storage: Storage): Promise<Map<number, string>> {
-  const key = documentResultKeys(docId).failedPages;
-  let text: string;
-  try {
-    text = (await storage.get(key)).toString('utf8');
-  } catch (error) {
-    if (error instanceof StorageError && error.code === 'not_found') return new Map();
-    throw error;
-  }
-  try {
-    return new Map(parseFailedPagesMarkerJson(text, key).failedPages.map(({ page, reason }) => [page, reason]));
-  } catch (error) {
-    if (error instanceof InvalidBoundaryDataError) return new Map(); // a damaged marker is replaced by this assembly's
-    throw error;
-  }
 }
 
 async function readPages(statuses: ReadonlyArray<PageStatus | UnreportedPage>, storage: Storage, docId: string): Promise<ReadPage[]> {
