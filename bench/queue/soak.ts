@@ -7,8 +7,8 @@
 // reconcile`, storage refusing or stalling every request for seconds, and slow storage; every other
 // worker process runs with its clock skewed (skewed-clock.ts). At the end it audits storage and Redis
 // and exits 1 when the audit fails, printing the worker log lines of the first documents at fault and
-// keeping the workers' logs:
-//   npm run soak [-- --short] [--pages N] [--workers W] [--processes P] [--seed S] [--delay-ms D]
+// keeping the workers' logs. With --no-faults it throws none: a run of the worker processes' memory alone.
+//   npm run soak [-- --short] [--pages N] [--workers W] [--processes P] [--seed S] [--delay-ms D] [--no-faults]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -35,13 +35,15 @@ import { seededRandom } from '../../test/support/seeded-random.js';
 import { FaultProxy } from './fault-proxy.js';
 import { auditResults, countMarkerWrite, memoryGrowth, undrainedQueues, type MarkerWrites, type SoakDocument } from './soak-audit.js';
 
-const USAGE = `Usage: npm run soak -- [--short] [--pages N] [--workers W] [--processes P] [--seed S] [--delay-ms D] [--fault-every S] [--timeout S]
+const USAGE = `Usage: npm run soak -- [--short] [--pages N] [--workers W] [--processes P] [--seed S] [--delay-ms D] [--fault-every S] [--no-faults] [--timeout S]
 
 Enqueues N page jobs (default 100000; --short: 2000) of V1 and V3 documents of 1 to 30 pages, reads
 them with W job slots (default 32; --short: 16) over P \`scriptorium work\` processes (default 8;
 --short: 4) whose engine step is a D ms delay (default 50), while faults are thrown every S seconds
 on average (default 20; --short: 6), seeded by --seed (default 1); then audits the results and Redis.
-Gives up after --timeout seconds (default 7200; --short: 900). Exit status 1 when the audit fails.`;
+--no-faults throws none (no failover either): each worker process then lives the whole run, which
+measures its memory alone. Each worker process's resident memory is printed every minute. Gives up
+after --timeout seconds (default 7200; --short: 900). Exit status 1 when the audit fails.`;
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 const DELAY_ENGINE = fileURLToPath(new URL('./delay-engine.js', import.meta.url));
@@ -55,6 +57,7 @@ const PAGE_COUNTS = [1, 2, 3, 5, 8, 12, 30];
 const LOCK_DURATION_S = 10;
 const STALLED_INTERVAL_S = 5;
 const RSS_EVERY_MS = 5_000;
+const RSS_PRINTED_EVERY_MS = 60_000;
 // A worker's RSS rises for its first minutes (heap, connections, buffers) before it levels off; one
 // 20,000-page run had a worker still rising at 4.5 minutes, when it was killed.
 const WARM_UP_MS = 180_000;
@@ -76,6 +79,7 @@ const OPTIONS = {
   seed: integer({ min: 0 }).default(1),
   'delay-ms': integer({ min: 0 }).default(50),
   'fault-every': integer({ min: 1 }),
+  'no-faults': flag(),
   timeout: integer({ min: 1 }),
 };
 
@@ -85,6 +89,7 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
   const processes = values.processes ?? (short ? 4 : 8);
   const workers = Math.max(values.workers ?? (short ? 16 : 32), processes);
   const faultEveryMs = (values['fault-every'] ?? (short ? 6 : 20)) * 1000;
+  const faultsOn = values['no-faults'] !== true;
   const timeoutMs = (values.timeout ?? (short ? 900 : 7200)) * 1000;
   const random = seededRandom(values.seed);
   const write = (line: string) => process.stdout.write(`${line}\n`);
@@ -117,6 +122,7 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
   try {
     write(`soak: ${pages} pages, ${workers} job slots over ${processes} worker processes, seed ${values.seed}, on ${os.cpus().length} CPUs (a shared machine)`);
     write(`THE ENGINE STEP IS REPLACED BY A ${values['delay-ms']} ms DELAY: no OCR runs; this soaks the queue, the storage and the recovery`);
+    if (!faultsOn) write('--no-faults: no fault is thrown; this run measures the worker processes\' memory');
     const models = await syntheticModels(root);
     const inputs = await writeDocuments(root, pages, random);
     const env = {
@@ -135,6 +141,7 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
 
     // The faults start with the enqueue; the failover waits for it, and for part of the documents to be assembled.
     const started = performance.now();
+    const rssPrinter = setInterval(() => write(`${elapsed(started)} ${pool.rssNow()}`), RSS_PRINTED_EVERY_MS);
     let documents: SoakDocument[] | undefined;
     const enqueued = enqueueAll(inputs, storage, redisUrl, (line) => write(`${elapsed(started)} ${line}`)).then((queued) => {
       documents = queued;
@@ -148,8 +155,8 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
     let round: FaultKind[] = [];
     const deadline = Date.now() + timeoutMs;
     while (!finished() && Date.now() < deadline) {
-      await waitFor(faultEveryMs * (0.5 + random()), finished);
-      if (finished()) break;
+      await waitFor(faultsOn ? faultEveryMs * (0.5 + random()) : deadline - Date.now(), finished);
+      if (finished() || !faultsOn) break;
       if (!failedOver && documents !== undefined && assembled() >= documents.length * FAILOVER_AFTER_SHARE) {
         failedOver = true;
         const at = elapsed(started);
@@ -164,13 +171,14 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
       faults.push(`${at} ${await throwFault(kind, { pool, redis, storageProxy, random })}`);
       write(`fault ${faults.at(-1)}`);
     }
+    clearInterval(rssPrinter);
     await enqueued;
     if (documents === undefined) throw new Error('the enqueue did not finish');
     const seconds = (performance.now() - started) / 1000;
     const pageCount = documents.reduce((sum, document) => sum + document.pages, 0);
     write(`faults thrown (${faults.length}):`);
     for (const fault of faults) write(`  ${fault}`);
-    if (!failedOver) write(`  (no failover: the run ended before ${FAILOVER_AFTER_SHARE * 100}% of the documents were assembled)`);
+    if (!failedOver && faultsOn) write(`  (no failover: the run ended before ${FAILOVER_AFTER_SHARE * 100}% of the documents were assembled)`);
     write(`${assembled()} of ${documents.length} documents assembled in ${seconds.toFixed(1)} s: ${(pageCount / seconds).toFixed(1)} pages/s, faults included`);
 
     const problems = await audit(documents, storage, redisUrl, pool, markers);
@@ -347,6 +355,12 @@ class WorkerPool {
         clearTimeout(timer);
       }),
     );
+  }
+
+  /** The latest sample of each live worker process: `RSS MiB: pid 301, pid 295`. */
+  rssNow(): string {
+    const latest = this.#children.map((child) => `${child.pid} ${this.#rss.find(({ pid }) => pid === child.pid)?.mib.at(-1) ?? '?'}`);
+    return `RSS MiB: ${latest.join(', ')}`;
   }
 
   rssReport(): string[] {
