@@ -2,17 +2,17 @@
 // staged document that is unfinished and has no job in Redis; prints a line per document queued (or
 // that cannot be) and a summary of what it found.
 import { stagedDocumentsFolder } from '../jobs/storage-layout.js';
-import { reconcileDocuments, type ReconcileOutcome } from '../producer/reconcile-documents.js';
+import { RECONCILE_CONCURRENCY, reconcileDocuments, type ReconcileOutcome } from '../producer/reconcile-documents.js';
 import { redisOptions } from '../queue/redis.js';
 import { defineCommand, type CommandLine } from './command-line.js';
 import { ATTEMPTS_OPTION } from './enqueue-args.js';
 import { PASSWORD_OPTIONS, pdfPasswordOf } from './ocr-job-args.js';
-import { flag, parsedBy, text } from './options.js';
+import { flag, integer, parsedBy, text } from './options.js';
 import { openQueueRedis } from './queue-redis.js';
 import { openCommandStorage, STORAGE_URL_USAGE } from './storage-url.js';
 import { DEFAULT_PAGE_ATTEMPTS } from '../queue/job-options.js';
 
-const USAGE = `Usage: scriptorium reconcile [--storage URL] [--prefix P] [--dry-run] [--attempts N] [--password-env NAME | --password P]
+const USAGE = `Usage: scriptorium reconcile [--storage URL] [--prefix P] [--dry-run] [--attempts N] [--concurrency N] [--password-env NAME | --password P]
 
 Recovery after Redis lost its data (emptied, or restarted without persistence): finds every document
 staged in the storage (staging/<docId>/) that is not finished (no _DONE; _FAILED_PAGES is left to
@@ -25,6 +25,7 @@ again queues nothing twice.
   --prefix P          only documents whose docId starts with the hex digits P (to split a large storage)
   --dry-run           say what would be queued; queue nothing
   --attempts N        tries per page before it is recorded as failed (default ${DEFAULT_PAGE_ATTEMPTS})
+  --concurrency N     documents looked at and queued at once (default ${RECONCILE_CONCURRENCY}); each holds its source in memory while queued
   --password P        password of encrypted PDFs (or --password-env NAME: read from that variable)
 
 Exit status: 0 when every unfinished document is queued (or in the queue), 3 when one cannot be (each listed with the reason).`;
@@ -43,6 +44,7 @@ const OPTIONS = {
   }),
   'dry-run': flag(),
   attempts: ATTEMPTS_OPTION,
+  concurrency: integer({ min: 1 }).default(RECONCILE_CONCURRENCY),
   ...PASSWORD_OPTIONS,
 };
 
@@ -55,7 +57,7 @@ async function runReconcile({ options: values }: CommandLine<typeof OPTIONS>): P
   const counts = { staged: 0, finished: 0, inQueue: 0, queued: 0, pages: 0, notQueued: 0 };
   const redis = await openQueueRedis();
   try {
-    const outcomes = reconcileDocuments({ storage, connection: redisOptions(redis.url, 'client'), docIdPrefix: values.prefix, dryRun, pdfPassword, attempts: values.attempts });
+    const outcomes = reconcileDocuments({ storage, connection: redisOptions(redis.url, 'client'), docIdPrefix: values.prefix, dryRun, pdfPassword, attempts: values.attempts, concurrency: values.concurrency });
     for await (const outcome of outcomes) {
       counts.staged++;
       if (outcome.status === 'finished') counts.finished++;

@@ -16,6 +16,7 @@ import { DOCUMENTS } from '../queue/queue-names.js';
 import type { Storage } from '../storage/storage.js';
 import { StorageError } from '../storage/storage-error.js';
 import { enqueueDocuments } from './enqueue.js';
+import { mapInOrder } from './map-in-order.js';
 
 export interface ReconcileOptions extends Pick<PageJobLifecycle, 'attempts'> {
   storage: Storage;
@@ -27,7 +28,16 @@ export interface ReconcileOptions extends Pick<PageJobLifecycle, 'attempts'> {
   dryRun?: boolean;
   /** Opens an encrypted PDF again (its sealed password went with the lost jobs). */
   pdfPassword?: string;
+  /** Documents looked at and queued at once (default RECONCILE_CONCURRENCY); outcomes stay in docId order. */
+  concurrency?: number;
 }
+
+/**
+ * Each document costs a few storage and Redis round trips, and one to be queued a read of its source
+ * and an enqueue: one at a time, a 100,000-page storage took 18 minutes (11 documents a second), most
+ * of it waiting. Eight at once keep those waits overlapping while holding at most eight sources in memory.
+ */
+export const RECONCILE_CONCURRENCY = 8;
 
 /** What reconcile found for one staged document, and did. */
 export type ReconcileOutcome =
@@ -36,13 +46,14 @@ export type ReconcileOutcome =
   | { docId: string; status: 'queued' | 'would-queue'; uri: string; pageCount: number; pagesToRead: number }
   | { docId: string; status: 'not-queued'; reason: string };
 
-/** Every staged document, in docId order, with what was found and done (one listing of staging/). */
+/** Every staged document, in docId order, with what was found and done (one listing of staging/; `concurrency` documents at once). */
 export async function* reconcileDocuments(options: ReconcileOptions): AsyncGenerator<ReconcileOutcome> {
   const documents = new Queue(DOCUMENTS.name, { connection: options.connection, prefix: DOCUMENTS.prefix });
   try {
     // Closing a queue whose connection is still opening rejects out of reach: open it first.
     await documents.waitUntilReady();
-    for await (const docId of stagedDocIds(options.storage, options.docIdPrefix)) yield await reconcileDocument(docId, documents, options);
+    const staged = stagedDocIds(options.storage, options.docIdPrefix);
+    yield* mapInOrder(staged, options.concurrency ?? RECONCILE_CONCURRENCY, (docId) => reconcileDocument(docId, documents, options));
   } finally {
     await documents.close();
   }

@@ -9,9 +9,10 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 
 import type { OcrEngine } from '../engine/ocr-engine.js';
-import type { OcrJobOptions, PageJobData, PageOutcome } from '../jobs/job-types.js';
+import type { OcrJobOptions, PageOutcome } from '../jobs/job-types.js';
 import type { PageResultJson } from '../jobs/result-json.js';
 import { pageResultKey } from '../jobs/storage-layout.js';
+import { mapInOrder } from '../producer/map-in-order.js';
 import { planDocument, stageSource, type PlannedDocument } from '../producer/plan-document.js';
 import { FileStorage } from '../storage/file-storage.js';
 import { PagePipeline } from './page-pipeline.js';
@@ -59,11 +60,13 @@ export async function ocrDocument(options: OcrDocumentOptions): Promise<OcrDocum
       synthetic: options.synthetic,
     });
     // No queue here: each done job is its own completion, committed at once.
-    const outcomes = await mapConcurrently(jobs, options.concurrency, async (data, index) => {
+    const outcomes: PageOutcome[] = [];
+    const reads = mapInOrder(jobs, options.concurrency, async (data, index) => {
       const outcome = await pipeline.processPage({ data, attempt: 1, jobId: `${planned.docId}:${index + 1}` });
       if (outcome.status === 'done') await pipeline.commit(outcome);
       return outcome;
     });
+    for await (const outcome of reads) outcomes.push(outcome);
 
     const pages: PageResultJson[] = [];
     const failedPages: OcrDocument['failedPages'] = [];
@@ -82,18 +85,4 @@ export async function ocrDocument(options: OcrDocumentOptions): Promise<OcrDocum
 
 function pagesOf(first: number, last: number): number[] {
   return Array.from({ length: last - first + 1 }, (_, i) => first + i);
-}
-
-/** `read` on every job, at most `limit` at once; outcomes in job order. */
-async function mapConcurrently(jobs: readonly PageJobData[], limit: number, read: (job: PageJobData, index: number) => Promise<PageOutcome>): Promise<PageOutcome[]> {
-  const outcomes = new Array<PageOutcome>(jobs.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < jobs.length) {
-      const index = next++;
-      outcomes[index] = await read(jobs[index], index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, jobs.length) }, lane));
-  return outcomes;
 }
