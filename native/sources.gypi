@@ -48,7 +48,7 @@
     # flags (kernels_<set>_flags) into its own static library, and only for its architecture; the
     # dispatcher calls a set only on a CPU that has it.
     'kernels_x64_sets': ['avx2', 'avx512', 'avx512vnni', 'avx512bf16'],
-    'kernels_arm64_sets': ['neon'],
+    'kernels_arm64_sets': ['neon', 'neonbf16'],
     'kernels_avx2_sources': ['native/cpu/kernels_avx2.cc', 'native/cpu/quant_avx2.cc'],
     'kernels_avx2_flags': ['-mavx2', '-mfma', '-mf16c'],
     'kernels_avx512_sources': ['native/cpu/kernels_avx512.cc', 'native/cpu/quant_avx512.cc'],
@@ -58,8 +58,11 @@
     'kernels_avx512bf16_sources': ['native/cpu/kernels_avx512bf16.cc'],
     'kernels_avx512bf16_flags': ['-mavx512f', '-mavx512bw', '-mavx512vl', '-mavx512dq', '-mfma', '-mavx512bf16'],
     # NEON (Advanced SIMD) is part of every arm64 CPU: no flags.
-    'kernels_neon_sources': ['native/cpu/kernels_neon.cc'],
+    'kernels_neon_sources': ['native/cpu/kernels_neon.cc', 'native/cpu/quant_neon.cc'],
     'kernels_neon_flags': [],
+    # BF16 dot products (BFDOT, FEAT_BF16): Armv8.6 cores and some earlier ones (Neoverse V1).
+    'kernels_neonbf16_sources': ['native/cpu/kernels_neonbf16.cc'],
+    'kernels_neonbf16_flags': ['-march=armv8.2-a+bf16'],
     # The Vulkan backend (built when native/vulkan/detect.sh finds nothing missing): the device layer
     # the probes use too, then the models.
     'vulkan_device_sources': [

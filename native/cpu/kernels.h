@@ -1,5 +1,5 @@
-// Compute kernels behind one runtime dispatch: avx512bf16 / avx512 / avx2 (+FMA) on x86-64, neon on
-// arm64, and scalar everywhere.
+// Compute kernels behind one runtime dispatch: avx512bf16 / avx512 / avx2 (+FMA) on x86-64, neonbf16 /
+// neon on arm64, and scalar everywhere.
 // Weights are BF16 (raw uint16_t bit patterns, as stored in safetensors); activations and
 // accumulation are F32. Every kernel here is single-threaded over the range it is given; the
 // threaded drivers (ops.h) split work across the ThreadPool.
@@ -141,10 +141,11 @@ const KernelSet& kernels_avx512bf16();
 #endif
 #if defined(__aarch64__)
 const KernelSet& kernels_neon();
+const KernelSet& kernels_neonbf16();
 #endif
 
 // The names of the sets this build holds, best first, whether or not this CPU supports them
-// (x86-64: avx512bf16, avx512, avx2, scalar; arm64: neon, scalar).
+// (x86-64: avx512bf16, avx512, avx2, scalar; arm64: neonbf16, neon, scalar).
 const std::vector<const char*>& kernel_set_names();
 
 // The best kernel set this CPU supports, or the one named by SCRIPTORIUM_KERNELS (one of

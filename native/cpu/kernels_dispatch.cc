@@ -50,12 +50,16 @@ void detect_features() {}
 
 #if defined(__linux__)
 bool has_neon() { return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0; }
+bool has_neonbf16() { return has_neon() && (getauxval(AT_HWCAP2) & HWCAP2_BF16) != 0; }
 #else
+// Elsewhere (macOS) only the baseline is assumed: the BF16 set is not chosen, which is slower, never wrong.
 bool has_neon() { return true; }
+bool has_neonbf16() { return false; }
 #endif
 
 // Best first.
 constexpr Entry kEntries[] = {
+    {"neonbf16", kernels_neonbf16, has_neonbf16},
     {"neon", kernels_neon, has_neon},
     {"scalar", kernels_scalar, always},
 };

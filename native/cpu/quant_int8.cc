@@ -88,6 +88,10 @@ const QuantKernelSet* quant_kernels_by_name(const char* name) {
   if (std::strcmp(name, "avx512") == 0) return has_avx512() ? &quant_avx512() : nullptr;
   if (std::strcmp(name, "avx2") == 0) return has_avx2() ? &quant_avx2() : nullptr;
 #endif
+#if defined(__aarch64__)
+  // NEON is part of every arm64 CPU.
+  if (std::strcmp(name, "neon") == 0) return &quant_neon();
+#endif
   if (std::strcmp(name, "scalar") == 0) return &quant_scalar();
   return nullptr;
 }
@@ -95,7 +99,10 @@ const QuantKernelSet* quant_kernels_by_name(const char* name) {
 const QuantKernelSet& active_quant_kernels() {
   static const QuantKernelSet& set = []() -> const QuantKernelSet& {
     const std::string bf16_set = active_kernels().name;
-    const char* name = bf16_set.rfind("avx512", 0) == 0 ? "avx512vnni" : bf16_set == "avx2" ? "avx2" : "scalar";
+    const char* name = bf16_set.rfind("avx512", 0) == 0 ? "avx512vnni"
+                       : bf16_set == "avx2"                ? "avx2"
+                       : bf16_set.rfind("neon", 0) == 0    ? "neon"
+                                                           : "scalar";
     const QuantKernelSet* named = quant_kernels_by_name(name);
     if (named == nullptr && std::strcmp(name, "avx512vnni") == 0) named = quant_kernels_by_name("avx512");
     return named != nullptr ? *named : quant_scalar();

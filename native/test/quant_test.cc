@@ -316,7 +316,7 @@ int main() {
   scriptorium_test::seed_inputs(2024);
   test_quantize();
   const std::vector<Case> cases = make_cases();
-  for (const char* name : {"scalar", "avx2", "avx512", "avx512vnni"}) {
+  for (const char* name : {"scalar", "avx2", "avx512", "avx512vnni", "neon"}) {
     const QuantKernelSet* set = quant_kernels_by_name(name);
     if (!set) {
       std::printf("skip  %s (the CPU lacks it)\n", name);

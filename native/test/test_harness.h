@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <random>
@@ -39,6 +40,11 @@ inline std::string fmt(const char* f, double a, double b = 0, double c = 0, doub
   char buf[256];
   std::snprintf(buf, sizeof buf, f, a, b, c, d, e);
   return buf;
+}
+
+/** Whether a kernel set has BF16 dot products: gemm_bf16_fast, gemm_nn_bf16 and the packed products. */
+inline bool has_bf16_dot_products(const char* set) {
+  return std::strcmp(set, "avx512bf16") == 0 || std::strcmp(set, "neonbf16") == 0;
 }
 
 inline std::mt19937 g_inputs;
