@@ -3,7 +3,7 @@
 # for each set of the target architecture's kernels_<arch>_sets, kernels_<set>_sources with its
 # kernels_<set>_flags; not the N-API faces) into native/test/build/libnative.a (objects rebuilt only
 # when a source or header changed), links each native/test/*_test.cc against it as its own program,
-# runs them all, fails if any fails.
+# runs them all, fails if any fails; and builds decoder_across_arch.cc, which run-decoder-across-arch.sh runs.
 # The target architecture is the compiler's (CXX, default g++; AR and NM name its archiver and
 # symbol lister). NATIVE_TEST_BUILD moves the build folder, and NATIVE_TEST_RUNNER prefixes each
 # program's command line (an emulator): native/test/run-aarch64.sh uses all three.
@@ -96,6 +96,13 @@ for test_cc in "$here"/*_test.cc; do
   echo "== $name"
   if ! "${runner[@]}" "$exe"; then failed+=("$name"); fi
 done
+
+# Not a test: the program native/test/run-decoder-across-arch.sh runs on each architecture.
+across="$build/decoder_across_arch"
+if [[ ! -f "$across" || "$here/decoder_across_arch.cc" -nt "$across" || "$build/libnative.a" -nt "$across" ]]; then
+  echo "compile decoder_across_arch.cc"
+  "$CXX" "${TEST_FLAGS[@]}" "$here/decoder_across_arch.cc" "$build/libnative.a" -o "$across"
+fi
 
 if ((${#failed[@]})); then
   echo "FAILED: ${failed[*]}"
