@@ -73,6 +73,13 @@
           "sources": ["<@(kernels_neonbf16_sources)"],
           "cflags_cc": ["<@(kernels_neonbf16_flags)"],
           "xcode_settings": {"OTHER_CPLUSPLUSFLAGS": ["<@(kernels_neonbf16_flags)"]}
+        },
+        {
+          "target_name": "kernels_neondot",
+          "type": "static_library",
+          "sources": ["<@(kernels_neondot_sources)"],
+          "cflags_cc": ["<@(kernels_neondot_flags)"],
+          "xcode_settings": {"OTHER_CPLUSPLUSFLAGS": ["<@(kernels_neondot_flags)"]}
         }
       ]
     }]
@@ -84,7 +91,7 @@
       "sources": ["<@(common_sources)", "<@(cpu_sources)"],
       "conditions": [
         ["target_arch=='x64'", {"dependencies": ["kernels_avx2", "kernels_avx512", "kernels_avx512vnni", "kernels_avx512bf16"]}],
-        ["target_arch=='arm64'", {"dependencies": ["kernels_neon", "kernels_neonbf16"]}]
+        ["target_arch=='arm64'", {"dependencies": ["kernels_neon", "kernels_neonbf16", "kernels_neondot"]}]
       ]
     },
     {

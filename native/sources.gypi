@@ -48,7 +48,7 @@
     # flags (kernels_<set>_flags) into its own static library, and only for its architecture; the
     # dispatcher calls a set only on a CPU that has it.
     'kernels_x64_sets': ['avx2', 'avx512', 'avx512vnni', 'avx512bf16'],
-    'kernels_arm64_sets': ['neon', 'neonbf16'],
+    'kernels_arm64_sets': ['neon', 'neonbf16', 'neondot'],
     'kernels_avx2_sources': ['native/cpu/kernels_avx2.cc', 'native/cpu/quant_avx2.cc'],
     'kernels_avx2_flags': ['-mavx2', '-mfma', '-mf16c'],
     'kernels_avx512_sources': ['native/cpu/kernels_avx512.cc', 'native/cpu/quant_avx512.cc'],
@@ -63,6 +63,9 @@
     # BF16 dot products (BFDOT, FEAT_BF16): Armv8.6 cores and some earlier ones (Neoverse V1).
     'kernels_neonbf16_sources': ['native/cpu/kernels_neonbf16.cc'],
     'kernels_neonbf16_flags': ['-march=armv8.2-a+bf16'],
+    # 8-bit dot products (SDOT, FEAT_DotProd) for the int8 experts and head.
+    'kernels_neondot_sources': ['native/cpu/quant_neondot.cc'],
+    'kernels_neondot_flags': ['-march=armv8.2-a+dotprod'],
     # The Vulkan backend (built when native/vulkan/detect.sh finds nothing missing): the device layer
     # the probes use too, then the models.
     'vulkan_device_sources': [

@@ -7,6 +7,11 @@
 #include <stdexcept>
 #include <string>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 namespace scriptorium {
 
 namespace {
@@ -23,6 +28,13 @@ bool has_avx512() {
 }
 
 bool has_avx512vnni() { return has_avx512() && __builtin_cpu_supports("avx512vnni"); }
+#endif
+
+#if defined(__aarch64__) && defined(__linux__)
+bool has_neondot() { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
+#elif defined(__aarch64__)
+// Elsewhere (macOS) only the baseline is assumed, as for the BF16 set.
+bool has_neondot() { return false; }
 #endif
 
 // Values per row in Tiles16: K rounded up to whole 4-column steps.
@@ -91,6 +103,7 @@ const QuantKernelSet* quant_kernels_by_name(const char* name) {
 #if defined(__aarch64__)
   // NEON is part of every arm64 CPU.
   if (std::strcmp(name, "neon") == 0) return &quant_neon();
+  if (std::strcmp(name, "neondot") == 0) return has_neondot() ? &quant_neondot() : nullptr;
 #endif
   if (std::strcmp(name, "scalar") == 0) return &quant_scalar();
   return nullptr;
@@ -101,10 +114,11 @@ const QuantKernelSet& active_quant_kernels() {
     const std::string bf16_set = active_kernels().name;
     const char* name = bf16_set.rfind("avx512", 0) == 0 ? "avx512vnni"
                        : bf16_set == "avx2"                ? "avx2"
-                       : bf16_set.rfind("neon", 0) == 0    ? "neon"
+                       : bf16_set.rfind("neon", 0) == 0    ? "neondot"
                                                            : "scalar";
     const QuantKernelSet* named = quant_kernels_by_name(name);
     if (named == nullptr && std::strcmp(name, "avx512vnni") == 0) named = quant_kernels_by_name("avx512");
+    if (named == nullptr && std::strcmp(name, "neondot") == 0) named = quant_kernels_by_name("neon");
     return named != nullptr ? *named : quant_scalar();
   }();
   return set;

@@ -1,7 +1,7 @@
 // 8-bit weights for the decoder's experts and vocabulary head (`--quantize int8`): BF16 matrices
 // converted once at load to int8 values with one F32 scale per group of columns, in the layout the
 // active kernel set reads, and the matrix products that read them (scalar reference, AVX2, AVX-512,
-// AVX-512 VNNI; NEON on arm64) behind one runtime dispatch like the BF16 kernel sets. The dequantising sets keep
+// AVX-512 VNNI; NEON and NEON with dot products on arm64) behind one runtime dispatch like the BF16 kernel sets. The dequantising sets keep
 // F32 activations; the VNNI set rounds each activation row to 16-bit integers (docs/model.md §7.6).
 #pragma once
 #include <cstdint>
@@ -58,7 +58,7 @@ Int8Matrix quantize_int8(ThreadPool& pool, const bf16_t* W, int64_t rows, int64_
                          Int8Layout layout);
 
 struct QuantKernelSet {
-  const char* name;  // "avx512vnni", "avx512", "avx2", "neon", "scalar"
+  const char* name;  // "avx512vnni", "avx512", "avx2", "neondot", "neon", "scalar"
   // 0: activations stay F32 (only the weights are rounded); L > 0: each activation row is rounded
   // to integers in [-L, L] (one scale per row, max|x| / L), which adds at most max|x| / 2L per value.
   int activation_levels;
@@ -81,11 +81,12 @@ const QuantKernelSet& quant_avx512vnni();
 #endif
 #if defined(__aarch64__)
 const QuantKernelSet& quant_neon();
+const QuantKernelSet& quant_neondot();
 #endif
 
 // The set matching active_kernels(): SCRIPTORIUM_KERNELS=scalar forces the scalar one, avx2 the
 // AVX2 one, and the AVX-512 sets the AVX-512 VNNI one where the CPU has it, else the AVX-512 one;
-// on arm64 the neon sets the NEON one.
+// on arm64 the neon sets the one with dot products where the CPU has them, else the NEON one.
 const QuantKernelSet& active_quant_kernels();
 // A named set, or nullptr when the CPU cannot run it or the name is unknown.
 const QuantKernelSet* quant_kernels_by_name(const char* name);

@@ -293,16 +293,17 @@ void test_group_accuracy() {
       if (rel < previous) return "a larger group was more accurate: " + line;
       if (group == kInt8Group && !(rel < 1.5e-2)) return "the engine's group size errs above 1.5e-2: " + line;
       previous = rel;
-      // Rounding the activations to 16-bit integers (VNNI) must not add measurably to the weights' error.
-      const QuantKernelSet* vnni = quant_kernels_by_name("avx512vnni");
-      if (group == kInt8Group && vnni != nullptr) {
-        const Int8Matrix tiles = quantize_int8(pool, W.data(), N, K, group, Int8Layout::Tiles16);
-        vnni->gemm_int8(X.data(), K, tiles.view(), Y.data(), N, M, 0, N);
-        double vnni_err = 0;
-        for (int64_t i = 0; i < M * N; ++i) vnni_err += (Y[i] - exact[i]) * (Y[i] - exact[i]);
-        const double vnni_rel = std::sqrt(vnni_err / norm);
-        line += fmt("(avx512vnni %.4e against %.4e)  ", vnni_rel, rel);
-        if (!(std::fabs(vnni_rel - rel) <= 1e-3 * rel)) return "int16 activations moved the error: " + line;
+      // Rounding the activations to 16-bit integers (VNNI, neondot) must not add measurably to the weights' error.
+      for (const char* name : {"avx512vnni", "neondot"}) {
+        const QuantKernelSet* int16 = quant_kernels_by_name(name);
+        if (group != kInt8Group || int16 == nullptr) continue;
+        const Int8Matrix layout = quantize_int8(pool, W.data(), N, K, group, int16->layout);
+        int16->gemm_int8(X.data(), K, layout.view(), Y.data(), N, M, 0, N);
+        double int16_err = 0;
+        for (int64_t i = 0; i < M * N; ++i) int16_err += (Y[i] - exact[i]) * (Y[i] - exact[i]);
+        const double int16_rel = std::sqrt(int16_err / norm);
+        line += std::string("(") + name + fmt(" %.4e against %.4e)  ", int16_rel, rel);
+        if (!(std::fabs(int16_rel - rel) <= 1e-3 * rel)) return "int16 activations moved the error: " + line;
       }
     }
     std::printf("      relative RMS error of the product: %s\n", line.c_str());
@@ -316,7 +317,7 @@ int main() {
   scriptorium_test::seed_inputs(2024);
   test_quantize();
   const std::vector<Case> cases = make_cases();
-  for (const char* name : {"scalar", "avx2", "avx512", "avx512vnni", "neon"}) {
+  for (const char* name : {"scalar", "avx2", "avx512", "avx512vnni", "neon", "neondot"}) {
     const QuantKernelSet* set = quant_kernels_by_name(name);
     if (!set) {
       std::printf("skip  %s (the CPU lacks it)\n", name);
