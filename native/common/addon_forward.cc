@@ -38,27 +38,8 @@ DecoderDims read_decoder_dims(const Napi::Object& o) {
     if (!v.IsNumber()) throw Napi::TypeError::New(o.Env(), std::string("dims.") + key + " must be a number");
     return v.As<Napi::Number>().FloatValue();
   };
-  DecoderDims d;
-  d.hidden = integer("hidden");
-  d.layers = integer("layers");
-  d.heads = integer("heads");
-  d.kv_heads = integer("kvHeads");
-  d.head_dim = integer("headDim");
-  d.intermediate = integer("intermediate");
-  d.moe_intermediate = integer("moeIntermediate");
-  d.n_routed = integer("routedExperts");
-  d.top_k = integer("expertsPerToken");
-  d.n_shared = integer("sharedExperts");
-  d.first_k_dense = integer("firstDenseLayers");
-  d.moe_layer_freq = integer("moeLayerFreq");
-  d.vocab = integer("vocab");
-  d.max_positions = integer("maxPositions");
-  d.rms_eps = real("rmsEps");
-  d.rope_theta = real("ropeTheta");
-  d.routed_scaling = real("routedScaling");
-  d.norm_topk = o.Get("normTopk").ToBoolean().Value();
-  d.sliding_window = integer("slidingWindow");
-  return d;
+  auto boolean = [&](const char* key) { return o.Get(key).ToBoolean().Value(); };
+  return decoder_dims_from(integer, real, boolean);
 }
 
 void read_forward_input(const Napi::Object& item, ForwardEntry& entry) {

@@ -20,4 +20,32 @@ struct DecoderDims {
   void validate() const;  // throws std::invalid_argument on inconsistent dimensions
 };
 
+// DecoderDims from its fields under the names the TypeScript side gives them (DecoderDims in
+// src/engine/model-config.ts), each read through integer(name), real(name) or boolean(name): the
+// one mapping every reader of those names (the addon, the native test programs) goes through.
+template <typename Integer, typename Real, typename Boolean>
+DecoderDims decoder_dims_from(const Integer& integer, const Real& real, const Boolean& boolean) {
+  DecoderDims d;
+  d.hidden = integer("hidden");
+  d.layers = integer("layers");
+  d.heads = integer("heads");
+  d.kv_heads = integer("kvHeads");
+  d.head_dim = integer("headDim");
+  d.intermediate = integer("intermediate");
+  d.moe_intermediate = integer("moeIntermediate");
+  d.n_routed = integer("routedExperts");
+  d.top_k = integer("expertsPerToken");
+  d.n_shared = integer("sharedExperts");
+  d.first_k_dense = integer("firstDenseLayers");
+  d.moe_layer_freq = integer("moeLayerFreq");
+  d.vocab = integer("vocab");
+  d.max_positions = integer("maxPositions");
+  d.rms_eps = real("rmsEps");
+  d.rope_theta = real("ropeTheta");
+  d.routed_scaling = real("routedScaling");
+  d.norm_topk = boolean("normTopk");
+  d.sliding_window = integer("slidingWindow");
+  return d;
+}
+
 }  // namespace scriptorium

@@ -72,15 +72,26 @@ void convert_row(const float* x, int64_t K, int64_t Kp, bf16_t* row) {
 // acc[0] + acc[1]'s lanes. Two chains per output hide BFDOT's latency, and a batched row stays
 // bitwise equal to a one-row call.
 
+/* acc[i][j] += H_i[k:k+8] . w[j] for the MR rows of H at S + i*lds */
+template <int MR, int NR>
+inline void dot_step(float32x4_t (&acc)[MR][NR], const bf16_t* S, int64_t lds, int64_t k, const bfloat16x8_t (&w)[NR]) {
+  #pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+    const bfloat16x8_t h = load8(S + i * lds + k);
+    #pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) acc[i][j] = vbfdotq_f32(acc[i][j], h, w[j]);
+  }
+}
+
 /* Y[MR, NR] = H[MR,K] @ W[NR,K]^T; row i of H at S + i*lds (zero past K), W rows j at W + j*ldw */
 template <int MR, int NR>
 void tile(const bf16_t* S, int64_t lds, const bf16_t* W, int64_t ldw, float* Y, int64_t ldy, int64_t K,
           WeightPrefetch<bf16_t> ahead) {
-  float32x4_t acc[MR][NR][2];
+  float32x4_t acc[2][MR][NR];
   #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i)
     #pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) acc[i][j][0] = acc[i][j][1] = vdupq_n_f32(0.0f);
+    for (int j = 0; j < NR; ++j) acc[0][i][j] = acc[1][i][j] = vdupq_n_f32(0.0f);
   int64_t k = 0, s = 0;
   for (; k + kStep <= K; k += kStep, ++s) {
     if (k % 32 == 0)
@@ -88,13 +99,7 @@ void tile(const bf16_t* S, int64_t lds, const bf16_t* W, int64_t ldw, float* Y, 
     bfloat16x8_t w[NR];
     #pragma GCC unroll 4
     for (int j = 0; j < NR; ++j) w[j] = load8(W + j * ldw + k);
-    const int p = s & 1;
-    #pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      const bfloat16x8_t h = load8(S + i * lds + k);
-      #pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) acc[i][j][p] = vbfdotq_f32(acc[i][j][p], h, w[j]);
-    }
+    dot_step<MR, NR>(acc[s & 1], S, lds, k, w);
   }
   if (k < K) {
     bfloat16x8_t w[NR];
@@ -104,18 +109,12 @@ void tile(const bf16_t* S, int64_t lds, const bf16_t* W, int64_t ldw, float* Y, 
       for (int64_t i = 0; k + i < K; ++i) buf[i] = W[j * ldw + k + i];
       w[j] = load8(buf);
     }
-    const int p = s & 1;
-    #pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      const bfloat16x8_t h = load8(S + i * lds + k);
-      #pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) acc[i][j][p] = vbfdotq_f32(acc[i][j][p], h, w[j]);
-    }
+    dot_step<MR, NR>(acc[s & 1], S, lds, k, w);
   }
   #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i)
     #pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) Y[i * ldy + j] = vaddvq_f32(vaddq_f32(acc[i][j][0], acc[i][j][1]));
+    for (int j = 0; j < NR; ++j) Y[i * ldy + j] = vaddvq_f32(vaddq_f32(acc[0][i][j], acc[1][i][j]));
 }
 
 using TileFn = void (*)(const bf16_t*, int64_t, const bf16_t*, int64_t, float*, int64_t, int64_t,

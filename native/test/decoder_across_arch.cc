@@ -65,27 +65,12 @@ DecoderDims read_dims(const std::string& path) {
     return v->number;
   };
   const auto integer = [&](const char* key) { return static_cast<int64_t>(number(key)); };
-  DecoderDims d;
-  d.hidden = integer("hidden");
-  d.layers = integer("layers");
-  d.heads = integer("heads");
-  d.kv_heads = integer("kvHeads");
-  d.head_dim = integer("headDim");
-  d.intermediate = integer("intermediate");
-  d.moe_intermediate = integer("moeIntermediate");
-  d.n_routed = integer("routedExperts");
-  d.top_k = integer("expertsPerToken");
-  d.n_shared = integer("sharedExperts");
-  d.first_k_dense = integer("firstDenseLayers");
-  d.moe_layer_freq = integer("moeLayerFreq");
-  d.vocab = integer("vocab");
-  d.max_positions = integer("maxPositions");
-  d.rms_eps = static_cast<float>(number("rmsEps"));
-  d.rope_theta = static_cast<float>(number("ropeTheta"));
-  d.routed_scaling = static_cast<float>(number("routedScaling"));
-  const JsonValue* norm_topk = json.find("normTopk");
-  d.norm_topk = norm_topk != nullptr && norm_topk->kind == JsonValue::Kind::Bool && norm_topk->boolean;
-  d.sliding_window = integer("slidingWindow");
+  const auto real = [&](const char* key) { return static_cast<float>(number(key)); };
+  const auto boolean = [&](const char* key) {
+    const JsonValue* v = json.find(key);
+    return v != nullptr && v->kind == JsonValue::Kind::Bool && v->boolean;
+  };
+  const DecoderDims d = decoder_dims_from(integer, real, boolean);
   d.validate();
   return d;
 }
