@@ -21,6 +21,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 namespace scriptorium {
@@ -46,18 +48,48 @@ constexpr int kChains512 = 16, kChains256 = 12;
 /* bytes[0, n) folded with XOR; n a multiple of 256 */
 using ReadFn = uint64_t (*)(const uint8_t* p, int64_t n);
 
-#if !defined(__x86_64__)
-uint64_t read_scalar(const uint8_t* p, int64_t n) {
-  uint64_t a = 0, b = 0, c = 0, d = 0;
-  for (int64_t i = 0; i < n; i += 32) {
-    uint64_t w[4];
-    std::memcpy(w, p + i, sizeof w);
-    a ^= w[0];
-    b ^= w[1];
-    c ^= w[2];
-    d ^= w[3];
+#if defined(__aarch64__)
+uint64_t read_neon(const uint8_t* p, int64_t n) {
+  uint8x16_t a = vdupq_n_u8(0), b = a, c = a, d = a;
+  for (int64_t i = 0; i < n; i += 64) {
+    a = veorq_u8(a, vld1q_u8(p + i));
+    b = veorq_u8(b, vld1q_u8(p + i + 16));
+    c = veorq_u8(c, vld1q_u8(p + i + 32));
+    d = veorq_u8(d, vld1q_u8(p + i + 48));
   }
-  return a ^ b ^ c ^ d;
+  const uint64x2_t x = vreinterpretq_u64_u8(veorq_u8(veorq_u8(a, b), veorq_u8(c, d)));
+  return vgetq_lane_u64(x, 0) ^ vgetq_lane_u64(x, 1);
+}
+
+constexpr int kChainsNeon = 16;
+
+/* sum of kChainsNeon chains of `steps` dependent F32 FMAs, 4 lanes each */
+float fma_chains_neon(int64_t steps) {
+  float32x4_t acc[kChainsNeon];
+  for (int j = 0; j < kChainsNeon; ++j) acc[j] = vdupq_n_f32(static_cast<float>(j));
+  const float32x4_t half = vdupq_n_f32(0.5f), one = vdupq_n_f32(1.0f);  // acc -> 2: stays finite
+  for (int64_t s = 0; s < steps; ++s) {
+    #pragma GCC unroll 16
+    for (int j = 0; j < kChainsNeon; ++j) acc[j] = vfmaq_f32(one, acc[j], half);
+  }
+  for (int j = 1; j < kChainsNeon; ++j) acc[0] = vaddq_f32(acc[0], acc[j]);
+  return vaddvq_f32(acc[0]);
+}
+
+/* sum of kChainsNeon chains of `steps` dependent BFDOTs (4 lanes x 2 products each) */
+__attribute__((target("arch=armv8.2-a+bf16"))) float bfdot_chains(int64_t steps) {
+  float32x4_t acc[kChainsNeon];
+  for (int j = 0; j < kChainsNeon; ++j) acc[j] = vdupq_n_f32(static_cast<float>(j));
+  // 0.5 in BF16 for both operands: every step adds 0.5 to each lane, far from overflow. The bits go
+  // through a register: as an immediate GCC 12 writes them as an FP16 move, which needs FEAT_FP16.
+  volatile uint16_t half_bits = 0x3f00;
+  const bfloat16x8_t half = vreinterpretq_bf16_u16(vdupq_n_u16(half_bits));
+  for (int64_t s = 0; s < steps; ++s) {
+    #pragma GCC unroll 16
+    for (int j = 0; j < kChainsNeon; ++j) acc[j] = vbfdotq_f32(acc[j], half, half);
+  }
+  for (int j = 1; j < kChainsNeon; ++j) acc[0] = vaddq_f32(acc[0], acc[j]);
+  return vaddvq_f32(acc[0]);
 }
 #else
 uint64_t read_sse2(const uint8_t* p, int64_t n) {
@@ -158,7 +190,7 @@ ReadLoop widest_read_loop() {
   if (__builtin_cpu_supports("avx2")) return {"avx2", read_avx2};
   return {"sse2", read_sse2};
 #else
-  return {"scalar", read_scalar};
+  return {"neon", read_neon};
 #endif
 }
 
@@ -312,6 +344,13 @@ Ceilings measure_ceilings(ThreadPool& pool, const CeilingOptions& options) {
   // One VDPBF16PS: 16 lanes x 2 products x 2 FLOPs, halved as each activation is two BF16 halves.
   const double dpbf16 = 16.0 * 2 * 2 / 2 * kChains512 * kChainSteps;
   if (set == "avx512bf16") c.peak_bf16_gflops = chain_gflops(pool, options.seconds, dpbf16_chains, dpbf16);
+#elif defined(__aarch64__)
+  if (set == "neon" || set == "neonbf16") c.peak_f32_gflops = chain_gflops(pool, options.seconds, fma_chains_neon, 2.0 * 4 * kChainsNeon * kChainSteps);
+  c.peak_bf16_gflops = c.peak_f32_gflops;
+  // neonbf16's exact products on weights as stored widen them for the F32 FMA; its packed ones take
+  // two BFDOTs per multiply-add (4 lanes x 2 products x 2 FLOPs, halved): the faster of the two.
+  const double bfdot = 4.0 * 2 * 2 / 2 * kChainsNeon * kChainSteps;
+  if (set == "neonbf16") c.peak_bf16_gflops = std::max(c.peak_f32_gflops, chain_gflops(pool, options.seconds, bfdot_chains, bfdot));
 #endif
   return c;
 }

@@ -21,7 +21,7 @@ struct CeilingOptions {
 struct Ceilings {
   std::string kernels;    // the active kernel set measured
   int threads = 0;
-  std::string read_simd;  // vector width of the read loop: "avx512", "avx2", "sse2" or "scalar"
+  std::string read_simd;  // vector width of the read loop: "avx512", "avx2", "sse2" or "neon"
   double read_gbps = 0;   // 1e9 bytes/s, best pass
 
   // Through the active set's gemm_f32 / gemm_bf16 / gemm_bf16_fast (fast precision), each thread on
