@@ -141,7 +141,8 @@ async function main({ options: values }: CommandLine<typeof OPTIONS>): Promise<n
 
     // The faults start with the enqueue; the failover waits for it, and for part of the documents to be assembled.
     const started = performance.now();
-    const rssPrinter = setInterval(() => write(`${elapsed(started)} ${pool.rssNow()}`), RSS_PRINTED_EVERY_MS);
+    // Unreferenced: a soak that stops on an error is not kept alive by its minute lines.
+    const rssPrinter = setInterval(() => write(`${elapsed(started)} ${pool.rssNow()}`), RSS_PRINTED_EVERY_MS).unref();
     let documents: SoakDocument[] | undefined;
     const enqueued = enqueueAll(inputs, storage, redisUrl, (line) => write(`${elapsed(started)} ${line}`)).then((queued) => {
       documents = queued;
@@ -357,7 +358,7 @@ class WorkerPool {
     );
   }
 
-  /** The latest sample of each live worker process: `RSS MiB: pid 301, pid 295`. */
+  /** The latest sample of each live worker process, as its pid and MiB: `RSS MiB: 5056 273, 5057 190`. */
   rssNow(): string {
     const latest = this.#children.map((child) => `${child.pid} ${this.#rss.find(({ pid }) => pid === child.pid)?.mib.at(-1) ?? '?'}`);
     return `RSS MiB: ${latest.join(', ')}`;
