@@ -15,7 +15,7 @@ import { documentResultKeys, pageAttemptKeys, pageResultKey } from '../../src/jo
 import { DOCUMENTS } from '../../src/queue/queue-names.js';
 import { redisOptions } from '../../src/queue/redis.js';
 import { FileStorage } from '../../src/storage/file-storage.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 
 /** An echo server: every byte it receives comes back. */
 async function startEcho(): Promise<{ port: number; close: () => Promise<void> }> {
@@ -145,7 +145,7 @@ describe('memoryGrowth', () => {
   });
 });
 
-describe('undrainedQueues', { skip: REDIS_SERVER_MISSING }, () => {
+describe('undrainedQueues', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
 
   test('names a queue holding an unfinished job, and nothing once it is gone', async () => {

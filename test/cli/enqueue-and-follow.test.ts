@@ -31,7 +31,7 @@ import { startDocumentWorker } from '../../src/worker/document-worker.js';
 import { PagePipeline } from '../../src/worker/page-pipeline.js';
 import { startPageWorker } from '../../src/worker/page-worker.js';
 import { LETTER, makeEncryptedPdf, makePdf } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
 
 const PASSWORD = 'Tr0ub4dor&3';
@@ -61,7 +61,7 @@ class FakeTerminal extends Writable implements TerminalStream {
   }
 }
 
-describe('enqueue and follow', { skip: REDIS_SERVER_MISSING }, () => {
+describe('enqueue and follow', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let root: string;
   let inputDir: string;

@@ -22,7 +22,7 @@ import { DOCUMENTS, pageQueue } from '../../src/queue/queue-names.js';
 import { redisOptions } from '../../src/queue/redis.js';
 import { FileStorage } from '../../src/storage/file-storage.js';
 import { LETTER, makePdf } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { waitUntil } from '../support/worker-processes.js';
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
@@ -39,7 +39,7 @@ class FakeTerminal extends Writable implements TerminalStream {
   }
 }
 
-describe('enqueue waiting for room', { skip: REDIS_SERVER_MISSING }, () => {
+describe('enqueue waiting for room', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let root: string;
   let inputDir: string;

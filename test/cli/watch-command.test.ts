@@ -20,7 +20,7 @@ import { redisOptions } from '../../src/queue/redis.js';
 import type { S3Storage } from '../../src/storage/s3-storage.js';
 import { openStorage } from '../../src/storage/open-storage.js';
 import { LETTER, makePdf } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { S3RVER_SECRET, startS3Server, useS3rverCredentials, type S3Server } from '../support/s3-server.js';
 import { createdNotification } from '../support/s3-notifications.js';
 
@@ -50,7 +50,7 @@ describe('scriptorium watch options', () => {
   test('a wrong variant, as enqueue reports it', rejects(['--redis-list', 'events', '--variant', 'v9'], /--variant must be one of v1, v2, v3/));
 });
 
-describe('a scriptorium watch process', { skip: REDIS_SERVER_MISSING }, () => {
+describe('a scriptorium watch process', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let s3: S3Server;
   let work: string;

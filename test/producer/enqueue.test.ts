@@ -18,11 +18,11 @@ import { redisOptions } from '../../src/queue/redis.js';
 import { openStorage } from '../../src/storage/open-storage.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { LETTER, makeCorruptPdf, makePdf, makePng } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 
 const OCR: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 36, maxNewTokens: 8 };
 
-describe('enqueueDocuments', { skip: REDIS_SERVER_MISSING }, () => {
+describe('enqueueDocuments', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let root: string;
   let inputDir: string;

@@ -19,12 +19,12 @@ import { redisOptions } from '../../src/queue/redis.js';
 import { openStorage } from '../../src/storage/open-storage.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { makePdf } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 
 const PAGES = 5_000;
 const OCR: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 36, maxNewTokens: 6 };
 
-describe('a 5,000-page PDF', { skip: REDIS_SERVER_MISSING }, () => {
+describe('a 5,000-page PDF', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let work: string;
   let pdfPath: string;

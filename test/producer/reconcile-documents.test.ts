@@ -18,12 +18,12 @@ import { DOCUMENTS, pageQueue } from '../../src/queue/queue-names.js';
 import { redisOptions } from '../../src/queue/redis.js';
 import { FileStorage } from '../../src/storage/file-storage.js';
 import { LETTER, makePdf } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 
 const OCR: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 36, maxNewTokens: 8 };
 const NAMES = ['mid-run', 'done', 'failed-pages', 'cancelled', 'unrecorded', 'queued-after'] as const;
 
-describe('reconcileDocuments', { skip: REDIS_SERVER_MISSING }, () => {
+describe('reconcileDocuments', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let root: string;
   let storage: FileStorage;

@@ -13,11 +13,11 @@ import type { PageQueueDepth } from '../../src/queue/queue-depth.js';
 import { pageQueue } from '../../src/queue/queue-names.js';
 import { redisOptions } from '../../src/queue/redis.js';
 import { startDashboard, type Dashboard } from '../../src/server/dashboard-server.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 
 const logger = pino({ level: 'silent' });
 
-describe('GET /queue-depth', { skip: REDIS_SERVER_MISSING }, () => {
+describe('GET /queue-depth', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let dashboard: Dashboard;
   const queues = new Map<Variant, Queue>();

@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import { ADMISSION_GRACE_MS, KeyQuotas, type KeyQuota } from '../../src/queue/key-quotas.js';
 import { DOCUMENTS } from '../../src/queue/queue-names.js';
 import { redisOptions } from '../../src/queue/redis.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { waitUntil } from '../support/worker-processes.js';
 
 const DOC_A = 'a'.repeat(32);
@@ -19,7 +19,7 @@ const DOC_B = 'b'.repeat(32);
 const QUOTA: KeyQuota = { priorityClass: 'interactive', pagesPerDay: 10, documentsInFlight: 1 };
 const T0 = Date.parse('2026-03-04T23:00:00Z');
 
-describe('quotas per API key', { skip: REDIS_SERVER_MISSING }, () => {
+describe('quotas per API key', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let client: Redis;
   let quotas: KeyQuotas;

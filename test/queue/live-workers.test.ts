@@ -15,7 +15,7 @@ import { readQueueStatus } from '../../src/queue/queue-status.js';
 import { countCompleted, countedKinds, countFlagged, recentFlagged, recentThroughput } from '../../src/queue/throughput.js';
 
 const PAGES = pageQueue('v1');
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 
 const IDENTITY: LiveWorkerIdentity = {
   host: 'ocr-7',
@@ -31,7 +31,7 @@ const MINUTE = 60_000;
 /** 12:34:30 on some day: half-way through a minute. */
 const NOW = Date.UTC(2030, 0, 1, 12, 34, 30);
 
-describe('live workers and throughput in Redis', { skip: REDIS_SERVER_MISSING }, () => {
+describe('live workers and throughput in Redis', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let client: Redis;
 

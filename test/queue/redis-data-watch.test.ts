@@ -7,9 +7,9 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 
 import { REDIS_DATA_ID_KEY, RedisDataWatch, type RedisDataLoss } from '../../src/queue/redis-data-watch.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 
-describe('RedisDataWatch', { skip: REDIS_SERVER_MISSING }, () => {
+describe('RedisDataWatch', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   const clients: Redis[] = [];
   const watches: RedisDataWatch[] = [];

@@ -16,7 +16,7 @@ import { DocumentWatcher } from '../../src/queue/document-watcher.js';
 import { redisOptions } from '../../src/queue/redis.js';
 import { FileStorage } from '../../src/storage/file-storage.js';
 import { LETTER, makePdf } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
 
 const OCR: OcrJobOptions = { variant: 'v3', task: 'parse', mode: 'tiny', dpi: 36, maxNewTokens: 4 };
@@ -51,7 +51,7 @@ async function startReceiver(): Promise<{ url: string; spans: OtlpSpan[]; close(
   return { url: `http://127.0.0.1:${port}`, spans, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
-describe('OpenTelemetry traces over OTLP', { skip: REDIS_SERVER_MISSING }, () => {
+describe('OpenTelemetry traces over OTLP', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let root: string;

@@ -24,7 +24,7 @@ import { startDocumentWorker } from '../../src/worker/document-worker.js';
 import { PagePipeline, type PageJob } from '../../src/worker/page-pipeline.js';
 import { startPageWorker } from '../../src/worker/page-worker.js';
 import { makePng } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
 
 const V1: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', maxNewTokens: 4 };
@@ -41,7 +41,7 @@ class RecordingPipeline extends PagePipeline {
   }
 }
 
-describe('pages routed by variant', { skip: REDIS_SERVER_MISSING }, () => {
+describe('pages routed by variant', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let root: string;
   let storage: FileStorage;

@@ -1,6 +1,8 @@
-// The Storage contract: one suite, run against file:// (a temp directory) and s3:// (an in-process
-// s3rver), and a real S3 when SCRIPTORIUM_TEST_S3_URL names one (npm run test:integration). Whatever
-// the pipeline relies on must hold for every backend.
+// The Storage contract: one suite, run against file:// (a temp directory) and s3://, whatever the
+// pipeline relies on must hold for every backend. The s3:// server: a real S3 when
+// SCRIPTORIUM_TEST_S3_URL names one (npm run test:integration), else MinIO in a container where a
+// container runtime answers (test-services.ts), else the in-process s3rver. One S3 per run, since
+// the AWS SDK takes its credentials from this process's environment.
 import assert from 'node:assert/strict';
 import { createHash, randomFillSync } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -13,6 +15,7 @@ import { FileStorage } from '../../src/storage/file-storage.js';
 import { S3Storage } from '../../src/storage/s3-storage.js';
 import type { Storage } from '../../src/storage/storage.js';
 import { startS3Server, useS3rverCredentials } from '../support/s3-server.js';
+import { startMinioContainer, TEST_SERVICES, useMinioCredentials } from '../support/test-services.js';
 
 interface OpenedBackend {
   storage: Storage;
@@ -28,22 +31,9 @@ storageContract('file://', async () => {
   return { storage: new FileStorage(root), close: () => rm(root, { recursive: true, force: true }) };
 });
 
-storageContract('s3:// (s3rver)', async () => {
-  useS3rverCredentials();
-  const server = await startS3Server({ buckets: ['contract'] });
-  const storage = new S3Storage('s3://contract/under/a/prefix', { endpoint: server.endpoint });
-  return {
-    storage,
-    async close() {
-      storage.destroy();
-      await server.close();
-    },
-  };
-});
-
-// A real S3 (npm run test:integration): the same contract under a fresh prefix, emptied at the end.
 const realS3Url = process.env.SCRIPTORIUM_TEST_S3_URL;
 if (realS3Url !== undefined) {
+  // Under a fresh prefix, emptied at the end.
   storageContract(`${realS3Url} (a real S3)`, async () => {
     const storage = new S3Storage(realS3Url);
     return {
@@ -53,6 +43,32 @@ if (realS3Url !== undefined) {
         for await (const { key } of storage.list('', { recursive: true })) keys.push(key);
         await inBatches(keys, 32, (key) => storage.delete(key));
         storage.destroy();
+      },
+    };
+  });
+} else if (TEST_SERVICES.source === 'containers') {
+  storageContract('s3:// (MinIO in a container)', async () => {
+    const minio = await startMinioContainer(['contract']);
+    useMinioCredentials();
+    const storage = new S3Storage('s3://contract/under/a/prefix', { endpoint: minio.url });
+    return {
+      storage,
+      async close() {
+        storage.destroy();
+        await minio.close();
+      },
+    };
+  });
+} else {
+  storageContract('s3:// (s3rver)', async () => {
+    useS3rverCredentials();
+    const server = await startS3Server({ buckets: ['contract'] });
+    const storage = new S3Storage('s3://contract/under/a/prefix', { endpoint: server.endpoint });
+    return {
+      storage,
+      async close() {
+        storage.destroy();
+        await server.close();
       },
     };
   });

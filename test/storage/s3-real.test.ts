@@ -1,24 +1,41 @@
-// What a real S3 does that the in-process test server may not: these run only against one
-// (SCRIPTORIUM_TEST_S3_URL, set by `npm run test:integration -- --against minio|aws`), under that
-// run's fresh prefix, and are skipped otherwise. The storage contract runs there too.
+// What a real S3 does that the in-process test server may not: these run against one
+// (SCRIPTORIUM_TEST_S3_URL, set by `npm run test:integration -- --against minio|aws`, under that
+// run's fresh prefix), else against MinIO in a container where a container runtime answers
+// (test-services.ts), and are skipped otherwise. The storage contract runs there too.
 import assert from 'node:assert/strict';
 import { createHash, randomFillSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 
 import { S3Storage } from '../../src/storage/s3-storage.js';
 import { StorageError } from '../../src/storage/storage-error.js';
+import { startMinioContainer, TEST_SERVICES, useMinioCredentials, type ContainerServer } from '../support/test-services.js';
 
-const url = process.env.SCRIPTORIUM_TEST_S3_URL;
+const givenUrl = process.env.SCRIPTORIUM_TEST_S3_URL;
 const MIB = 1024 * 1024;
+const skip =
+  givenUrl === undefined && TEST_SERVICES.source === 'local'
+    ? 'needs a real S3: a container runtime for MinIO, or npm run test:integration -- --against minio|aws'
+    : false;
 
-describe('a real S3', { skip: url === undefined ? 'needs a real S3: npm run test:integration -- --against minio|aws' : false }, () => {
+describe('a real S3', { skip }, () => {
+  let url: string;
+  let minio: ContainerServer | undefined;
   let storage: S3Storage;
-  before(() => {
+  before(async () => {
+    if (givenUrl === undefined) {
+      minio = await startMinioContainer(['scriptorium-test']);
+      useMinioCredentials();
+      process.env.S3_ENDPOINT = minio.url;
+      url = 's3://scriptorium-test';
+    } else {
+      url = givenUrl;
+    }
     storage = new S3Storage(`${url}/s3-real`);
   });
   after(async () => {
     for await (const { key } of storage.list('', { recursive: true })) await storage.delete(key);
     storage.destroy();
+    await minio?.close();
   });
 
   test('a result larger than a part is uploaded in parts and read back whole', async () => {

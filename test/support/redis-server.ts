@@ -1,18 +1,23 @@
-// Redis for the queue tests: a private redis-server child process per test file (the one
-// `scriptorium run` starts), or a reason to skip the tests when redis-server is not installed; and,
-// for the fault tests, one with an append-only file that can be killed and started again.
+// Redis for the queue tests: a private server per test file, in a container where a container
+// runtime answers (test-services.ts), else the redis-server child process `scriptorium run` starts;
+// a reason to skip the tests when neither can run; and, for the fault tests, a local one with an
+// append-only file that can be killed and started again.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { after, before } from 'node:test';
 
 import { Redis } from 'ioredis';
 
-import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../../src/queue/embedded-redis.js';
+import { freePort, startEmbeddedRedis } from '../../src/queue/embedded-redis.js';
+import { startRedisContainer, TEST_SERVICES, type ContainerServer } from './test-services.js';
 
-/** false when redis-server can run; otherwise why the queue tests are skipped (for `describe(…, { skip })`). */
+/** false when redis-server can run; otherwise why the tests that start it are skipped (for `describe(…, { skip })`). */
 export const REDIS_SERVER_MISSING: string | false =
   spawnSync('redis-server', ['--version']).error === undefined
     ? false
     : 'redis-server is not installed (apt-get install redis-server): the queue tests need a real Redis';
+
+/** false when useTestRedis can start a server, in a container or as a child process; otherwise why not. */
+export const TEST_REDIS_MISSING: string | false = TEST_SERVICES.source === 'containers' ? false : REDIS_SERVER_MISSING;
 
 export interface TestRedis {
   /** redis://127.0.0.1:<port>, once the server has started. */
@@ -21,11 +26,11 @@ export interface TestRedis {
   flush(): Promise<void>;
 }
 
-/** Starts a private redis-server before the enclosing suite's tests and stops it after them. */
+/** Starts a private Redis before the enclosing suite's tests and stops it after them. */
 export function useTestRedis(): TestRedis {
-  let server: EmbeddedRedis | undefined;
+  let server: ContainerServer | undefined;
   before(async () => {
-    server = await startEmbeddedRedis();
+    server = TEST_SERVICES.source === 'containers' ? await startRedisContainer() : await startEmbeddedRedis();
   });
   after(() => server?.close());
   const started = () => {

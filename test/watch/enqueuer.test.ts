@@ -28,14 +28,14 @@ import { S3EventEnqueuer } from '../../src/watch/s3-event-enqueuer.js';
 import { S3NotificationError } from '../../src/watch/s3-notifications.js';
 import { FlakyStorage } from '../support/flaky-storage.js';
 import { LETTER, makePdf, makePng } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { startS3Server, useS3rverCredentials, type S3Server } from '../support/s3-server.js';
 import { createdNotification } from '../support/s3-notifications.js';
 
 const OCR: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 36, maxNewTokens: 6 };
 const logger = pino({ level: 'silent' });
 
-describe('the watch enqueuer', { skip: REDIS_SERVER_MISSING }, () => {
+describe('the watch enqueuer', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let s3: S3Server;
   let inbox: S3Storage;

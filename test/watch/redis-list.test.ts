@@ -21,7 +21,7 @@ import { malformedListKey, processingListKey, startRedisListSource, type RedisLi
 import { S3EventEnqueuer } from '../../src/watch/s3-event-enqueuer.js';
 import { FlakyStorage } from '../support/flaky-storage.js';
 import { LETTER, makePdf, makePng } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { startS3Server, useS3rverCredentials, type S3Server } from '../support/s3-server.js';
 import { encodeS3EventKey, eventRecord } from '../support/s3-notifications.js';
 
@@ -42,7 +42,7 @@ async function until(condition: () => Promise<boolean>, what: string, timeoutMs 
   }
 }
 
-describe('the Redis-list source', { skip: REDIS_SERVER_MISSING }, () => {
+describe('the Redis-list source', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let s3: S3Server;
   let inbox: S3Storage;

@@ -21,7 +21,7 @@ import { S3EventEnqueuer } from '../../src/watch/s3-event-enqueuer.js';
 import { sqsRegionOf, startSqsSource, type SqsSource } from '../../src/watch/sqs-source.js';
 import { FlakyStorage } from '../support/flaky-storage.js';
 import { LETTER, makePdf, makePng } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { startS3Server, useS3rverCredentials, type S3Server } from '../support/s3-server.js';
 import { createdNotification } from '../support/s3-notifications.js';
 import { startSqsServer, type TestSqsServer } from '../support/sqs-server.js';
@@ -37,7 +37,7 @@ async function until(condition: () => boolean | Promise<boolean>, what: string, 
   }
 }
 
-describe('the SQS source', { skip: REDIS_SERVER_MISSING }, () => {
+describe('the SQS source', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let s3: S3Server;
   let inbox: S3Storage;

@@ -21,7 +21,7 @@ import { S3EventEnqueuer } from '../../src/watch/s3-event-enqueuer.js';
 import { startWebhookSource, type WebhookSource } from '../../src/watch/webhook-source.js';
 import { FlakyStorage } from '../support/flaky-storage.js';
 import { LETTER, makePdf } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { startS3Server, useS3rverCredentials, type S3Server } from '../support/s3-server.js';
 import { createdNotification, encodeS3EventKey, eventRecord } from '../support/s3-notifications.js';
 
@@ -32,7 +32,7 @@ const logger = pino({ level: 'silent' });
 
 const signature = (body: string, secret = SECRET) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 
-describe('the webhook source', { skip: REDIS_SERVER_MISSING }, () => {
+describe('the webhook source', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let s3: S3Server;
   let inbox: S3Storage;

@@ -21,7 +21,7 @@ import { startDocumentWorker } from '../../src/worker/document-worker.js';
 import { PagePipeline } from '../../src/worker/page-pipeline.js';
 import { startPageWorker } from '../../src/worker/page-worker.js';
 import { LETTER, makePdf } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
 
 /** Gundam pages at 144 DPI: a 2×3 tile grid per letter page, the most resampling per page V1 does. */
@@ -32,7 +32,7 @@ const LOCK_DURATION_MS = 10_000;
 const MAX_STALL_MS = 1_000;
 const PAGES = 4;
 
-describe('a page worker on gundam pages while every core is busy', { skip: REDIS_SERVER_MISSING }, () => {
+describe('a page worker on gundam pages while every core is busy', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let root: string;
   let load: ChildProcess[] = [];

@@ -20,7 +20,7 @@ import { redisOptions } from '../../src/queue/redis.js';
 import { FileStorage } from '../../src/storage/file-storage.js';
 import { READING_LINE } from '../support/fault-engine.js';
 import { writeThreePageReports } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
 import { MAIN, waitUntil, WorkerProcess } from '../support/worker-processes.js';
 
@@ -28,7 +28,7 @@ const OCR: OcrJobOptions = { variant: 'v3', task: 'parse', mode: 'tiny', dpi: 36
 const KEY = 'redis-emptied-test-key';
 const LOST_LINE = 'Redis lost its data';
 
-describe('Redis emptied mid-run, then reconcile', { skip: REDIS_SERVER_MISSING }, () => {
+describe('Redis emptied mid-run, then reconcile', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let root: string;
   let storage: FileStorage;

@@ -19,14 +19,14 @@ import { redisOptions } from '../../src/queue/redis.js';
 import type { S3Storage } from '../../src/storage/s3-storage.js';
 import { openStorage } from '../../src/storage/open-storage.js';
 import { LETTER, makePdf } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { startS3Server, useS3rverCredentials, type S3Server } from '../support/s3-server.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
 import { waitUntil } from '../support/worker-processes.js';
 
 const OCR: OcrJobOptions = { variant: 'v3', task: 'parse', mode: 'tiny', dpi: 36, maxNewTokens: 8 };
 
-describe('S3 unavailable for a while', { skip: REDIS_SERVER_MISSING }, () => {
+describe('S3 unavailable for a while', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let s3: S3Server;
   let storage: S3Storage;

@@ -25,7 +25,7 @@ import { startDocumentWorker } from '../../src/worker/document-worker.js';
 import { PagePipeline, type PageJob } from '../../src/worker/page-pipeline.js';
 import { startPageWorker } from '../../src/worker/page-worker.js';
 import { LETTER, makePdf } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
 
 const OCR: OcrJobOptions = { variant: 'v1', task: 'markdown', mode: 'tiny', dpi: 36, maxNewTokens: 4 };
@@ -90,7 +90,7 @@ class FailingPipeline extends PagePipeline {
   }
 }
 
-describe('a worker that loses its lock while alive', { skip: REDIS_SERVER_MISSING }, () => {
+describe('a worker that loses its lock while alive', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let root: string;
 

@@ -25,7 +25,7 @@ import { startDocumentWorker } from '../../src/worker/document-worker.js';
 import { PagePipeline, type PageJob } from '../../src/worker/page-pipeline.js';
 import { startPageWorker, type PageWorkerOptions } from '../../src/worker/page-worker.js';
 import { LETTER, makeCorruptPdf, makePdf } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
 
 /** Small pages in tiny mode, 8 tokens: a page in well under a second. */
@@ -62,7 +62,7 @@ class RecordingPipeline extends PagePipeline {
   }
 }
 
-describe('page and document workers', { skip: REDIS_SERVER_MISSING }, () => {
+describe('page and document workers', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let root: string;
   let engine: OcrEngine;

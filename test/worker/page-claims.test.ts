@@ -9,12 +9,12 @@ import { Redis } from 'ioredis';
 
 import { LiveWorkerHeartbeat } from '../../src/queue/live-workers.js';
 import { claimsKey, PageClaims } from '../../src/worker/page-claims.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 
 const IDENTITY = { host: 'elsewhere', pid: 1, backend: 'cpu', threads: 1, variant: 'v1', checkpoint: 'sha256:x', startedAt: 0 };
 const IDLE = () => ({ currentJobs: [], pagesDone: 0, pagesFailed: 0 });
 
-describe('page claims', { skip: REDIS_SERVER_MISSING }, () => {
+describe('page claims', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let client: Redis;
 

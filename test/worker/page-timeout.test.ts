@@ -26,7 +26,7 @@ import { startDocumentWorker } from '../../src/worker/document-worker.js';
 import { PagePipeline, type PageJob } from '../../src/worker/page-pipeline.js';
 import { EngineHungError, startPageWorker } from '../../src/worker/page-worker.js';
 import { LETTER, makePdf } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
 import { waitUntil } from '../support/worker-processes.js';
 
@@ -194,7 +194,7 @@ class HangingPipeline extends PagePipeline {
   }
 }
 
-describe('the page worker with a deadline', { skip: REDIS_SERVER_MISSING }, () => {
+describe('the page worker with a deadline', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let storage: FileStorage;
   let pages: Queue<PageJobData>;

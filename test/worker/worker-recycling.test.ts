@@ -17,7 +17,7 @@ import { redisOptions } from '../../src/queue/redis.js';
 import { FileStorage } from '../../src/storage/file-storage.js';
 import { EXIT_WORKER_RECYCLED, WorkerRecycling } from '../../src/worker/worker-recycling.js';
 import { LETTER, makePdf } from '../support/make-documents.js';
-import { REDIS_SERVER_MISSING, useTestRedis } from '../support/redis-server.js';
+import { TEST_REDIS_MISSING, useTestRedis } from '../support/redis-server.js';
 import { tinyCheckpoint } from '../support/tiny-checkpoints.js';
 import { waitUntil, WorkerProcess, WorkerSupervisor } from '../support/worker-processes.js';
 
@@ -64,7 +64,7 @@ describe('recycle limits', () => {
   });
 });
 
-describe('recycled worker processes', { skip: REDIS_SERVER_MISSING }, () => {
+describe('recycled worker processes', { skip: TEST_REDIS_MISSING }, () => {
   const redis = useTestRedis();
   let root: string;
   let model: string;
