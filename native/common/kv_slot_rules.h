@@ -32,12 +32,14 @@ class KvSlotRules {
     return prefix_ + std::min(pos - prefix_ + 1, window_);
   }
 
-  // Throws std::invalid_argument when `n` new tokens cannot be appended: a first call names a
-  // prompt shorter than its tokens, the context would pass max_position_embeddings, or a windowed
-  // sequence gets more than one token in a call past its prompt. `prompt` is the whole prompt's
-  // length when the first call holds only its start (0: the call's tokens are the prompt).
+  // Throws std::invalid_argument when `n` new tokens cannot be appended: a windowed sequence's first
+  // call names a prompt shorter than its tokens, the context would pass max_position_embeddings, or a
+  // windowed sequence gets more than one token in a call past its prompt. `prompt` is the whole
+  // prompt's length when the first call holds only its start (0: the call's tokens are the prompt).
+  // With full attention the first call may go past the prompt: a sequence preempted by the scheduler
+  // reads its prompt and its generated tokens again, naming the prompt as it first did.
   void check_append(int64_t n, int64_t prompt) const {
-    if (prefix_ < 0 && prompt != 0 && prompt < n)
+    if (window_ > 0 && prefix_ < 0 && prompt != 0 && prompt < n)
       throw std::invalid_argument("forward: a prompt of " + std::to_string(prompt) + " tokens cannot start with " +
                                   std::to_string(n));
     if (length_ + n > max_positions_)

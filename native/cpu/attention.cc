@@ -192,9 +192,11 @@ void attend_caches(ThreadPool& pool, const KernelSet& kernels, const DecoderDims
   const int64_t D = dims.head_dim, QW = dims.heads * D, KW = dims.kv_heads * D;
   // New tokens of a sequence sit in consecutive slots equal to their positions (a window only
   // starts after the prompt), so query t of a run starting at `first` sees slots [0, first + t].
-  // The run's rows at whole blocks of kAttentionQueryBlock positions (counted from position 0)
-  // attend together, block by block; the rows before and after them one by one. So every row's
-  // result depends on its position alone, not on how the prompt was split into calls.
+  // The run's prompt rows at whole blocks of kAttentionQueryBlock positions (counted from position
+  // 0) attend together, block by block; the rows before and after them one by one, as do rows past
+  // the prompt (generated tokens read again after a preemption, with full attention). So every
+  // row's result depends on its position alone, not on how the prompt was split into calls, and a
+  // generated token read again attends as its decode step did.
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
   std::vector<KeyRangeTask>& tasks = scratch.tasks;
   tasks.clear();
@@ -202,7 +204,8 @@ void attend_caches(ThreadPool& pool, const KernelSet& kernels, const DecoderDims
     const CachedQueries& run = sequences[s];
     const int64_t first = run.first_position, end = first + run.rows;
     const int64_t block_begin = std::min(end, (first + kAttentionQueryBlock - 1) / kAttentionQueryBlock * kAttentionQueryBlock);
-    const int64_t block_end = std::max(block_begin, end / kAttentionQueryBlock * kAttentionQueryBlock);
+    const int64_t prompt_end = std::min(end, run.cache->prefix_length());
+    const int64_t block_end = std::max(block_begin, prompt_end / kAttentionQueryBlock * kAttentionQueryBlock);
     for (int64_t pos = first; pos < end; ++pos) {
       if (pos == block_begin) pos = block_end;
       if (pos == end) break;

@@ -6,7 +6,7 @@
 // fits what is left, so a batch of long V1 pages holds fewer pages at once than one of V3 pages,
 // whose R-SWA caches stay small, and memory never runs out.
 import type { ModelConfig } from './model-config.js';
-import { ACTIVATION_RESERVE_BYTES, kvCacheBoundBytes } from './device-memory.js';
+import { ACTIVATION_RESERVE_BYTES, kvCacheBoundBytes, PLANNED_NEW_TOKENS } from './device-memory.js';
 import { imageTokenCount } from './image-tokens.js';
 import type { DeviceMemory, KvCacheDtype } from './native-binding.js';
 
@@ -28,7 +28,7 @@ export const AUTO_CPU_BATCH: ResolvedBatch = {
  * The page `auto` plans a GPU batch for: an A4 page in gundam mode (the default), a global view and
  * 2 × 3 tiles, that generates 1,000 tokens, about what a real page does.
  */
-export const PLANNED_PAGE = { grid: [2, 3] as const, newTokens: 1000 };
+export const PLANNED_PAGE = { grid: [2, 3] as const, newTokens: PLANNED_NEW_TOKENS };
 /** The prompt's text around the image tokens (BOS, the task's words), rounded up. */
 const PROMPT_TEXT_TOKENS = 16;
 /**

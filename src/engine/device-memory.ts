@@ -37,6 +37,14 @@ export function hostMemory(env: NodeJS.ProcessEnv = process.env): DeviceMemory {
 const CACHE_GROWTH_SLOTS = 256;
 
 /**
+ * Tokens a page is planned to generate, about what a real page does. With full attention a sequence
+ * is admitted for this many (or for what it has generated, once more), not for its whole limit: one
+ * that outgrows the memory is preempted and reads again later (generate.ts), so a batch is not held
+ * to a few pages by limits that real pages seldom approach.
+ */
+export const PLANNED_NEW_TOKENS = 1000;
+
+/**
  * Bytes of one KV cache slot on the device: the key and value rows of every layer, in F32, or in
  * IEEE half with each row padded to an even count of halves (native/vulkan/gpu_decoder.h).
  */
@@ -57,6 +65,21 @@ export function kvCacheBoundBytes(dims: DecoderDims, kvCache: KvCacheDtype, prom
   if (dims.slidingWindow > 0) limit = Math.min(limit, promptTokens + dims.slidingWindow);
   const slots = Math.min(promptTokens + newTokens, limit);
   return Math.min(limit, Math.max(slots + CACHE_GROWTH_SLOTS, Math.ceil(1.5 * slots))) * kvSlotBytes(dims, kvCache);
+}
+
+/**
+ * The bytes a cache of `cacheBytes` holds while a call appends `newTokens` to its `length` tokens:
+ * the same when they fit, else the grown buffer beside the old one, which the copy holds both of.
+ * The growth rule is the native caches' (native/common/kv_slot_rules.h grown_capacity), for full
+ * attention.
+ */
+export function cacheBytesDuringCall(dims: DecoderDims, kvCache: KvCacheDtype, cacheBytes: number, length: number, newTokens: number): number {
+  const slotBytes = kvSlotBytes(dims, kvCache);
+  const capacity = Math.floor(cacheBytes / slotBytes);
+  const rows = length + newTokens;
+  if (rows <= capacity) return cacheBytes;
+  const grown = Math.max(rows, Math.min(Math.max(rows + CACHE_GROWTH_SLOTS, capacity + Math.floor(capacity / 2)), dims.maxPositions));
+  return cacheBytes + grown * slotBytes;
 }
 
 /** A sequence in the batch: the bound of its cache, and the bytes its cache holds now. */
@@ -81,8 +104,16 @@ export function admission(memory: DeviceMemory, batch: readonly BatchedCache[], 
   return promised + boundBytes <= room ? 'join' : 'wait';
 }
 
+/**
+ * Whether the next call fits: `duringCallBytes` of each cache (cacheBytesDuringCall) within the
+ * budget less what the buffers other than the caches hold now.
+ */
+export function callFits(memory: DeviceMemory, batch: readonly { cacheBytes: number; duringCallBytes: number }[]): boolean {
+  return batch.reduce((sum, member) => sum + member.duringCallBytes, 0) <= roomForCaches(memory, batch);
+}
+
 /** The budget less what the buffers other than the batch's KV caches hold now. */
-function roomForCaches(memory: DeviceMemory, batch: readonly BatchedCache[]): number {
+function roomForCaches(memory: DeviceMemory, batch: readonly { cacheBytes: number }[]): number {
   return memory.budgetBytes - (memory.usedBytes - batch.reduce((sum, member) => sum + member.cacheBytes, 0));
 }
 

@@ -1,8 +1,19 @@
 // Greedy generation over the native decoder with continuous batching: every active sequence
 // advances by one token per forward call, so concurrent requests share each pass over the weights;
 // a new request joins between steps (its prefill rides in the same forward calls, in chunks while
-// the batch is busy: join-budget.ts) and a finished one leaves at once.
-import { admission, doesNotFitError, hostMemory, kvCacheBoundBytes } from './device-memory.js';
+// the batch is busy: join-budget.ts) and a finished one leaves at once. With full attention a
+// sequence that would outgrow the memory is preempted: it gives up its cache and reads its prompt
+// and its generated ids again once there is room, which gives the same logits (the kernels are
+// row-invariant and attention rows depend on their position alone).
+import {
+  admission,
+  cacheBytesDuringCall,
+  callFits,
+  doesNotFitError,
+  hostMemory,
+  kvCacheBoundBytes,
+  PLANNED_NEW_TOKENS,
+} from './device-memory.js';
 import { JoinBudget, type JoinGrant } from './join-budget.js';
 import type { ForwardInput, ForwardOutput, NativeSequence } from './native-binding.js';
 import {
@@ -65,8 +76,13 @@ export interface GenerationResult {
   promptTokens: number;
   topk: TopK[];
   prefillLogits?: Float32Array;
-  /** Wall time of the forward calls that held the prefill, and of the decode steps after it (shared by the batch). */
+  /**
+   * Wall time of the forward calls that held the prefill (and the reading again after a preemption),
+   * and of the decode steps after it (shared by the batch).
+   */
   timings: { prefillMs: number; decodeMs: number };
+  /** How often the sequence was preempted (ContinuousBatch): each time it read its tokens again. */
+  preemptions: number;
 }
 
 interface Member {
@@ -74,6 +90,8 @@ interface Member {
   sequence: NativeSequence | undefined;  // created when the member joins the batch
   result: GenerationResult;
   limit: number;
+  /** Tokens it reads before it decodes: its prompt, and after a preemption its generated ids too. */
+  readTo: number;
   stop: GenerateOptions;
   resolve(result: GenerationResult): void;
   reject(error: unknown): void;
@@ -158,6 +176,8 @@ export interface BatchStep {
   prefillTokens: number;
   /** Tokens the call generated: one per decoding row and per sequence whose prompt it finished. */
   generated: number;
+  /** Sequences preempted before the call, to fit the memory (ContinuousBatch). */
+  preempted: number;
 }
 
 export interface ContinuousBatchOptions {
@@ -170,6 +190,13 @@ export interface ContinuousBatchOptions {
  * joins at the next step once there is room, and leaves as soon as it is done. Every sequence's
  * logits are bitwise the same whatever else shares its steps (the native kernels are
  * row-invariant), so batching changes speed, never text.
+ *
+ * Memory (device-memory.ts): a sequence joins while the KV caches' bounds fit the budget. With a
+ * sliding window (V3) a cache's bound is small and counted whole. With full attention a sequence
+ * is counted for PLANNED_NEW_TOKENS (or what it has generated, once more) instead of its limit, and
+ * before each call the newest sequences are preempted while the caches' growth in that call would
+ * pass the budget: each waits first in line, and reads its prompt and generated ids again when it
+ * joins. A sequence alone that cannot grow fails with the numbers.
  */
 export class ContinuousBatch {
   readonly #model: NativeModel;
@@ -177,7 +204,11 @@ export class ContinuousBatch {
   readonly #onStep: ContinuousBatchOptions['onStep'];
   readonly #waiting: Member[] = [];
   readonly #joinBudget: JoinBudget;
+  /** Full attention: a sequence can read its generated ids again, so it is admitted for its planned size. */
+  readonly #preemptible: boolean;
+  /** Members in the order they joined: the newest is preempted first. */
   #members: Member[] = [];
+  #preempted = 0;
   #running = false;
 
   constructor(model: NativeModel, maxSequences: number, options: ContinuousBatchOptions = {}) {
@@ -186,6 +217,7 @@ export class ContinuousBatch {
     this.#maxSequences = maxSequences;
     this.#onStep = options.onStep;
     this.#joinBudget = new JoinBudget(model.promptChunkTokens);
+    this.#preemptible = model.config.decoder.slidingWindow === 0;
   }
 
   /** Sequences decoding now, and requests waiting for a place. */
@@ -211,8 +243,10 @@ export class ContinuousBatch {
           promptTokens: request.promptIds.length,
           topk: [],
           timings: { prefillMs: 0, decodeMs: 0 },
+          preemptions: 0,
         },
         limit: request.forceIds ? request.forceIds.length : request.maxNewTokens,
+        readTo: request.promptIds.length,
         stop,
         resolve,
         reject,
@@ -237,7 +271,11 @@ export class ContinuousBatch {
           member.sequence = this.#model.createSequence();
           this.#members.push(member);
         }
-        if (this.#members.length === 0) return;
+        this.#preemptToFit();
+        if (this.#members.length === 0) {
+          if (this.#waiting.length === 0) return;
+          continue;
+        }
         await this.#step([...this.#members]);
       }
     } catch (error) {
@@ -251,16 +289,72 @@ export class ContinuousBatch {
   /**
    * Whether the member's KV cache fits the memory budget beside the batch's (the GPU's device memory,
    * or on the CPU what the process may hold; see device-memory.ts): 'join', 'wait', or the error it
-   * fails with when it can never fit.
+   * fails with when it can never fit. It joins when the caches' bounds fit and, with full attention,
+   * its first call fits beside the batch's next one.
    */
   #memoryRoom(member: Member): 'join' | 'wait' | Error {
-    const memory = this.#model.deviceMemory ?? hostMemory();
+    const memory = this.#memory();
     const dims = this.#model.config.decoder;
-    const bound = (m: Member) => kvCacheBoundBytes(dims, this.#model.kvCache, m.request.promptIds.length, m.limit);
+    const bound = (m: Member) => kvCacheBoundBytes(dims, this.#model.kvCache, m.request.promptIds.length, this.#plannedTokens(m));
     const batch = this.#members.map((m) => ({ boundBytes: bound(m), cacheBytes: m.sequence!.cacheBytes }));
+    const tokens = member.request.promptIds.length + this.#plannedTokens(member);
     const room = admission(memory, batch, bound(member));
-    if (room !== 'never') return room;
-    return doesNotFitError(this.#model.backend, memory, batch, member.request.promptIds.length + member.limit, bound(member));
+    if (room === 'never') return doesNotFitError(this.#model.backend, memory, batch, tokens, bound(member));
+    if (room === 'wait' || !this.#preemptible) return room;
+    const firstCall = this.#bytesDuringCall(member);
+    if (callFits(memory, [...this.#callBytes(), { cacheBytes: 0, duringCallBytes: firstCall }])) return 'join';
+    return this.#members.length > 0 ? 'wait' : doesNotFitError(this.#model.backend, memory, [], member.readTo, firstCall);
+  }
+
+  #memory() {
+    return this.#model.deviceMemory ?? hostMemory();
+  }
+
+  /** The new tokens the member's cache is counted for: its limit, or with full attention its planned size. */
+  #plannedTokens(member: Member): number {
+    if (!this.#preemptible) return member.limit;
+    return Math.min(member.limit, Math.max(member.result.ids.length + 1, PLANNED_NEW_TOKENS));
+  }
+
+  /** The bytes the member's cache holds during the next call, which feeds it all it has left to read, or one id. */
+  #bytesDuringCall(member: Member): number {
+    const length = member.sequence?.length ?? 0;
+    const newTokens = length < member.readTo ? member.readTo - length : 1;
+    return cacheBytesDuringCall(this.#model.config.decoder, this.#model.kvCache, member.sequence?.cacheBytes ?? 0, length, newTokens);
+  }
+
+  #callBytes(): { cacheBytes: number; duringCallBytes: number }[] {
+    return this.#members.map((m) => ({ cacheBytes: m.sequence!.cacheBytes, duringCallBytes: this.#bytesDuringCall(m) }));
+  }
+
+  /**
+   * With full attention, before a call: while the caches would outgrow the budget in it, the newest
+   * member is preempted. A member alone that does not fit fails with the numbers.
+   */
+  #preemptToFit(): void {
+    if (!this.#preemptible) return;
+    while (this.#members.length > 0 && !callFits(this.#memory(), this.#callBytes())) {
+      const newest = this.#members[this.#members.length - 1];
+      if (this.#members.length > 1) {
+        this.#preempt(newest);
+        continue;
+      }
+      const memory = this.#memory();
+      const needs = this.#bytesDuringCall(newest);
+      const batch = [{ boundBytes: needs, cacheBytes: newest.sequence!.cacheBytes }];
+      this.#leave(newest, doesNotFitError(this.#model.backend, memory, batch, newest.sequence!.length + 1, needs));
+    }
+  }
+
+  /** Releases the member's cache and puts it first in line, to read its prompt and generated ids again. */
+  #preempt(member: Member): void {
+    this.#members = this.#members.filter((m) => m !== member);
+    member.sequence!.release();
+    member.sequence = undefined;
+    member.readTo = member.result.promptTokens + member.result.ids.length;
+    member.result.preemptions += 1;
+    this.#preempted += 1;
+    this.#waiting.unshift(member);
   }
 
   /**
@@ -274,7 +368,10 @@ export class ContinuousBatch {
     const fed: { member: Member; input: ForwardInput; prompt: boolean }[] = [];
     for (const member of members) {
       const prompt = this.#reading(member);
-      const input = this.#input(member, grant.prefillTokens - prefillTokens);
+      // A preempted member reads its tokens again in one call, outside the grant: its cache is then
+      // allocated once, at the size its admission counted, with no growth to copy on the way.
+      const rereading = member.readTo > member.result.promptTokens;
+      const input = this.#input(member, rereading ? Infinity : grant.prefillTokens - prefillTokens);
       if (input === undefined) continue;
       if (prompt) prefillTokens += input.ids.length;
       fed.push({ member, input, prompt });
@@ -300,14 +397,15 @@ export class ContinuousBatch {
       if (prompt) {
         result.timings.prefillMs += ms;
         if (this.#reading(member)) return; // more of its prompt to come
-        if (member.request.keepPrefillLogits) result.prefillLogits = Float32Array.from(step.outputs[i].logits!);
+        if (member.request.keepPrefillLogits && result.ids.length === 0) result.prefillLogits = Float32Array.from(step.outputs[i].logits!);
       } else {
         result.timings.decodeMs += ms;
       }
       generated += 1;
       this.#advance(member, step.outputs[i]);
     });
-    this.#onStep?.({ startedMs: started, ms, computeMs: step.computeMs, places: members.length, decodeRows, prefillTokens, generated });
+    this.#onStep?.({ startedMs: started, ms, computeMs: step.computeMs, places: members.length, decodeRows, prefillTokens, generated, preempted: this.#preempted });
+    this.#preempted = 0;
   }
 
   /**
@@ -320,33 +418,36 @@ export class ContinuousBatch {
     return this.#joinBudget.grant(this.#model.device.backend === 'cpu' && decoding && !placeWaits);
   }
 
-  /** Whether the member is still reading its prompt. */
+  /** Whether the member is still reading its prompt (or, after a preemption, its generated ids). */
   #reading(member: Member): boolean {
-    return member.sequence!.length < member.result.promptTokens;
+    return member.sequence!.length < member.readTo;
   }
 
   /**
-   * The member's next forward input: the next part of its prompt while it reads it (at most
-   * `prefillTokens`, ending at a multiple of promptChunkTokens or at the prompt's end; undefined when
-   * that leaves none), else its last id. Full logits come back only when a processor needs them
-   * (repetition penalty, top-k records, the kept prefill logits); otherwise the native head returns
-   * the argmax, skipping the n-gram bans.
+   * The member's next forward input: the next part of what it reads (at most `prefillTokens`, ending
+   * at a multiple of promptChunkTokens or at its end; undefined when that leaves none), else its last
+   * id. Full logits come back only when a processor needs them (repetition penalty, top-k records,
+   * the kept prefill logits); otherwise the native head returns the argmax, skipping the n-gram bans.
    */
   #input(member: Member, prefillTokens: number): ForwardInput | undefined {
     const { request, result } = member;
     const sequence = member.sequence!;
+    const bans = () => (request.noRepeatNgram ? Int32Array.from(noRepeatNgramBans(result.ids, request.noRepeatNgram)) : undefined);
     if (this.#reading(member)) {
       const start = sequence.length;
       const chunk = this.#model.promptChunkTokens;
-      const end = Math.min(result.promptTokens, Math.floor((start + prefillTokens) / chunk) * chunk);
+      const end = Math.min(member.readTo, Math.floor((start + prefillTokens) / chunk) * chunk);
       if (end <= start) return undefined;
-      const logits = end === result.promptTokens && (needsLogits(request) || request.keepPrefillLogits === true);
-      // Nothing generated yet, so no n-gram to ban.
-      return { sequence, ids: Int32Array.from(request.promptIds.slice(start, end)), ...promptEmbeds(request, start, end), promptTokens: result.promptTokens, logits };
+      const last = end === member.readTo;
+      const logits = last && (needsLogits(request) || (request.keepPrefillLogits === true && result.ids.length === 0));
+      // Reading again after a preemption: the generated ids follow the prompt, and the last part's
+      // argmax is the next token, under the n-gram bans as in decoding.
+      const ids = end <= result.promptTokens ? request.promptIds.slice(start, end) : [...request.promptIds, ...result.ids].slice(start, end);
+      const banned = last && !logits && result.ids.length > 0 ? bans() : undefined;
+      return { sequence, ids: Int32Array.from(ids), ...promptEmbeds(request, start, end), promptTokens: result.promptTokens, logits, banned };
     }
     const logits = needsLogits(request);
-    const banned = !logits && request.noRepeatNgram ? Int32Array.from(noRepeatNgramBans(result.ids, request.noRepeatNgram)) : undefined;
-    return { sequence, ids: Int32Array.of(result.ids[result.ids.length - 1]), logits, banned };
+    return { sequence, ids: Int32Array.of(result.ids[result.ids.length - 1]), logits, banned: logits ? undefined : bans() };
   }
 
   /** Takes the token chosen from `output`; the member leaves once it is done. */
@@ -379,7 +480,7 @@ export class ContinuousBatch {
     if (signal?.aborted) {
       this.#leave(member, signal.reason);
     } else if (deadline?.aborted) {
-      if (member.sequence === undefined) {
+      if (member.sequence === undefined && member.result.ids.length === 0) {
         this.#leave(member, deadline.reason);
       } else {
         member.result.finish = 'timeout';

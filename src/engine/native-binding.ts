@@ -32,7 +32,9 @@ export interface ForwardInput {
   banned?: Int32Array;
   /**
    * The whole prompt's length when the sequence's first call holds only its start (a prefill in
-   * chunks: later calls bring the rest, several tokens each); default: the first call's tokens.
+   * chunks: later calls bring the rest, several tokens each), or, with full attention, more than the
+   * prompt (a preempted sequence reading its generated ids again: those attend as decode steps do);
+   * default: the first call's tokens.
    */
   promptTokens?: number;
 }

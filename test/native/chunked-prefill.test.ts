@@ -66,10 +66,26 @@ for (const variant of ['v1', 'v3'] as const) {
 }
 
 describe('the rules of a prompt in chunks', () => {
-  test('a first call cannot hold more tokens than the prompt it names', async () => {
-    const model = await NativeModel.load(await tinyCheckpoint('v1'));
+  test('with a sliding window, a first call cannot hold more tokens than the prompt it names', async () => {
+    const model = await NativeModel.load(await tinyCheckpoint('v3'));
     const sequence = model.createSequence();
     await assert.rejects(model.forward([{ sequence, ids: PROMPT.subarray(0, 5), promptTokens: 3 }]), /a prompt of 3 tokens cannot start with 5/);
+  });
+
+  test('with full attention, tokens past the prompt in one call (a preempted sequence reading again) get bitwise the logits of decode steps', async () => {
+    const model = await NativeModel.load(await tinyCheckpoint('v1'));
+    // The rest of PROMPT plays the generated tokens. The first call of 50 holds the block [24, 48)
+    // past the prompt's end: it must attend row by row, as the decode steps did, not as a block.
+    const promptTokens = 30;
+    const stepwise = model.createSequence();
+    await model.forward([{ sequence: stepwise, ids: PROMPT.subarray(0, promptTokens) }]);
+    let last: Float32Array | undefined;
+    for (let i = promptTokens; i < PROMPT.length; i++) last = (await model.forward([{ sequence: stepwise, ids: PROMPT.subarray(i, i + 1) }]))[0].logits;
+    const again = model.createSequence();
+    await model.forward([{ sequence: again, ids: PROMPT.subarray(0, 50), promptTokens }]);
+    const [output] = await model.forward([{ sequence: again, ids: PROMPT.subarray(50) }]);
+    assert.equal(again.prefixLength, promptTokens);
+    assert.deepEqual(output.logits, last);
   });
 
   test('with a sliding window, several tokens in a call are refused once the prompt is read', async () => {
