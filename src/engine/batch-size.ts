@@ -21,7 +21,9 @@ export interface ResolvedBatch {
 /** `auto` on the CPU, from the throughput part's measurements (bench/RESULTS.md, "Throughput at real page lengths"). */
 export const AUTO_CPU_BATCH: ResolvedBatch = {
   size: 32,
-  why: 'auto: on a 2-core CPU a full batch of 32 read 1.44 times the pages per hour of 16 at 1,000 tokens a page; memory admits each page',
+  why:
+    'auto: on a 2-core CPU a full batch of 32 read 1.42 times the pages per hour of 8 at 1,000 tokens a page; one of 64 read ' +
+    'more, but its 300 ms steps bring a page of 2,000 tokens to the 10-minute page timeout; memory admits each page',
 };
 
 /**
