@@ -50,28 +50,26 @@ if (realS3Url !== undefined) {
   storageContract('s3:// (MinIO in a container)', async () => {
     const minio = await startMinioContainer(['contract']);
     useMinioCredentials();
-    const storage = new S3Storage('s3://contract/under/a/prefix', { endpoint: minio.url });
-    return {
-      storage,
-      async close() {
-        storage.destroy();
-        await minio.close();
-      },
-    };
+    return onServer(minio.url, minio.close);
   });
 } else {
   storageContract('s3:// (s3rver)', async () => {
     useS3rverCredentials();
     const server = await startS3Server({ buckets: ['contract'] });
-    const storage = new S3Storage('s3://contract/under/a/prefix', { endpoint: server.endpoint });
-    return {
-      storage,
-      async close() {
-        storage.destroy();
-        await server.close();
-      },
-    };
+    return onServer(server.endpoint, server.close);
   });
+}
+
+/** The contract's bucket on the S3 server at `endpoint`; closing it stops the server with `stop`. */
+function onServer(endpoint: string, stop: () => Promise<void>): OpenedBackend {
+  const storage = new S3Storage('s3://contract/under/a/prefix', { endpoint });
+  return {
+    storage,
+    async close() {
+      storage.destroy();
+      await stop();
+    },
+  };
 }
 
 function storageContract(backend: string, open: () => Promise<OpenedBackend>): void {
