@@ -49,8 +49,9 @@ describe('a GPU worker with a capped memory budget', { skip: REDIS_SERVER_MISSIN
     storage = new FileStorage(path.join(root, 'storage'));
     const logger = pino({ level: 'silent' });
     // V1 (no R-SWA window, so a cache grows with the tokens generated), 23 MiB above what the loaded
-    // weights hold: a page of 4 new tokens fits beside its activations; one that may fill the tiny model's
-    // 8,192 positions (24 MiB of half cache, the default) never does.
+    // weights hold: a page of 4 new tokens fits beside its activations; one that may fill the tiny
+    // model's 8,192 positions is counted for its prompt and 1,000 planned tokens (9.8 MiB of half
+    // cache, the default), which never fit beside them.
     const dir = await tinyCheckpoint('v1');
     const probe = await NativeModel.load(dir, { device: { kind: 'gpu', index: 0 }, threads: 1 });
     process.env[GPU_MEMORY_CAP_VARIABLE] = String(Math.ceil(probe.deviceMemory!.usedBytes / MIB) + 23);
@@ -98,7 +99,7 @@ describe('a GPU worker with a capped memory budget', { skip: REDIS_SERVER_MISSIN
   test('the page that can never fit fails with the numbers', async () => {
     const { failedPages } = await documentJson(tooLong);
     assert.equal(failedPages.length, 1);
-    assert.match(failedPages[0].reason, /out of device memory on vulkan:.+: the KV cache of \d+ tokens needs up to 24\.0 MiB, and the .+ budget leaves/);
+    assert.match(failedPages[0].reason, /out of device memory on vulkan:.+: the KV cache of \d+ tokens needs up to 9\.8 MiB, and the .+ budget leaves/);
   });
 
   test('the worker goes on and reads the next page on the device, naming it in the result', async () => {
