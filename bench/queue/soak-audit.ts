@@ -113,14 +113,17 @@ export async function undrainedQueues(redisUrl: string, variants: readonly Varia
 }
 
 /**
- * Memory that kept growing: samples (MiB) of a process whose last is over 1.25 × the largest of the
- * first half of its life, which holds the warm-up; undefined otherwise. A process is judged only once
- * it has lived at least twice its warm-up (warmUpSamples samples): one killed while still warming up
- * shows a rise that says nothing about growth.
+ * Memory that kept growing: samples (MiB) of a process whose last is over 1.25 × the largest it
+ * reached in its warm-up (its first warmUpSamples samples); undefined otherwise. A process is judged
+ * only once it has lived judgedAfterSamples past its warm-up: one killed while still warming up shows
+ * a rise that says nothing about growth.
  */
-export function memoryGrowth(mib: readonly number[], warmUpSamples: number): { warmedUp: number; last: number } | undefined {
-  if (mib.length < 2 * warmUpSamples) return undefined;
-  const warmedUp = Math.max(...mib.slice(0, Math.ceil(mib.length / 2)));
+export function memoryGrowth(
+  mib: readonly number[],
+  { warmUpSamples, judgedAfterSamples }: { warmUpSamples: number; judgedAfterSamples: number },
+): { warmedUp: number; last: number } | undefined {
+  if (mib.length < warmUpSamples + judgedAfterSamples) return undefined;
+  const warmedUp = Math.max(...mib.slice(0, warmUpSamples));
   const last = mib.at(-1)!;
   return last > 1.25 * warmedUp ? { warmedUp, last } : undefined;
 }

@@ -137,11 +137,13 @@ describe('auditResults', () => {
 });
 
 describe('memoryGrowth', () => {
-  test('flags memory still growing after the warm-up, not the warm-up itself nor a life shorter than twice the warm-up', () => {
-    assert.equal(memoryGrowth([60, 180, 240, 250, 245, 250], 3), undefined, 'growth within the first half is the warm-up');
-    assert.deepEqual(memoryGrowth([60, 200, 210, 230, 260, 300], 3), { warmedUp: 210, last: 300 });
-    assert.equal(memoryGrowth([60, 80, 120, 200, 260], 3), undefined, 'a process killed while warming up');
-    assert.deepEqual(memoryGrowth([60, 80, 120, 200, 260, 330], 3), { warmedUp: 120, last: 330 }, 'the same rise past twice the warm-up');
+  test('flags memory still growing past the warm-up, not the warm-up itself nor a life too short to judge', () => {
+    const rule = { warmUpSamples: 4, judgedAfterSamples: 2 };
+    assert.equal(memoryGrowth([60, 180, 240, 250, 245, 250], rule), undefined, 'a level after the rise');
+    assert.equal(memoryGrowth([60, 180, 240, 250, 280, 312], rule), undefined, 'within 1.25 times the warmed-up level');
+    assert.deepEqual(memoryGrowth([60, 180, 240, 250, 280, 313], rule), { warmedUp: 250, last: 313 });
+    assert.equal(memoryGrowth([60, 80, 120, 200, 400], rule), undefined, 'a process killed before it was judged');
+    assert.deepEqual(memoryGrowth([60, 80, 120, 200, 400, 450], rule), { warmedUp: 200, last: 450 }, 'the same rise once judged');
   });
 });
 
