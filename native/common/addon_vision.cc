@@ -9,36 +9,47 @@ namespace scriptorium {
 
 namespace {
 
-int64_t vision_int(const Napi::Object& obj, const char* key) {
-  Napi::Value v = obj.Get(key);
-  if (!v.IsNumber()) throw Napi::TypeError::New(obj.Env(), std::string("visionDims.") + key + " must be a number");
-  return v.As<Napi::Number>().Int64Value();
-}
+// A reader of one object of the visionDims argument, for vision_dims_from: a missing or mistyped
+// field is a TypeError naming it.
+class NapiVisionReader {
+ public:
+  explicit NapiVisionReader(Napi::Object object) : object_(object) {}
 
-float vision_float(const Napi::Object& obj, const char* key) {
-  Napi::Value v = obj.Get(key);
-  if (!v.IsNumber()) throw Napi::TypeError::New(obj.Env(), std::string("visionDims.") + key + " must be a number");
-  return v.As<Napi::Number>().FloatValue();
-}
-
-Napi::Object read_object(const Napi::Object& obj, const char* key) {
-  Napi::Value v = obj.Get(key);
-  if (!v.IsObject()) throw Napi::TypeError::New(obj.Env(), std::string("visionDims.") + key + " must be an object");
-  return v.As<Napi::Object>();
-}
-
-std::vector<int64_t> read_int_list(const Napi::Object& obj, const char* key) {
-  Napi::Value v = obj.Get(key);
-  if (!v.IsArray()) throw Napi::TypeError::New(obj.Env(), std::string("visionDims.") + key + " must be an array");
-  Napi::Array list = v.As<Napi::Array>();
-  std::vector<int64_t> out;
-  for (uint32_t i = 0; i < list.Length(); ++i) {
-    Napi::Value item = list.Get(i);
-    if (!item.IsNumber()) throw Napi::TypeError::New(obj.Env(), std::string("visionDims.") + key + " must hold numbers");
-    out.push_back(item.As<Napi::Number>().Int64Value());
+  int64_t integer(const char* key) const { return number(key).Int64Value(); }
+  float real(const char* key) const { return number(key).FloatValue(); }
+  std::string text(const char* key) const {
+    Napi::Value v = object_.Get(key);
+    if (!v.IsString()) fail(std::string(key) + " must be a string");
+    return v.As<Napi::String>();
   }
-  return out;
-}
+  NapiVisionReader object(const char* key) const {
+    Napi::Value v = object_.Get(key);
+    if (!v.IsObject()) fail(std::string(key) + " must be an object");
+    return NapiVisionReader(v.As<Napi::Object>());
+  }
+  std::vector<int64_t> integers(const char* key) const {
+    Napi::Value v = object_.Get(key);
+    if (!v.IsArray()) fail(std::string(key) + " must be an array");
+    Napi::Array list = v.As<Napi::Array>();
+    std::vector<int64_t> out;
+    for (uint32_t i = 0; i < list.Length(); ++i) {
+      Napi::Value item = list.Get(i);
+      if (!item.IsNumber()) fail(std::string(key) + " must hold numbers");
+      out.push_back(item.As<Napi::Number>().Int64Value());
+    }
+    return out;
+  }
+  [[noreturn]] void fail(const std::string& message) const { throw Napi::TypeError::New(object_.Env(), "visionDims." + message); }
+
+ private:
+  Napi::Number number(const char* key) const {
+    Napi::Value v = object_.Get(key);
+    if (!v.IsNumber()) fail(std::string(key) + " must be a number");
+    return v.As<Napi::Number>();
+  }
+
+  Napi::Object object_;
+};
 
 class EncodeWorker : public Napi::AsyncWorker {
  public:
@@ -99,48 +110,7 @@ class EncodeWorker : public Napi::AsyncWorker {
 
 }  // namespace
 
-VisionDims read_vision_dims(const Napi::Object& o) {
-  VisionDims d;
-  const std::string kind = o.Get("kind").ToString();
-  if (kind != "deepencoder" && kind != "deepencoderv2")
-    throw Napi::TypeError::New(o.Env(), "visionDims.kind must be 'deepencoder' or 'deepencoderv2'");
-  d.kind = kind == "deepencoder" ? VisionKind::DeepEncoder : VisionKind::DeepEncoderV2;
-  const Napi::Object s = read_object(o, "sam");
-  d.sam.width = vision_int(s, "width");
-  d.sam.layers = vision_int(s, "layers");
-  d.sam.heads = vision_int(s, "heads");
-  d.sam.patch = vision_int(s, "patchSize");
-  d.sam.window = vision_int(s, "windowSize");
-  d.sam.mlp = vision_int(s, "mlpDim");
-  d.sam.pos_grid = vision_int(s, "posGrid");
-  d.sam.global_blocks = read_int_list(s, "globalBlocks");
-  d.sam.neck = vision_int(s, "neckChannels");
-  d.sam.net2 = vision_int(s, "net2Channels");
-  d.sam.net3 = vision_int(s, "net3Channels");
-  d.sam.eps = vision_float(s, "normEps");
-  if (d.kind == VisionKind::DeepEncoder) {
-    const Napi::Object c = read_object(o, "clip");
-    d.clip.width = vision_int(c, "width");
-    d.clip.layers = vision_int(c, "layers");
-    d.clip.heads = vision_int(c, "heads");
-    d.clip.mlp = vision_int(c, "mlpDim");
-    d.clip.pos_grid = vision_int(c, "posGrid");
-    d.clip.eps = vision_float(c, "normEps");
-  } else {
-    const Napi::Object q = read_object(o, "qwen2");
-    d.qwen2.dim = vision_int(q, "dim");
-    d.qwen2.layers = vision_int(q, "layers");
-    d.qwen2.heads = vision_int(q, "heads");
-    d.qwen2.kv_heads = vision_int(q, "kvHeads");
-    d.qwen2.mlp = vision_int(q, "mlpDim");
-    d.qwen2.rms_eps = vision_float(q, "rmsEps");
-    d.qwen2.rope_theta = vision_float(q, "ropeTheta");
-    d.qwen2.query_sides = read_int_list(q, "querySides");
-  }
-  d.projector_input = vision_int(o, "projectorInput");
-  d.embed = vision_int(o, "embed");
-  return d;
-}
+VisionDims read_vision_dims(const Napi::Object& o) { return vision_dims_from(NapiVisionReader(o)); }
 
 Napi::Float32Array to_float32_array(Napi::Env env, const std::vector<float>& values) {
   Napi::Float32Array out = Napi::Float32Array::New(env, values.size());

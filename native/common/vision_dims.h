@@ -3,6 +3,7 @@
 // (vulkan/gpu_vision_*.h).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace scriptorium {
@@ -53,6 +54,53 @@ struct VisionDims {
 
   void validate() const;  // throws std::invalid_argument when the components do not fit together
 };
+
+// VisionDims from the object src/engine/vision-config.ts writes, under its field names: the one
+// mapping every reader of those names goes through (the addon, the device check). `o` reads one
+// object: integer(key), real(key), integers(key), text(key), object(key) (a reader of the nested
+// object) and fail(message), each throwing the reader's own error for a missing or wrong field.
+template <typename Reader>
+VisionDims vision_dims_from(const Reader& o) {
+  VisionDims d;
+  const std::string kind = o.text("kind");
+  if (kind != "deepencoder" && kind != "deepencoderv2") o.fail("kind must be 'deepencoder' or 'deepencoderv2'");
+  d.kind = kind == "deepencoder" ? VisionKind::DeepEncoder : VisionKind::DeepEncoderV2;
+  const Reader s = o.object("sam");
+  d.sam.width = s.integer("width");
+  d.sam.layers = s.integer("layers");
+  d.sam.heads = s.integer("heads");
+  d.sam.patch = s.integer("patchSize");
+  d.sam.window = s.integer("windowSize");
+  d.sam.mlp = s.integer("mlpDim");
+  d.sam.pos_grid = s.integer("posGrid");
+  d.sam.global_blocks = s.integers("globalBlocks");
+  d.sam.neck = s.integer("neckChannels");
+  d.sam.net2 = s.integer("net2Channels");
+  d.sam.net3 = s.integer("net3Channels");
+  d.sam.eps = s.real("normEps");
+  if (d.kind == VisionKind::DeepEncoder) {
+    const Reader c = o.object("clip");
+    d.clip.width = c.integer("width");
+    d.clip.layers = c.integer("layers");
+    d.clip.heads = c.integer("heads");
+    d.clip.mlp = c.integer("mlpDim");
+    d.clip.pos_grid = c.integer("posGrid");
+    d.clip.eps = c.real("normEps");
+  } else {
+    const Reader q = o.object("qwen2");
+    d.qwen2.dim = q.integer("dim");
+    d.qwen2.layers = q.integer("layers");
+    d.qwen2.heads = q.integer("heads");
+    d.qwen2.kv_heads = q.integer("kvHeads");
+    d.qwen2.mlp = q.integer("mlpDim");
+    d.qwen2.rms_eps = q.real("rmsEps");
+    d.qwen2.rope_theta = q.real("ropeTheta");
+    d.qwen2.query_sides = q.integers("querySides");
+  }
+  d.projector_input = o.integer("projectorInput");
+  d.embed = o.integer("embed");
+  return d;
+}
 
 // Views larger than this are refused (a 256 x 256 patch grid).
 constexpr int64_t kMaxViewSide = 4096;
