@@ -6,8 +6,9 @@
 #
 #   bash native/device_check/build.sh [OUT]
 #
-# The program links the C++ runtime statically and the C library dynamically: it runs on x86-64
-# Linux with glibc 2.34 or later (Debian 12, Ubuntu 22.04, RHEL 9 and newer).
+# The program links the C++ runtime statically and the C library and libgcc_s dynamically: it runs
+# on x86-64 Linux with glibc 2.34 or later (Debian 12, Ubuntu 22.04, RHEL 9 and newer), which the
+# build checks.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -28,8 +29,13 @@ echo "link device-check"
 # -ffp-contract=off: the synthetic generator rounds as the TypeScript one does only when no product
 # is contracted into an FMA.
 "$CXX" -std=c++17 -O2 -ffp-contract=off -Wall -Wextra -Wno-missing-field-initializers -pthread -I"$library" -I"$root/native" \
-  "$here/device_check.cc" "$here/synthetic_checkpoint.cc" "$library/libgpu.a" -ldl -static-libstdc++ -static-libgcc \
+  "$here/device_check.cc" "$here/synthetic_checkpoint.cc" "$here/glibc_compat.cc" "$library/libgpu.a" -ldl -static-libstdc++ \
   -o "$out/device-check"
+newest_glibc="$(objdump -T "$out/device-check" | grep -o 'GLIBC_[0-9.]*' | sort -V | tail -n 1)"
+if [[ "$(printf '%s\n' "$newest_glibc" GLIBC_2.34 | sort -V | tail -n 1)" != GLIBC_2.34 ]]; then
+  echo "device-check needs $newest_glibc, newer than the 2.34 it promises: $(objdump -T "$out/device-check" | grep "$newest_glibc")"
+  exit 1
+fi
 cp "$here/run.sh" "$out/run.sh"
 libraries="$(ldconfig -p)"  # read whole: a reader that stops early would fail the pipe under pipefail
 loader="$(awk '/libvulkan\.so\.1 .*x86-64/ { print $NF }' <<<"$libraries" | head -n 1)"
