@@ -75,7 +75,7 @@ async function main([outDir, program]: string[]): Promise<void> {
       for (const size of SIZES) {
         const name = `${size}-${variant}`;
         const config = modelConfig(variant, size);
-        const parsed = parseModelConfig(config as unknown as Parameters<typeof parseModelConfig>[0]);
+        const parsed = parseModelConfig(config as unknown as Record<string, unknown>);
         const vision = parseVisionDims(parsed);
         const plan: Record<string, unknown> = {
           name,
