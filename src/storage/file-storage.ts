@@ -3,15 +3,19 @@
 // the final name, so a reader sees either the old object or the complete new one, never a part.
 // Only regular files and directories count: symbolic links below the root are not listed. Folders
 // exist only to hold objects, as in S3: one that a delete leaves empty is removed.
-import { randomBytes } from 'node:crypto';
+// Conditional writes (putIfUnchanged) rest on two atomic file system steps: link() fails when the
+// name exists (a create), and of processes renaming one file away only one succeeds (a replace
+// takes the object read aside, checks it, then links the new one in). While a replace checks, the
+// object is briefly missing to readers, and a create that comes exactly then wins over the replace.
+import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream, type Dirent } from 'node:fs';
-import { mkdir, open, readFile, readdir, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readFile, readdir, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 
-import type { ListOptions, Storage, StoredObject } from './storage.js';
+import type { ListOptions, Storage, StoredObject, VersionedObject } from './storage.js';
 import { describeCause, existsBy, StorageError } from './storage-error.js';
 import { checkKey, checkPrefix } from './storage-key.js';
 
@@ -36,21 +40,47 @@ export class FileStorage implements Storage {
 
   /** Content types are not stored on file://, so put takes no options. */
   async put(key: string, body: Buffer | Readable): Promise<void> {
-    const target = this.pathOf(key);
-    const directory = path.dirname(target);
-    const partial = path.join(directory, `${PARTIAL_FILE_PREFIX}${randomBytes(8).toString('hex')}`);
+    const { target, partial } = await this.writePartial(key, body);
     try {
-      // The pipeline takes hold of the body at once, so a source that fails while the directory is
-      // being created rejects this put instead of raising an unhandled 'error' event.
-      await pipeline(Buffer.isBuffer(body) ? [body] : body, async (source: AsyncIterable<Buffer>) => {
-        await createPartialFile(directory, partial);
-        // flush: the data is on disk before the rename publishes it.
-        await pipeline(source, createWriteStream(partial, { flags: 'r+', flush: true }));
-      });
       await rename(partial, target);
     } catch (error) {
       await rm(partial, { force: true });
       throw this.writeError(error, key);
+    }
+  }
+
+  async putIfUnchanged(key: string, body: Buffer, expected: string | null): Promise<void> {
+    const { target, partial } = await this.writePartial(key, body);
+    try {
+      if (expected === null) {
+        await this.linkNew(partial, target, key, 'an object is there now');
+        return;
+      }
+      const aside = this.partialPathBeside(target);
+      try {
+        await rename(target, aside);
+      } catch (error) {
+        if (MISSING_FS_CODES.has(errorCode(error))) throw this.conflict(key, 'the object is gone');
+        throw error;
+      }
+      try {
+        // A folder moved aside (the key is now a prefix of other keys) goes back as it was.
+        const moved = await readFile(aside).catch(async (error: unknown) => {
+          await rename(aside, target);
+          throw error;
+        });
+        if (versionOf(moved) !== expected) {
+          await link(aside, target).catch(() => undefined); // put back; a create in the meantime keeps its object
+          throw this.conflict(key, `it is no longer the object ${expected}`);
+        }
+        await this.linkNew(partial, target, key, 'another write created it while this one checked');
+      } finally {
+        await rm(aside, { force: true });
+      }
+    } catch (error) {
+      throw this.writeError(error, key);
+    } finally {
+      await rm(partial, { force: true });
     }
   }
 
@@ -60,6 +90,11 @@ export class FileStorage implements Storage {
     } catch (error) {
       throw this.readError(error, 'get', key);
     }
+  }
+
+  async getVersioned(key: string): Promise<VersionedObject> {
+    const body = await this.get(key);
+    return { body, version: versionOf(body) };
   }
 
   async getStream(key: string): Promise<Readable> {
@@ -153,6 +188,44 @@ export class FileStorage implements Storage {
     }
   }
 
+  /** Writes `body` to a fresh partial file in the target's folder, flushed to disk, for a rename or link to publish. */
+  private async writePartial(key: string, body: Buffer | Readable): Promise<{ target: string; partial: string }> {
+    const target = this.pathOf(key);
+    const directory = path.dirname(target);
+    const partial = this.partialPathBeside(target);
+    try {
+      // The pipeline takes hold of the body at once, so a source that fails while the directory is
+      // being created rejects this put instead of raising an unhandled 'error' event.
+      await pipeline(Buffer.isBuffer(body) ? [body] : body, async (source: AsyncIterable<Buffer>) => {
+        await createPartialFile(directory, partial);
+        // flush: the data is on disk before a rename or link publishes it.
+        await pipeline(source, createWriteStream(partial, { flags: 'r+', flush: true }));
+      });
+      return { target, partial };
+    } catch (error) {
+      await rm(partial, { force: true });
+      throw this.writeError(error, key);
+    }
+  }
+
+  private partialPathBeside(target: string): string {
+    return path.join(path.dirname(target), `${PARTIAL_FILE_PREFIX}${randomBytes(8).toString('hex')}`);
+  }
+
+  /** Publishes `partial` under `target` only where nothing is: link() refuses an existing name. */
+  private async linkNew(partial: string, target: string, key: string, found: string): Promise<void> {
+    try {
+      await link(partial, target);
+    } catch (error) {
+      if (errorCode(error) === 'EEXIST') throw this.conflict(key, found);
+      throw error;
+    }
+  }
+
+  private conflict(key: string, found: string): StorageError {
+    return new StorageError('conflict', `put ${JSON.stringify(key)} in ${this.url}: ${found}; read it again before writing`, { key });
+  }
+
   private pathOf(key: string): string {
     const segments = checkKey(key).split('/');
     if (segments.some((segment) => segment.startsWith(PARTIAL_FILE_PREFIX))) {
@@ -209,6 +282,11 @@ export class FileStorage implements Storage {
     if (code === 'ENOSPC' || code === 'EDQUOT') return `free space on the disk holding ${this.root}`;
     return 'check the storage root and the source of the data';
   }
+}
+
+/** A file's version: the MD5 of its bytes, as S3 reports for objects put whole. */
+function versionOf(body: Buffer): string {
+  return createHash('md5').update(body).digest('hex');
 }
 
 function errorCode(error: unknown): string {

@@ -88,6 +88,18 @@ export function s3StorageError(error: unknown, context: S3ErrorContext): Storage
   );
 }
 
+/**
+ * A conditional PutObject refused because the object is not the one expected: 412 (the condition
+ * failed), 409 (a conditional write to the key raced this one), or, when an existing object was
+ * expected, 404 (it is gone).
+ */
+export function isConditionalWriteRefusal(error: unknown, expectedAnObject: boolean): boolean {
+  const { name = '', $metadata: metadata = {} } = (error ?? {}) as SdkErrorFields;
+  const status = metadata.httpStatusCode;
+  if (status === 412 || status === 409 || name === 'PreconditionFailed' || name === 'ConditionalRequestConflict') return true;
+  return expectedAnObject && (status === 404 || name === 'NoSuchKey');
+}
+
 /** Network errors, timeouts, throttling and 5xx answers: the server may well succeed later. */
 function isTransient(error: unknown, depth = 0): boolean {
   if (typeof error !== 'object' || error === null || depth > 5) return false;

@@ -5,6 +5,7 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  PutObjectCommand,
   S3Client,
   paginateListObjectsV2,
 } from '@aws-sdk/client-s3';
@@ -12,9 +13,9 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { PassThrough, type Readable } from 'node:stream';
 
 import { describeEndpoint, resolveS3Config, type S3Config, type S3StorageOptions } from './s3-config.js';
-import { s3StorageError } from './s3-errors.js';
+import { isConditionalWriteRefusal, s3StorageError } from './s3-errors.js';
 import { parseS3Url } from './s3-url.js';
-import type { ListOptions, PutOptions, Storage, StoredObject } from './storage.js';
+import type { ListOptions, PutOptions, Storage, StoredObject, VersionedObject } from './storage.js';
 import { existsBy, StorageError } from './storage-error.js';
 import { checkKey, checkPrefix } from './storage-key.js';
 
@@ -64,13 +65,28 @@ export class S3Storage implements Storage {
     }
   }
 
-  async get(key: string): Promise<Buffer> {
+  /** One PutObject with If-None-Match: * (expected null) or If-Match: the ETag read. */
+  async putIfUnchanged(key: string, body: Buffer, expected: string | null, options: PutOptions = {}): Promise<void> {
+    const condition = expected === null ? { IfNoneMatch: '*' } : { IfMatch: expected };
     try {
-      const bytes = await (await this.getBody(key)).transformToByteArray();
-      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key), Body: body, ContentType: options.contentType, ...condition }));
     } catch (error) {
-      throw this.error(error, 'get', key);
+      if (!isConditionalWriteRefusal(error, expected !== null)) throw this.error(error, 'put', key);
+      const found = expected === null ? 'an object is there now' : `it is no longer the object ${expected}`;
+      throw new StorageError('conflict', `put ${JSON.stringify(key)} in ${this.url}: ${found}; read it again before writing`, { key, cause: error });
     }
+  }
+
+  async get(key: string): Promise<Buffer> {
+    return (await this.getWhole(key, 'get')).body;
+  }
+
+  async getVersioned(key: string): Promise<VersionedObject> {
+    const { body, etag } = await this.getWhole(key, 'getVersioned');
+    if (etag === undefined) {
+      throw new StorageError('permanent', `${this.endpoint} answered GetObject ${JSON.stringify(key)} in ${this.url} without an ETag; check the server`, { key });
+    }
+    return { body, version: etag };
   }
 
   /** The stream fails with a StorageError (usually 'transient') if the connection breaks mid-object. */
@@ -78,7 +94,7 @@ export class S3Storage implements Storage {
     let body: Readable;
     try {
       // On Node the SDK's body is an http.IncomingMessage with helper methods mixed in.
-      body = (await this.getBody(key)) as Readable;
+      body = (await this.getObject(key)).Body as Readable;
     } catch (error) {
       throw this.error(error, 'getStream', key);
     }
@@ -141,12 +157,23 @@ export class S3Storage implements Storage {
     }
   }
 
-  private async getBody(key: string) {
-    const { Body } = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
+  private async getWhole(key: string, operation: string): Promise<{ body: Buffer; etag?: string }> {
+    try {
+      const { Body, ETag } = await this.getObject(key);
+      const bytes = await Body.transformToByteArray();
+      return { body: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), etag: ETag };
+    } catch (error) {
+      throw this.error(error, operation, key);
+    }
+  }
+
+  private async getObject(key: string) {
+    const output = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
+    const { Body } = output;
     if (Body === undefined) {
       throw new StorageError('permanent', `${this.endpoint} answered GetObject ${JSON.stringify(key)} in ${this.url} without a body; check the server`);
     }
-    return Body;
+    return { ...output, Body };
   }
 
   private objectKey(key: string): string {

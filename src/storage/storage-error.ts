@@ -5,8 +5,9 @@ import type { Storage } from './storage.js';
  * - `not_found`: the object does not exist (check the key and the storage URL).
  * - `transient`: the backend was unreachable, throttled or failing; retrying later may succeed.
  * - `permanent`: retrying will not help; fix the key, the configuration or the permissions.
+ * - `conflict`: a conditional write found the object changed since it was read (putIfUnchanged).
  */
-export type StorageErrorCode = 'not_found' | 'transient' | 'permanent';
+export type StorageErrorCode = 'not_found' | 'transient' | 'permanent' | 'conflict';
 
 export interface StorageErrorOptions {
   /** The key the failed operation was about, when there was one. */

@@ -17,6 +17,13 @@ export interface PutOptions {
   contentType?: string;
 }
 
+/** An object's bytes with its version, the token putIfUnchanged compares. */
+export interface VersionedObject {
+  body: Buffer;
+  /** S3: the object's ETag. file://: the MD5 of its bytes (hex). Equal versions mean the same bytes. */
+  version: string;
+}
+
 export interface ListOptions {
   /**
    * true: every object whose key starts with the prefix.
@@ -36,6 +43,14 @@ export interface Storage {
   put(key: string, body: Buffer | Readable, options?: PutOptions): Promise<void>;
   /** The whole object in memory; rejects with code 'not_found' if there is none. */
   get(key: string): Promise<Buffer>;
+  /** The whole object with its version, for a later putIfUnchanged; rejects with code 'not_found' if there is none. */
+  getVersioned(key: string): Promise<VersionedObject>;
+  /**
+   * Stores `body` under `key` only if the object there is still the one the caller read: `expected`
+   * is its version (getVersioned), or null for no object at all. Otherwise it changes nothing and
+   * rejects with code 'conflict'. Of writers racing from the same state, one succeeds.
+   */
+  putIfUnchanged(key: string, body: Buffer, expected: string | null, options?: PutOptions): Promise<void>;
   /** The object as a stream, for large objects; rejects with code 'not_found' if there is none. */
   getStream(key: string): Promise<Readable>;
   exists(key: string): Promise<boolean>;

@@ -12,7 +12,10 @@
 // once the markers are written, the tries that never became results are removed.
 // A document job's assembly is named in its marker, so that the same job run again (its worker was
 // killed after the marker, or storage failed in the steps after it) writes nothing again: it only
-// finishes those steps. The document is assembled once per job.
+// finishes those steps. The marker is written only if it is still the one this assembly read
+// (putIfUnchanged), so of two runs of one job at once (a worker that lost its lock while another took
+// the job over), one writes it and the other finds its job named there and only finishes. The
+// document is assembled once per job.
 import { documentConfidence } from '../engine/confidence.js';
 import { InvalidBoundaryDataError } from '../jobs/boundary-data.js';
 import type { DocumentJobData, Stage, StoredPage } from '../jobs/job-types.js';
@@ -65,16 +68,14 @@ type ReadPage = { page: number; status: 'done'; key: string; result: PageResultJ
  */
 export async function assembleDocument(job: DocumentJobData, statuses: readonly PageStatus[], storage: Storage, assembly?: string): Promise<DocumentResultJson> {
   const earlier = await earlierMarkers(job.docId, storage);
-  const assembled = [earlier.done, earlier.failedPages].some((marker) => assembly !== undefined && marker?.assembly === assembly)
-    ? await storedDocument(job.docId, storage)
-    : undefined;
+  const assembled = namesAssembly(earlier, assembly) ? await storedDocument(job.docId, storage) : undefined;
   if (assembled !== undefined) {
     await finishAssembly(job.docId, storage);
     return assembled;
   }
   const cancelled = await storage.exists(cancelledMarkerKey(job.docId));
   // The reasons of the pages an earlier assembly recorded as failed.
-  const earlierReasons = new Map(cancelled ? [] : (earlier.failedPages?.failedPages ?? []).map(({ page, reason }) => [page, reason]));
+  const earlierReasons = new Map(cancelled ? [] : (earlier.failedPages.marker?.failedPages ?? []).map(({ page, reason }) => [page, reason]));
   const missingReason = (page: number) => (cancelled ? CANCELLED_PAGE_REASON : (earlierReasons.get(page) ?? UNREPORTED_PAGE_REASON));
   const pages = await readPages(completeStatuses(job, statuses, missingReason), storage, job.docId);
   const done = pages.filter((page) => page.status === 'done');
@@ -114,22 +115,28 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
     storage.put(keys.json, Buffer.from(`${JSON.stringify(document, null, 2)}\n`), { contentType: 'application/json' }),
   ]);
   const named = assembly === undefined ? {} : { assembly };
-  if (document.failedPages.length === 0) {
-    const marker: DoneMarkerJson = { docId: job.docId, options: job.options, completedAt, ...named };
-    await storage.put(keys.done, Buffer.from(`${JSON.stringify(marker, null, 2)}\n`), { contentType: 'application/json' });
-    await storage.delete(keys.failedPages);
-  } else {
-    const marker: FailedPagesMarkerJson = {
-      docId: job.docId,
-      sourceUri: job.sourceUri,
-      type: job.type,
-      options: job.options,
-      failedPages: document.failedPages,
-      completedAt,
-      ...named,
-    };
-    await storage.put(keys.failedPages, Buffer.from(`${JSON.stringify(marker, null, 2)}\n`), { contentType: 'application/json' });
+  const allDone = document.failedPages.length === 0;
+  const marker: DoneMarkerJson | FailedPagesMarkerJson = allDone
+    ? { docId: job.docId, options: job.options, completedAt, ...named }
+    : { docId: job.docId, sourceUri: job.sourceUri, type: job.type, options: job.options, failedPages: document.failedPages, completedAt, ...named };
+  const markerKey = allDone ? keys.done : keys.failedPages;
+  const expected = (allDone ? earlier.done : earlier.failedPages).version;
+  try {
+    await storage.putIfUnchanged(markerKey, Buffer.from(`${JSON.stringify(marker, null, 2)}\n`), expected, { contentType: 'application/json' });
+  } catch (error) {
+    if (!(error instanceof StorageError && error.code === 'conflict')) throw error;
+    // Written since this assembly read it. By another run of this same job (two workers held it at
+    // once after a lost lock): that run assembled the document, this one only finishes.
+    if (namesAssembly(await earlierMarkers(job.docId, storage), assembly)) {
+      await finishAssembly(job.docId, storage);
+      return document;
+    }
+    throw new StorageError('conflict', `document ${job.docId}: another assembly wrote ${markerKey} while this one ran; it is assembled again on its next try`, {
+      key: markerKey,
+      cause: error,
+    });
   }
+  if (allDone) await storage.delete(keys.failedPages);
   await finishAssembly(job.docId, storage);
   return document;
 }
@@ -140,14 +147,44 @@ async function finishAssembly(docId: string, storage: Storage): Promise<void> {
   await removeLeftAttempts(docId, storage);
 }
 
-/** The markers an earlier assembly of the document left; a damaged one counts as none (this assembly replaces it). */
-async function earlierMarkers(docId: string, storage: Storage): Promise<{ done?: DoneMarkerJson; failedPages?: FailedPagesMarkerJson }> {
+/** A marker as an earlier assembly left it: its version (null: there is none) and, unless damaged, what it says. */
+interface EarlierMarker<T> {
+  version: string | null;
+  marker?: T;
+}
+
+interface EarlierMarkers {
+  done: EarlierMarker<DoneMarkerJson>;
+  failedPages: EarlierMarker<FailedPagesMarkerJson>;
+}
+
+/** The markers an earlier assembly of the document left; a damaged one says nothing (this assembly replaces it). */
+async function earlierMarkers(docId: string, storage: Storage): Promise<EarlierMarkers> {
   const keys = documentResultKeys(docId);
-  const [done, failedPages] = await Promise.all([
-    readUndamaged(keys.done, storage, parseDoneMarkerJson),
-    readUndamaged(keys.failedPages, storage, parseFailedPagesMarkerJson),
-  ]);
+  const [done, failedPages] = await Promise.all([readMarker(keys.done, storage, parseDoneMarkerJson), readMarker(keys.failedPages, storage, parseFailedPagesMarkerJson)]);
   return { done, failedPages };
+}
+
+async function readMarker<T>(key: string, storage: Storage, parse: (text: string, key: string) => T): Promise<EarlierMarker<T>> {
+  let version: string;
+  let body: Buffer;
+  try {
+    ({ version, body } = await storage.getVersioned(key));
+  } catch (error) {
+    if (error instanceof StorageError && error.code === 'not_found') return { version: null };
+    throw error;
+  }
+  try {
+    return { version, marker: parse(body.toString('utf8'), key) };
+  } catch (error) {
+    if (error instanceof InvalidBoundaryDataError) return { version };
+    throw error;
+  }
+}
+
+/** Whether a marker names `assembly`: this document job assembled the document already. */
+function namesAssembly({ done, failedPages }: EarlierMarkers, assembly: string | undefined): boolean {
+  return assembly !== undefined && (done.marker?.assembly === assembly || failedPages.marker?.assembly === assembly);
 }
 
 /** The stored document.json; undefined when it is missing or damaged (the document is then assembled again). */

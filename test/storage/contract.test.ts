@@ -141,6 +141,46 @@ function storageContract(backend: string, open: () => Promise<OpenedBackend>): v
       assert.equal((await storage.get('replace/me')).toString(), 'second');
     });
 
+    describe('conditional writes', () => {
+      const conflict = { name: 'StorageError', code: 'conflict' };
+
+      test('a create where nothing is stores the object; a second create is refused and changes nothing', async () => {
+        await storage.putIfUnchanged('conditional/created', Buffer.from('first'), null, { contentType: 'application/json' });
+        const read = await storage.getVersioned('conditional/created');
+        assert.equal(read.body.toString(), 'first');
+        await assert.rejects(storage.putIfUnchanged('conditional/created', Buffer.from('second'), null), conflict);
+        assert.deepEqual(await storage.getVersioned('conditional/created'), read);
+      });
+
+      test('a replace of the version read succeeds once; a stale version, or a missing object, is refused', async () => {
+        await storage.put('conditional/replaced', Buffer.from('one'));
+        const one = await storage.getVersioned('conditional/replaced');
+        await storage.putIfUnchanged('conditional/replaced', Buffer.from('two'), one.version);
+        const two = await storage.getVersioned('conditional/replaced');
+        assert.equal(two.body.toString(), 'two');
+        assert.notEqual(two.version, one.version);
+        await assert.rejects(storage.putIfUnchanged('conditional/replaced', Buffer.from('three'), one.version), conflict);
+        assert.equal((await storage.get('conditional/replaced')).toString(), 'two');
+        await storage.delete('conditional/replaced');
+        await assert.rejects(storage.putIfUnchanged('conditional/replaced', Buffer.from('four'), two.version), conflict);
+        assert.equal(await storage.exists('conditional/replaced'), false);
+      });
+
+      for (const start of ['nothing', 'an object'] as const) {
+        test(`of eight writers racing from ${start}, exactly one writes`, async () => {
+          const key = `conditional/race-from-${start.replace(' ', '-')}`;
+          if (start === 'an object') await storage.put(key, Buffer.from('before'));
+          const expected = start === 'nothing' ? null : (await storage.getVersioned(key)).version;
+          const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => storage.putIfUnchanged(key, Buffer.from(`writer ${i}`), expected)));
+          const winners = results.flatMap((result, i) => (result.status === 'fulfilled' ? [i] : []));
+          assert.equal(winners.length, 1, JSON.stringify(results.map((result) => result.status)));
+          for (const result of results) if (result.status === 'rejected') assert.equal((result.reason as { code?: string }).code, 'conflict');
+          assert.equal((await storage.get(key)).toString(), `writer ${winners[0]}`);
+          assert.deepEqual(await listKeys(storage, key, false), [key], 'no other object left beside it');
+        });
+      }
+    });
+
     for (const [method, call] of missingKeyCalls()) {
       test(`${method} of a missing key rejects with code not_found`, async () => {
         await assert.rejects(call(storage, 'missing/nothing-here'), { name: 'StorageError', code: 'not_found' });
@@ -255,6 +295,7 @@ function storageContract(backend: string, open: () => Promise<OpenedBackend>): v
 function missingKeyCalls(): Array<[string, (storage: Storage, key: string) => Promise<unknown>]> {
   return [
     ['get', (storage, key) => storage.get(key)],
+    ['getVersioned', (storage, key) => storage.getVersioned(key)],
     ['getStream', (storage, key) => storage.getStream(key)],
     ['stat', (storage, key) => storage.stat(key)],
   ];

@@ -3,7 +3,7 @@
 // and started again on the same port with the same objects, as an outage would look to clients.
 import crypto from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Module, { createRequire } from 'node:module';
@@ -42,6 +42,7 @@ type S3rverConstructor = new (options: {
 const S3rver = loadS3rver();
 keepFoldersOnDelete();
 putObjectsWhole();
+conditionalPuts();
 
 export interface S3ServerOptions {
   /** Buckets to create before listening. Default: none. */
@@ -213,6 +214,54 @@ function putObjectsWhole(): void {
     const kept = Object.entries(metadata).filter(([name]) => ALLOWED_METADATA.includes(name) || name.startsWith('x-amz-meta-'));
     if (md5 !== undefined) await writeWhole(this.getResourcePath(bucket, key, 'object.md5'), (partial) => writeFile(partial, md5));
     await writeWhole(this.getResourcePath(bucket, key, 'metadata.json'), (partial) => writeFile(partial, JSON.stringify(Object.fromEntries(kept), null, 2)));
+  };
+}
+
+/**
+ * S3 refuses a PutObject whose If-None-Match: * finds an object, or whose If-Match names an ETag
+ * other than the object's (412 PreconditionFailed; 404 NoSuchKey when If-Match finds no object).
+ * s3rver 3.7.1 ignores both headers. Here the conditional puts to one key are checked and stored
+ * one at a time, so that of racing writers with the same condition one succeeds, as on S3.
+ */
+function conditionalPuts(): void {
+  type Store = { getResourcePath(bucket: string, key: string, resource: string): string };
+  type Context = { params: { bucket: string; key: string }; headers: Record<string, string | undefined>; store: Store };
+  type S3ErrorConstructor = new (code: string, message: string, detail?: Record<string, string>) => Error;
+  const require = createRequire(import.meta.url);
+  const controller = require('s3rver/lib/controllers/object.js') as { putObject(ctx: Context): Promise<void> };
+  const S3Error = require('s3rver/lib/models/error.js') as S3ErrorConstructor;
+  const putObject = controller.putObject;
+  /** Per bucket/key, the conditional put whose turn ends last. */
+  const lastTurns = new Map<string, Promise<unknown>>();
+  const currentEtag = async ({ store, params }: Context): Promise<string | undefined> => {
+    try {
+      await stat(store.getResourcePath(params.bucket, params.key, 'object'));
+      return JSON.stringify(await readFile(store.getResourcePath(params.bucket, params.key, 'object.md5'), 'utf8'));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+  };
+  const failed = (condition: string) => new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', { Condition: condition });
+  controller.putObject = async function putObjectIfUnchanged(ctx: Context): Promise<void> {
+    const ifNoneMatch = ctx.headers['if-none-match'];
+    const ifMatch = ctx.headers['if-match'];
+    if (ifNoneMatch === undefined && ifMatch === undefined) return putObject(ctx);
+    const name = `${ctx.params.bucket}/${ctx.params.key}`;
+    const turn = (lastTurns.get(name) ?? Promise.resolve()).then(async () => {
+      const etag = await currentEtag(ctx);
+      if (ifNoneMatch === '*' && etag !== undefined) throw failed('If-None-Match');
+      if (ifMatch !== undefined && etag === undefined) throw new S3Error('NoSuchKey', 'The specified key does not exist.', { Key: ctx.params.key });
+      if (ifMatch !== undefined && ifMatch !== '*' && ifMatch !== etag) throw failed('If-Match');
+      await putObject(ctx);
+    });
+    const settled = turn.catch(() => undefined);
+    lastTurns.set(name, settled);
+    try {
+      await turn;
+    } finally {
+      if (lastTurns.get(name) === settled) lastTurns.delete(name);
+    }
   };
 }
 

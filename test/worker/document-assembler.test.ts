@@ -233,6 +233,35 @@ test("a document job's assembly run again after its marker writes nothing again,
   assert.equal(parseDoneMarkerJson((await storage.get(`results/${idOf('again')}/_DONE`)).toString(), '_DONE').assembly, 'job-a@2000');
 });
 
+test("two runs of one document job at once (a lost lock) write its marker once, and both finish", async () => {
+  await storePage('twice', 1, 'Read once.', 5);
+  const statuses: PageStatus[] = [{ page: 1, status: 'done', key: pageKey('twice', 1) }];
+  const doneKey = `results/${idOf('twice')}/_DONE`;
+  const gate = markerGate(storage, doneKey, 2);
+  const runs = await Promise.all([1, 2].map(() => assembleDocument(documentJob('twice', 1), statuses, gate, 'job-t@1000')));
+  assert.deepEqual(runs.map((run) => run.pages.length), [1, 1]);
+  assert.equal(putEvents.filter((event) => event === `end ${doneKey}`).length, 1, 'one marker write');
+  assert.equal(parseDoneMarkerJson((await storage.get(doneKey)).toString(), '_DONE').assembly, 'job-t@1000');
+});
+
+test('of two different document jobs assembling one document at once, one writes its marker and the other fails to be tried again', async () => {
+  await storePage('rivals', 1, 'Read once.', 5);
+  const statuses: PageStatus[] = [{ page: 1, status: 'done', key: pageKey('rivals', 1) }];
+  const doneKey = `results/${idOf('rivals')}/_DONE`;
+  const gate = markerGate(storage, doneKey, 2);
+  const runs = await Promise.allSettled(['job-r@1000', 'job-r@2000'].map((assembly) => assembleDocument(documentJob('rivals', 1), statuses, gate, assembly)));
+  const failed = runs.flatMap((run) => (run.status === 'rejected' ? [run.reason as unknown] : []));
+  assert.equal(failed.length, 1);
+  assert.ok(failed[0] instanceof StorageError && failed[0].code === 'conflict', String(failed[0]));
+  assert.match((failed[0] as Error).message, /another assembly wrote .*_DONE while this one ran/);
+  assert.equal(putEvents.filter((event) => event === `end ${doneKey}`).length, 1);
+
+  // Its next try reads the winner's marker and replaces it.
+  const loser = runs[0].status === 'rejected' ? 'job-r@1000' : 'job-r@2000';
+  await assembleDocument(documentJob('rivals', 1), statuses, storage, loser);
+  assert.equal(parseDoneMarkerJson((await storage.get(doneKey)).toString(), '_DONE').assembly, loser);
+});
+
 test('a failure note stays one HTML comment whatever the reason holds', () => {
   assert.equal(failedPageNote(7, 'bad xref -->\nat offset 12'), '<!-- page 7 failed: bad xref - -> at offset 12 -->');
 });
@@ -292,7 +321,21 @@ async function storePage(
   await storage.put(pageKey(name, page), Buffer.from(JSON.stringify(flags === undefined ? { ...json, finish: 'length' } : json)));
 }
 
-/** The storage, recording when each put starts and ends. */
+/** The storage, with conditional writes of `key` held until `runs` of them have come: each has read the marker before any writes it. */
+function markerGate(inner: Storage, key: string, runs: number): Storage {
+  let arrived = 0;
+  let open: () => void = () => undefined;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return Object.assign(Object.create(inner) as Storage, {
+    putIfUnchanged: async (...args: Parameters<Storage['putIfUnchanged']>) => {
+      if (args[0] === key && ++arrived === runs) open();
+      if (args[0] === key) await opened;
+      return inner.putIfUnchanged(...args);
+    },
+  });
+}
+
+/** The storage, recording when each put (conditional or not) starts and ends. */
 function recordingPuts(inner: Storage, events: string[]): Storage {
   return {
     url: inner.url,
@@ -301,7 +344,13 @@ function recordingPuts(inner: Storage, events: string[]): Storage {
       await inner.put(...args);
       events.push(`end ${args[0]}`);
     },
+    putIfUnchanged: async (...args) => {
+      events.push(`start ${args[0]}`);
+      await inner.putIfUnchanged(...args);
+      events.push(`end ${args[0]}`);
+    },
     get: (key) => inner.get(key),
+    getVersioned: (key) => inner.getVersioned(key),
     getStream: (key) => inner.getStream(key),
     exists: (key) => inner.exists(key),
     delete: (key) => inner.delete(key),
