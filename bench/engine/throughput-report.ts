@@ -42,6 +42,17 @@ export interface ThroughputSummary {
     joinCost: number;
     /** How much slower the pages already in the batch decode during the steps that overlap an encode or carry a prefill. */
     joinSlowdown: number;
+    /**
+     * What each page that began joining in the window cost it: the window's time beyond its tokens
+     * at the full rate, over the encodes that began in it; undefined when none began there.
+     */
+    joinMsPerPage?: number;
+    /**
+     * The share of the engine a steady stream of such pages needs for joining, so that every place
+     * stays taken: a page's join time against it plus the page's tokens at the full rate. The join
+     * slowdown cannot stay below it without places left empty.
+     */
+    streamJoinShare?: number;
     distinctExperts: number;
     roofline: Roofline;
   };
@@ -85,6 +96,10 @@ export function summariseThroughput(answer: ThroughputAnswer, ceilings: MachineC
     const slowedRate = slowed.length === 0 ? fullRate : slowed.reduce((sum, s) => sum + s.decodeRows, 0) / slowed.reduce((sum, s) => sum + s.ms, 0);
     const distinctExperts = median(plain.map((step) => step.expertPasses)) / moeLayerCount(answer.decoder);
     const tokensPerSecond = (generated / windowMs) * 1000;
+    const windowStart = steps[first].at;
+    const joined = answer.encodes.filter(([from]) => from >= windowStart && from < windowStart + windowMs).length;
+    const joinMsPerPage = joined === 0 ? undefined : (windowMs - generated / fullRate) / joined;
+    const decodeMsPerPage = tokens / fullRate;
     summary.full = {
       seconds: windowMs / 1000,
       pagesPerHour: (tokensPerSecond * 3600) / tokens,
@@ -92,6 +107,7 @@ export function summariseThroughput(answer: ThroughputAnswer, ceilings: MachineC
       decodeStepMs,
       joinCost: 1 - generated / windowMs / fullRate,
       joinSlowdown: 1 - slowedRate / fullRate,
+      ...(joinMsPerPage === undefined ? {} : { joinMsPerPage, streamJoinShare: joinMsPerPage / (joinMsPerPage + decodeMsPerPage) }),
       distinctExperts,
       roofline: decodeRoofline(answer, distinctExperts, decodeStepMs, ceilings),
     };
@@ -144,7 +160,7 @@ export function throughputText(rows: readonly ThroughputSummary[], ceilings: Mac
     lines.push(
       '',
       key,
-      `batch  pages  pages/h  × first  full: pages/h  tok/s  step ms  experts  roofline  join cost  join slowdown  peak RSS${withCost ? '  $/M pages' : ''}`,
+      `batch  pages  pages/h  × first  full: pages/h  tok/s  step ms  experts  roofline  join cost  join slowdown  join s/page  stream needs  peak RSS${withCost ? '  $/M pages' : ''}`,
     );
     for (const row of group) {
       const full = row.full;
@@ -160,6 +176,8 @@ export function throughputText(rows: readonly ThroughputSummary[], ceilings: Mac
         full ? `${percent(full.roofline.share, 4)} ${full.roofline.bandwidthMs >= full.roofline.computeMs ? 'mem' : 'cpu'}` : '—'.padStart(8),
         full ? percent(full.joinCost, 9) : '—'.padStart(9),
         full ? percent(full.joinSlowdown, 13) : '—'.padStart(13),
+        full?.joinMsPerPage === undefined ? '—'.padStart(11) : fixed(full.joinMsPerPage / 1000, 2, 11),
+        full?.streamJoinShare === undefined ? '—'.padStart(12) : percent(full.streamJoinShare, 12),
         `${(row.peakRssBytes / 2 ** 30).toFixed(2)} GiB`.padStart(8),
       ];
       if (withCost) cells.push(row.usdPerMillionPages === undefined ? '' : fixed(row.usdPerMillionPages, 0, 9));
@@ -171,7 +189,9 @@ export function throughputText(rows: readonly ThroughputSummary[], ceilings: Mac
     'full: while every place of the batch was taken. roofline: the decode step\'s bound (mem: bytes at the read',
     'ceiling; cpu: FLOPs at the GEMM ceiling) over its measured time. join cost: decode rate lost to joining',
     'pages while full; join slowdown: how much slower the batch decodes in steps that overlap an encode or',
-    'carry a prefill.',
+    'carry a prefill. join s/page: engine time each page that began joining while full cost the batch;',
+    'stream needs: the share of the engine that joining takes when pages keep coming and every place stays',
+    'taken (a page\'s join time against it plus its tokens at the full rate).',
   );
   return lines.join('\n');
 }

@@ -98,6 +98,19 @@ describe('summariseThroughput', () => {
     assert.ok(Math.abs(summary.full!.joinSlowdown - (1 - 2 / 130 / 0.2)) < 1e-12);
   });
 
+  test('join time per page: the window’s time beyond its tokens at the full rate, over the encodes that began in it', () => {
+    // 160 ms for 10 tokens at 0.2 tokens/ms: 110 ms over the 2 encodes that began at or after 0.
+    assert.ok(Math.abs(summary.full!.joinMsPerPage! - 55) < 1e-12);
+    // A page's 4 tokens at the full rate take 20 ms.
+    assert.ok(Math.abs(summary.full!.streamJoinShare! - 55 / 75) < 1e-12);
+  });
+
+  test('no encode began while the batch was full: no join time per page', () => {
+    const full = summariseThroughput({ ...ANSWER, encodes: [[-50, -1]] }, CEILINGS).full!;
+    assert.equal(full.joinMsPerPage, undefined);
+    assert.equal(full.streamJoinShare, undefined);
+  });
+
   test('cost per million pages: cores × price per core-hour × hours a million pages take at the full rate', () => {
     assert.ok(Math.abs(summary.usdPerMillionPages! - (1e6 / summary.full!.pagesPerHour) * 2 * 0.05) < 1e-9);
     assert.equal(summariseThroughput(ANSWER, CEILINGS).usdPerMillionPages, undefined);
