@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { s3StorageError, type S3ErrorContext } from '../../src/storage/s3-errors.js';
+import { isConditionalWriteRefusal, s3StorageError, type S3ErrorContext } from '../../src/storage/s3-errors.js';
 
 const context: S3ErrorContext = {
   operation: 'get',
@@ -31,6 +31,20 @@ for (const [name, status, code] of [
 ] as const) {
   test(`${name}${status === undefined ? '' : ` (HTTP ${status})`} maps to ${code}`, () => {
     assert.equal(s3StorageError(sdkError(name, status), context).code, code);
+  });
+}
+
+for (const [name, status, expectedAnObject, refused] of [
+  ['PreconditionFailed', 412, false, true],
+  ['PreconditionFailed', 412, true, true],
+  ['ConditionalRequestConflict', 409, false, true],
+  ['NoSuchKey', 404, true, true],
+  ['NoSuchKey', 404, false, false],
+  ['SlowDown', 503, true, false],
+  ['AccessDenied', 403, false, false],
+] as const) {
+  test(`a conditional put answered ${name} (HTTP ${status}) ${refused ? 'is' : 'is not'} a refusal when ${expectedAnObject ? 'an object' : 'none'} was expected`, () => {
+    assert.equal(isConditionalWriteRefusal(sdkError(name, status), expectedAnObject), refused);
   });
 }
 
