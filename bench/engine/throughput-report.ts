@@ -43,8 +43,8 @@ export interface ThroughputSummary {
     /** How much slower the pages already in the batch decode during the steps that overlap an encode or carry a prefill. */
     joinSlowdown: number;
     /**
-     * What each page that began joining in the window cost it: the window's time beyond its tokens
-     * at the full rate, over the encodes that began in it; undefined when none began there.
+     * What each page that joined in the window cost it: the window's time beyond its tokens at the
+     * full rate, over the encodes that ended in it; undefined when none ended there.
      */
     joinMsPerPage?: number;
     /**
@@ -96,8 +96,9 @@ export function summariseThroughput(answer: ThroughputAnswer, ceilings: MachineC
     const slowedRate = slowed.length === 0 ? fullRate : slowed.reduce((sum, s) => sum + s.decodeRows, 0) / slowed.reduce((sum, s) => sum + s.ms, 0);
     const distinctExperts = median(plain.map((step) => step.expertPasses)) / moeLayerCount(answer.decoder);
     const tokensPerSecond = (generated / windowMs) * 1000;
+    // A page is taken (and its encode queued) long before it joins; its encode ends just before it does.
     const windowStart = steps[first].at;
-    const joined = answer.encodes.filter(([from]) => from >= windowStart && from < windowStart + windowMs).length;
+    const joined = answer.encodes.filter(([, to]) => to > windowStart && to <= windowStart + windowMs).length;
     const joinMsPerPage = joined === 0 ? undefined : (windowMs - generated / fullRate) / joined;
     const decodeMsPerPage = tokens / fullRate;
     summary.full = {
@@ -189,7 +190,7 @@ export function throughputText(rows: readonly ThroughputSummary[], ceilings: Mac
     'full: while every place of the batch was taken. roofline: the decode step\'s bound (mem: bytes at the read',
     'ceiling; cpu: FLOPs at the GEMM ceiling) over its measured time. join cost: decode rate lost to joining',
     'pages while full; join slowdown: how much slower the batch decodes in steps that overlap an encode or',
-    'carry a prefill. join s/page: engine time each page that began joining while full cost the batch;',
+    'carry a prefill. join s/page: engine time each page that joined while full cost the batch;',
     'stream needs: the share of the engine that joining takes when pages keep coming and every place stays',
     'taken (a page\'s join time against it plus its tokens at the full rate).',
   );

@@ -98,15 +98,17 @@ describe('summariseThroughput', () => {
     assert.ok(Math.abs(summary.full!.joinSlowdown - (1 - 2 / 130 / 0.2)) < 1e-12);
   });
 
-  test('join time per page: the window’s time beyond its tokens at the full rate, over the encodes that began in it', () => {
-    // 160 ms for 10 tokens at 0.2 tokens/ms: 110 ms over the 2 encodes that began at or after 0.
-    assert.ok(Math.abs(summary.full!.joinMsPerPage! - 55) < 1e-12);
+  test('join time per page: the window’s time beyond its tokens at the full rate, over the encodes that ended in it', () => {
+    // 160 ms for 10 tokens at 0.2 tokens/ms: 110 ms over the one encode that ended after 0 (at 140).
+    assert.ok(Math.abs(summary.full!.joinMsPerPage! - 110) < 1e-12);
     // A page's 4 tokens at the full rate take 20 ms.
-    assert.ok(Math.abs(summary.full!.streamJoinShare! - 55 / 75) < 1e-12);
+    assert.ok(Math.abs(summary.full!.streamJoinShare! - 110 / 130) < 1e-12);
+    // Queued before the window (a page taken early), ended in it: it counts.
+    assert.ok(Math.abs(summariseThroughput({ ...ANSWER, encodes: [[-500, 130], [-400, 150]] }, CEILINGS).full!.joinMsPerPage! - 55) < 1e-12);
   });
 
-  test('no encode began while the batch was full: no join time per page', () => {
-    const full = summariseThroughput({ ...ANSWER, encodes: [[-50, -1]] }, CEILINGS).full!;
+  test('no encode ended while the batch was full: no join time per page', () => {
+    const full = summariseThroughput({ ...ANSWER, encodes: [[-50, 0]] }, CEILINGS).full!;
     assert.equal(full.joinMsPerPage, undefined);
     assert.equal(full.streamJoinShare, undefined);
   });
