@@ -99,14 +99,16 @@ export function summariseThroughput(answer: ThroughputAnswer, ceilings: MachineC
     // A page is taken (and its encode queued) long before it joins; its encode ends just before it does.
     const windowStart = steps[first].at;
     const joined = answer.encodes.filter(([, to]) => to > windowStart && to <= windowStart + windowMs).length;
-    const joinMsPerPage = joined === 0 ? undefined : (windowMs - generated / fullRate) / joined;
+    // The window's time beyond its tokens at the full rate: what joining pages took from it.
+    const joinMs = windowMs - generated / fullRate;
+    const joinMsPerPage = joined === 0 ? undefined : joinMs / joined;
     const decodeMsPerPage = tokens / fullRate;
     summary.full = {
       seconds: windowMs / 1000,
       pagesPerHour: (tokensPerSecond * 3600) / tokens,
       tokensPerSecond,
       decodeStepMs,
-      joinCost: 1 - generated / windowMs / fullRate,
+      joinCost: joinMs / windowMs,
       joinSlowdown: 1 - slowedRate / fullRate,
       ...(joinMsPerPage === undefined ? {} : { joinMsPerPage, streamJoinShare: joinMsPerPage / (joinMsPerPage + decodeMsPerPage) }),
       distinctExperts,

@@ -24,7 +24,7 @@ import { parseDocumentResultJson, parseDoneMarkerJson, parseFailedPagesMarkerJso
 import { cancelledMarkerKey, documentResultKeys, pageResultKey } from '../jobs/storage-layout.js';
 import { scriptoriumBuild } from '../output/build-info.js';
 import type { Storage } from '../storage/storage.js';
-import { readStored, StorageError } from '../storage/storage-error.js';
+import { StorageError } from '../storage/storage-error.js';
 import { commitStoredPages, removeLeftAttempts } from './page-commit.js';
 import { summarizeStageTimes, type StageSummary } from './stage-stats.js';
 
@@ -75,7 +75,7 @@ export async function assembleDocument(job: DocumentJobData, statuses: readonly 
   }
   const cancelled = await storage.exists(cancelledMarkerKey(job.docId));
   // The reasons of the pages an earlier assembly recorded as failed.
-  const earlierReasons = new Map(cancelled ? [] : (earlier.failedPages.marker?.failedPages ?? []).map(({ page, reason }) => [page, reason]));
+  const earlierReasons = new Map(cancelled ? [] : (earlier.failedPages.value?.failedPages ?? []).map(({ page, reason }) => [page, reason]));
   const missingReason = (page: number) => (cancelled ? CANCELLED_PAGE_REASON : (earlierReasons.get(page) ?? UNREPORTED_PAGE_REASON));
   const pages = await readPages(completeStatuses(job, statuses, missingReason), storage, job.docId);
   const done = pages.filter((page) => page.status === 'done');
@@ -147,25 +147,37 @@ async function finishAssembly(docId: string, storage: Storage): Promise<void> {
   await removeLeftAttempts(docId, storage);
 }
 
-/** A marker as an earlier assembly left it: its version (null: there is none) and, unless damaged, what it says. */
-interface EarlierMarker<T> {
+/** A stored JSON object: its version (null: there is none) and, unless damaged, what it says. */
+interface StoredJson<T> {
   version: string | null;
-  marker?: T;
+  value?: T;
 }
 
+/** The markers an earlier assembly of the document left. */
 interface EarlierMarkers {
-  done: EarlierMarker<DoneMarkerJson>;
-  failedPages: EarlierMarker<FailedPagesMarkerJson>;
+  done: StoredJson<DoneMarkerJson>;
+  failedPages: StoredJson<FailedPagesMarkerJson>;
 }
 
 /** The markers an earlier assembly of the document left; a damaged one says nothing (this assembly replaces it). */
 async function earlierMarkers(docId: string, storage: Storage): Promise<EarlierMarkers> {
   const keys = documentResultKeys(docId);
-  const [done, failedPages] = await Promise.all([readMarker(keys.done, storage, parseDoneMarkerJson), readMarker(keys.failedPages, storage, parseFailedPagesMarkerJson)]);
+  const [done, failedPages] = await Promise.all([readUndamaged(keys.done, storage, parseDoneMarkerJson), readUndamaged(keys.failedPages, storage, parseFailedPagesMarkerJson)]);
   return { done, failedPages };
 }
 
-async function readMarker<T>(key: string, storage: Storage, parse: (text: string, key: string) => T): Promise<EarlierMarker<T>> {
+/** Whether a marker names `assembly`: this document job assembled the document already. */
+function namesAssembly({ done, failedPages }: EarlierMarkers, assembly: string | undefined): boolean {
+  return assembly !== undefined && (done.value?.assembly === assembly || failedPages.value?.assembly === assembly);
+}
+
+/** The stored document.json; undefined when it is missing or damaged (the document is then assembled again). */
+async function storedDocument(docId: string, storage: Storage): Promise<DocumentResultJson | undefined> {
+  return (await readUndamaged(documentResultKeys(docId).json, storage, parseDocumentResultJson)).value;
+}
+
+/** An object read with `parse` and its version; a damaged object has no value, a missing one no version either. */
+async function readUndamaged<T>(key: string, storage: Storage, parse: (text: string, key: string) => T): Promise<StoredJson<T>> {
   let version: string;
   let body: Buffer;
   try {
@@ -175,29 +187,9 @@ async function readMarker<T>(key: string, storage: Storage, parse: (text: string
     throw error;
   }
   try {
-    return { version, marker: parse(body.toString('utf8'), key) };
+    return { version, value: parse(body.toString('utf8'), key) };
   } catch (error) {
     if (error instanceof InvalidBoundaryDataError) return { version };
-    throw error;
-  }
-}
-
-/** Whether a marker names `assembly`: this document job assembled the document already. */
-function namesAssembly({ done, failedPages }: EarlierMarkers, assembly: string | undefined): boolean {
-  return assembly !== undefined && (done.marker?.assembly === assembly || failedPages.marker?.assembly === assembly);
-}
-
-/** The stored document.json; undefined when it is missing or damaged (the document is then assembled again). */
-function storedDocument(docId: string, storage: Storage): Promise<DocumentResultJson | undefined> {
-  return readUndamaged(documentResultKeys(docId).json, storage, parseDocumentResultJson);
-}
-
-/** readStored, with a damaged object read as a missing one. */
-async function readUndamaged<T>(key: string, storage: Storage, parse: (text: string, key: string) => T): Promise<T | undefined> {
-  try {
-    return await readStored(key, storage, parse);
-  } catch (error) {
-    if (error instanceof InvalidBoundaryDataError) return undefined;
     throw error;
   }
 }
