@@ -467,7 +467,7 @@ void Decoder::feed_forward(const Layer& layer, int64_t rows) {
 // The products gathered in products_ (BF16) and int8_products_, one dispatch each.
 void Decoder::run_products() {
   if (!products_.empty()) matmul_bf16_group(pool_, products_, precision_);
-  if (!int8_products_.empty()) matmul_int8_group(pool_, int8_products_);
+  if (!int8_products_.empty()) matmul_int8_group(pool_, int8_products_, precision_);
 }
 
 // Runs tasks_ in waves of at most kWaveRows gathered rows (a larger task runs alone): per wave,

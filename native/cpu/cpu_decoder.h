@@ -73,7 +73,8 @@ class Decoder {
  public:
   // `precision` applies to every BF16 product but the vocabulary head's, whose greedy ids stay those
   // of exact products (fast precision computes them in one product and checks the near-best again
-  // exactly: head_chunk_norms_). With a
+  // exactly: head_chunk_norms_), and to the int8 expert products (matmul_int8_group); an int8 head
+  // is always exact. With a
   // `packed_weights_dir`, the packed BF16 weights live in a file there that every process loading
   // this checkpoint on the node maps (PackedWeightsFile); without one, in this process's memory.
   Decoder(const Checkpoint& checkpoint, const DecoderDims& dims, ThreadPool& pool, Precision precision,

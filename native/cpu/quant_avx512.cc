@@ -94,7 +94,7 @@ void gemm_int8(const float* X, int64_t ldx, const Int8Weights& W, float* Y, int6
   gemm_blocked(Tiles{W}, GemmBlocking{4, nb, mc, nc, true}, X, ldx, W.q, K, Y, ldy, M, n0, n1, K);
 }
 
-constexpr QuantKernelSet kSet = {"avx512", 0, Int8Layout::Rows, gemm_int8};
+constexpr QuantKernelSet kSet = {"avx512", 0, Int8Layout::Rows, gemm_int8, nullptr};
 
 }  // namespace
 

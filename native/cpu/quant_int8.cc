@@ -124,14 +124,14 @@ const QuantKernelSet& active_quant_kernels() {
   return set;
 }
 
-void matmul_int8_group(ThreadPool& pool, const std::vector<MatmulInt8>& group) {
+void matmul_int8_group(ThreadPool& pool, const std::vector<MatmulInt8>& group, Precision precision) {
   const QuantKernelSet& set = active_quant_kernels();
   int64_t columns = 0;
   for (const MatmulInt8& p : group) {
     if (p.W.layout != set.layout) throw std::logic_error(std::string("matmul_int8_group: weights not in the layout the ") + set.name + " set reads");
     columns += p.N;
   }
-  const auto gemm = set.gemm_int8;
+  const auto gemm = precision == Precision::Fast && set.gemm_int8_fast != nullptr ? set.gemm_int8_fast : set.gemm_int8;
   const std::vector<MatmulInt8>* g = &group;
   pool.parallel_for(columns, kColumnGrain, [g, gemm](int64_t c0, int64_t c1) {
     int64_t first = 0;

@@ -2,7 +2,8 @@
 // converted once at load to int8 values with one F32 scale per group of columns, in the layout the
 // active kernel set reads, and the matrix products that read them (scalar reference, AVX2, AVX-512,
 // AVX-512 VNNI; NEON and NEON with dot products on arm64) behind one runtime dispatch like the BF16 kernel sets. The dequantising sets keep
-// F32 activations; the VNNI set rounds each activation row to 16-bit integers (docs/model.md §7.6).
+// F32 activations; the sets with integer dot products (AVX-512 VNNI, NEON with dot products) round
+// each activation row to 16-bit integers, or in fast precision to 8-bit ones (docs/model.md §7.6).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -70,6 +71,13 @@ struct QuantKernelSet {
   // Each Y[m, n] is bitwise the same whatever M, n0 and n1 are (batching never changes a row).
   void (*gemm_int8)(const float* X, int64_t ldx, const Int8Weights& W, float* Y, int64_t ldy, int64_t M,
                     int64_t n0, int64_t n1);
+  // Fast precision's product, on the sets with integer dot products (nullptr on the others, which
+  // keep F32 activations in both precisions): the same, with each activation rounded to an integer
+  // in [-127, 127] with one scale per row and weight group (max|x| / 127 over the group's columns),
+  // which adds at most that group's max|x| / 254 per value. One digit per activation, half the dot
+  // products of gemm_int8's two.
+  void (*gemm_int8_fast)(const float* X, int64_t ldx, const Int8Weights& W, float* Y, int64_t ldy, int64_t M,
+                         int64_t n0, int64_t n1);
 };
 
 // One set per quant_<isa>.cc; calling a set the CPU lacks is undefined behaviour.
@@ -100,8 +108,9 @@ struct MatmulInt8 {
 };
 
 // Every product of the group in one dispatch over their concatenated columns (as
-// matmul_bf16_group does), so the selected experts of a decode step share one pass of the pool.
-// Throws std::logic_error when a matrix is not in the active set's layout.
-void matmul_int8_group(ThreadPool& pool, const std::vector<MatmulInt8>& group);
+// matmul_bf16_group does), so the selected experts of a decode step share one pass of the pool;
+// Precision::Fast takes the set's gemm_int8_fast where it has one. Throws std::logic_error when a
+// matrix is not in the active set's layout.
+void matmul_int8_group(ThreadPool& pool, const std::vector<MatmulInt8>& group, Precision precision);
 
 }  // namespace scriptorium

@@ -21,7 +21,7 @@ void gemm_int8(const float* X, int64_t ldx, const Int8Weights& W, float* Y, int6
   }
 }
 
-constexpr QuantKernelSet kSet = {"scalar", 0, Int8Layout::Rows, gemm_int8};
+constexpr QuantKernelSet kSet = {"scalar", 0, Int8Layout::Rows, gemm_int8, nullptr};
 
 }  // namespace
 

@@ -78,13 +78,14 @@ std::vector<ExpertProductSpeed> measure_expert_products(ThreadPool& pool, const 
   }
 
   // Whole tiles of 16 rows, each row padded to a multiple of 4 values, so that one buffer holds the
-  // matrix in either int8 layout.
+  // matrix in either int8 layout; on huge pages, as the decoder's int8 experts are (on 4 KiB pages
+  // the stream would also measure the TLB and the prefetchers stopping at every page).
   const int64_t Kp = (K + 3) / 4 * 4, N = options.weight_bytes / Kp / 16 * 16;
   const int64_t groups = (K + kInt8Group - 1) / kInt8Group;
-  std::vector<int8_t> q(static_cast<size_t>(N * Kp));
+  LargeBuffer<int8_t> q(N * Kp);
   std::vector<float> scales(static_cast<size_t>(N * groups), 1.f / 127);
   pool.parallel_for(N, kColumnGrain, [&](int64_t n0, int64_t n1) {
-    for (int64_t i = n0 * Kp; i < n1 * Kp; ++i) q[i] = static_cast<int8_t>(i * 37 % 255 - 127);
+    for (int64_t i = n0 * Kp; i < n1 * Kp; ++i) q.data()[i] = static_cast<int8_t>(i * 37 % 255 - 127);
   });
   std::vector<float> Y(static_cast<size_t>(max_batch * N));
   const double bytes = static_cast<double>(N * K) + static_cast<double>(scales.size() * sizeof(float));
@@ -92,10 +93,15 @@ std::vector<ExpertProductSpeed> measure_expert_products(ThreadPool& pool, const 
     const QuantKernelSet* set = quant_kernels_by_name(name);
     if (set == nullptr) continue;
     const Int8Weights w{q.data(), scales.data(), K, kInt8Group, groups, set->layout};
-    for (int64_t M : options.batches)
-      speeds.push_back(best_pass("int8", name, M, N, K, bytes, options.passes, [&] {
-        pool.parallel_for(N, kColumnGrain, [&](int64_t n0, int64_t n1) { set->gemm_int8(X.data(), K, w, Y.data(), N, M, n0, n1); });
-      }));
+    // The exact form, then (on sets with integer dot products) the fast form's 8-bit activations.
+    for (const auto gemm : {set->gemm_int8, set->gemm_int8_fast}) {
+      if (gemm == nullptr) continue;
+      const std::string kernels = std::string(name) + (gemm == set->gemm_int8_fast ? " fast" : "");
+      for (int64_t M : options.batches)
+        speeds.push_back(best_pass("int8", kernels, M, N, K, bytes, options.passes, [&] {
+          pool.parallel_for(N, kColumnGrain, [&](int64_t n0, int64_t n1) { gemm(X.data(), K, w, Y.data(), N, M, n0, n1); });
+        }));
+    }
   }
   return speeds;
 }

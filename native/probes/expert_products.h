@@ -24,7 +24,7 @@ struct ExpertProductOptions {
 
 struct ExpertProductSpeed {
   std::string format;        // "bf16" or "int8"
-  std::string kernels;       // the kernel set: "avx512bf16", ..., "avx512vnni", "avx512", "avx2"
+  std::string kernels;       // the kernel set: "avx512bf16", ..., "avx512vnni", "avx512vnni fast" (8-bit activations), "avx512", "avx2"
   int64_t batch = 0;         // M
   double weight_gbps = 0;    // 1e9 bytes/s of weights (int8: values and scales), best pass
   double gflops = 0;         // 2·M·N·K per second of the same pass, 1e9

@@ -109,7 +109,9 @@ struct Case {
   int64_t M, N, K, group, ldx;
   std::vector<float> X;
   Int8Matrix W, tiles;  // the same values in each layout
-  std::vector<double> ref, mag, activation_mag;  // activation_mag: max|x| * sum_k |w_k|
+  // activation_mag: max|x| * sum_k |w_k|; group_activation_mag: the sum over the weight groups of
+  // the group's max|x| * its sum_k |w_k| (what per-group activation scales bound).
+  std::vector<double> ref, mag, activation_mag, group_activation_mag;
 
   Int8Weights weights_for(const QuantKernelSet& set) const { return set.layout == Int8Layout::Tiles16 ? tiles.view() : W.view(); }
 };
@@ -124,7 +126,7 @@ std::vector<Case> make_cases() {
           if (group != K && (group >= K || (group == 16 && K != 255))) continue;  // per row, 64, and 16 once
           if (K == 4100 && (M != 2 || N != 7 || group != K)) continue;  // one row longer than an int32 span
           if (M == 70 && (N != 31 || K != 100 || group != K)) continue;  // more rows than one block
-          Case c{M, N, K, group, K + 3, {}, {}, {}, {}, {}, {}};
+          Case c{M, N, K, group, K + 3, {}, {}, {}, {}, {}, {}, {}};
           c.X.resize(M * c.ldx);
           for (float& x : c.X) x = std::ldexp(uniform(-1, 1), static_cast<int>(uniform(-8, 8)));
           const std::vector<bf16_t> W = random_bf16(N * K);
@@ -133,41 +135,62 @@ std::vector<Case> make_cases() {
           c.ref.resize(M * N);
           c.mag.resize(M * N);
           c.activation_mag.resize(M * N);
+          c.group_activation_mag.resize(M * N);
           for (int64_t m = 0; m < M; ++m)
             for (int64_t n = 0; n < N; ++n) {
-              double s = 0, a = 0, top = 0, wsum = 0;
-              for (int64_t k = 0; k < K; ++k) {
-                const double p = double(c.X[m * c.ldx + k]) * dequantised(c.W, n, k);
-                s += p, a += std::fabs(p);
-                top = std::max(top, std::fabs(double(c.X[m * c.ldx + k])));
-                wsum += std::fabs(dequantised(c.W, n, k));
+              double s = 0, a = 0, top = 0, wsum = 0, grouped = 0;
+              for (int64_t g0 = 0; g0 < K; g0 += group) {
+                double group_top = 0, group_wsum = 0;
+                for (int64_t k = g0; k < std::min(K, g0 + group); ++k) {
+                  const double p = double(c.X[m * c.ldx + k]) * dequantised(c.W, n, k);
+                  s += p, a += std::fabs(p);
+                  group_top = std::max(group_top, std::fabs(double(c.X[m * c.ldx + k])));
+                  group_wsum += std::fabs(dequantised(c.W, n, k));
+                }
+                top = std::max(top, group_top), wsum += group_wsum, grouped += group_top * group_wsum;
               }
               c.ref[m * N + n] = s, c.mag[m * N + n] = a, c.activation_mag[m * N + n] = top * wsum;
+              c.group_activation_mag[m * N + n] = grouped;
             }
           cases.push_back(std::move(c));
         }
   return cases;
 }
 
-// Each set against the float64 reference and the scalar set, over [0, s) and [s, N) into rows
+// A set's product in one precision: gemm_int8, or gemm_int8_fast with its 8-bit activations.
+struct Form {
+  const QuantKernelSet& set;
+  bool fast;
+  using Gemm = void (*)(const float*, int64_t, const Int8Weights&, float*, int64_t, int64_t, int64_t, int64_t);
+  Gemm gemm() const { return fast ? set.gemm_int8_fast : set.gemm_int8; }
+  std::string name() const { return std::string(set.name) + (fast ? "/gemm_int8_fast" : "/gemm_int8"); }
+  // The activations' rounding bound for one output: one rounding per activation, one scale per
+  // row (exact form) or per row and group (fast form), with 1% to spare.
+  double activation_bound(const Case& c, int64_t i) const {
+    if (fast) return 1.01 / (2.0 * 127) * c.group_activation_mag[i];
+    return activation_rounding(set) * c.activation_mag[i];
+  }
+};
+
+// Each form against the float64 reference and the scalar set, over [0, s) and [s, N) into rows
 // padded by 5 that must stay untouched; then each row bitwise equal to a one-row call. The worst
-// error is printed relative to sum_k |x_k w_k| and, for int16 activations, to their own bound.
-void test_set(const QuantKernelSet& set, const std::vector<Case>& cases) {
-  run(std::string(set.name) + "/gemm_int8", [&]() -> std::string {
-    const double rounding = activation_rounding(set);
+// error is printed relative to sum_k |x_k w_k| and, for integer activations, to their own bound.
+void test_form(const Form& form, const std::vector<Case>& cases) {
+  const auto gemm = form.gemm();
+  run(form.name(), [&]() -> std::string {
     double worst = 0, worst_of_bound = 0;
     for (const Case& c : cases) {
       const int64_t ldy = c.N + 5, s = c.N / 3;
       std::vector<float> Y(c.M * ldy, -7.f), S(c.M * c.N);
-      set.gemm_int8(c.X.data(), c.ldx, c.weights_for(set), Y.data(), ldy, c.M, 0, s);
-      set.gemm_int8(c.X.data(), c.ldx, c.weights_for(set), Y.data(), ldy, c.M, s, c.N);
+      gemm(c.X.data(), c.ldx, c.weights_for(form.set), Y.data(), ldy, c.M, 0, s);
+      gemm(c.X.data(), c.ldx, c.weights_for(form.set), Y.data(), ldy, c.M, s, c.N);
       quant_scalar().gemm_int8(c.X.data(), c.ldx, c.W.view(), S.data(), c.N, c.M, 0, c.N);
       for (int64_t m = 0; m < c.M; ++m) {
         for (int64_t n = c.N; n < ldy; ++n)
           if (Y[m * ldy + n] != -7.f) return fmt("wrote padding at M=%g N=%g K=%g", c.M, c.N, c.K);
         for (int64_t n = 0; n < c.N; ++n) {
           const double mag = c.mag[m * c.N + n] + 1e-300;
-          const double bound = kDotTol * mag + rounding * c.activation_mag[m * c.N + n] + 1e-300;
+          const double bound = kDotTol * mag + form.activation_bound(c, m * c.N + n) + 1e-300;
           const double err = std::fabs(Y[m * ldy + n] - c.ref[m * c.N + n]);
           const double vs_scalar = std::fabs(double(Y[m * ldy + n]) - S[m * c.N + n]);
           worst = std::max(worst, err / mag), worst_of_bound = std::max(worst_of_bound, err / bound);
@@ -180,33 +203,30 @@ void test_set(const QuantKernelSet& set, const std::vector<Case>& cases) {
     std::printf("      %zu shapes, max rel err %.2e of sum|x w|, %.2f of the bound\n", cases.size(), worst, worst_of_bound);
     return "";
   });
-  run(std::string(set.name) + "/gemm_int8_row_invariance", [&]() -> std::string {
+  run(form.name() + "_row_invariance", [&]() -> std::string {
     for (const Case& c : cases) {
       if (c.M < 5 || c.N < 31) continue;
       std::vector<float> all(c.M * c.N), one(c.N);
-      set.gemm_int8(c.X.data(), c.ldx, c.weights_for(set), all.data(), c.N, c.M, 0, c.N);
+      gemm(c.X.data(), c.ldx, c.weights_for(form.set), all.data(), c.N, c.M, 0, c.N);
       for (int64_t m = 0; m < c.M; ++m) {
-        set.gemm_int8(c.X.data() + m * c.ldx, c.ldx, c.weights_for(set), one.data(), c.N, 1, 0, c.N);
+        gemm(c.X.data() + m * c.ldx, c.ldx, c.weights_for(form.set), one.data(), c.N, 1, 0, c.N);
         if (!std::equal(one.begin(), one.end(), all.begin() + m * c.N))
           return fmt("M=%g K=%g group=%g: row %g differs from a one-row call", c.M, c.K, c.group, m);
       }
     }
     return "";
   });
-}
-
-// A NaN or an infinity in a row makes that row's products NaN or infinite, never finite, and
-// leaves the other rows as they were.
-void test_non_finite(const QuantKernelSet& set, const std::vector<Case>& cases) {
-  run(std::string(set.name) + "/gemm_int8_non_finite_rows", [&]() -> std::string {
+  // A NaN or an infinity in a row makes that row's products NaN or infinite, never finite, and
+  // leaves the other rows as they were.
+  run(form.name() + "_non_finite_rows", [&]() -> std::string {
     for (const Case& c : cases) {
       if (c.M != 3 || c.N != 7 || c.K < 17) continue;
       std::vector<float> want(c.M * c.N), got(c.M * c.N);
-      set.gemm_int8(c.X.data(), c.ldx, c.weights_for(set), want.data(), c.N, c.M, 0, c.N);
+      gemm(c.X.data(), c.ldx, c.weights_for(form.set), want.data(), c.N, c.M, 0, c.N);
       for (float bad : {NAN, INFINITY}) {
         std::vector<float> X = c.X;
         X[1 * c.ldx + 9] = bad;
-        set.gemm_int8(X.data(), c.ldx, c.weights_for(set), got.data(), c.N, c.M, 0, c.N);
+        gemm(X.data(), c.ldx, c.weights_for(form.set), got.data(), c.N, c.M, 0, c.N);
         for (int64_t n = 0; n < c.N; ++n) {
           if (std::isfinite(got[1 * c.N + n])) return fmt("K=%g: a row with %g gave a finite product", c.K, bad);
           if (got[n] != want[n] || got[2 * c.N + n] != want[2 * c.N + n]) return fmt("K=%g: %g changed another row", c.K, bad);
@@ -223,24 +243,29 @@ void test_group_driver(const std::vector<Case>& cases) {
     std::vector<const Case*> picked;
     for (const Case& c : cases)
       if (c.M == 5 && (c.K == 255 || c.K == 1280) && c.N >= 16) picked.push_back(&c);
-    std::vector<std::vector<float>> want(picked.size()), got(picked.size());
-    for (size_t i = 0; i < picked.size(); ++i) {
-      const Case& c = *picked[i];
-      want[i].resize(c.M * c.N);
-      set.gemm_int8(c.X.data(), c.K, c.weights_for(set), want[i].data(), c.N, c.M, 0, c.N);
-    }
-    for (int threads : {1, 2, 3}) {
-      ThreadPool pool(threads);
-      std::vector<MatmulInt8> group;
-      std::vector<std::vector<float>> X(picked.size());
+    for (Precision precision : {Precision::Exact, Precision::Fast}) {
+      // Fast precision takes the set's 8-bit form where it has one.
+      const auto gemm = precision == Precision::Fast && set.gemm_int8_fast ? set.gemm_int8_fast : set.gemm_int8;
+      std::vector<std::vector<float>> want(picked.size()), got(picked.size());
       for (size_t i = 0; i < picked.size(); ++i) {
         const Case& c = *picked[i];
-        got[i].assign(c.M * c.N, NAN);
-        group.push_back({c.X.data(), c.weights_for(set), got[i].data(), c.M, c.N});
+        want[i].resize(c.M * c.N);
+        gemm(c.X.data(), c.K, c.weights_for(set), want[i].data(), c.N, c.M, 0, c.N);
       }
-      matmul_int8_group(pool, group);
-      for (size_t i = 0; i < picked.size(); ++i)
-        if (got[i] != want[i]) return fmt("threads=%g: product %g differs from one kernel call", threads, double(i));
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        std::vector<MatmulInt8> group;
+        for (size_t i = 0; i < picked.size(); ++i) {
+          const Case& c = *picked[i];
+          got[i].assign(c.M * c.N, NAN);
+          group.push_back({c.X.data(), c.weights_for(set), got[i].data(), c.M, c.N});
+        }
+        matmul_int8_group(pool, group, precision);
+        for (size_t i = 0; i < picked.size(); ++i)
+          if (got[i] != want[i])
+            return std::string(precision == Precision::Fast ? "fast" : "exact") +
+                   fmt(" precision, threads=%g: product %g differs from one kernel call", threads, double(i));
+      }
     }
     return "";
   });
@@ -251,7 +276,7 @@ void test_group_driver(const std::vector<Case>& cases) {
     const Int8Weights other = set.layout == Int8Layout::Tiles16 ? c.W.view() : c.tiles.view();
     ThreadPool pool(1);
     try {
-      matmul_int8_group(pool, {{c.X.data(), other, Y.data(), c.M, c.N}});
+      matmul_int8_group(pool, {{c.X.data(), other, Y.data(), c.M, c.N}}, Precision::Exact);
     } catch (const std::logic_error&) {
       return "";
     }
@@ -293,17 +318,22 @@ void test_group_accuracy() {
       if (rel < previous) return "a larger group was more accurate: " + line;
       if (group == kInt8Group && !(rel < 1.5e-2)) return "the engine's group size errs above 1.5e-2: " + line;
       previous = rel;
-      // Rounding the activations to 16-bit integers (VNNI, neondot) must not add measurably to the weights' error.
+      // Rounding the activations to 16-bit integers (VNNI, neondot) must not add measurably to the
+      // weights' error; rounding them to 8 bits (their fast forms) adds a little, in quadrature.
       for (const char* name : {"avx512vnni", "neondot"}) {
-        const QuantKernelSet* int16 = quant_kernels_by_name(name);
-        if (group != kInt8Group || int16 == nullptr) continue;
-        const Int8Matrix layout = quantize_int8(pool, W.data(), N, K, group, int16->layout);
-        int16->gemm_int8(X.data(), K, layout.view(), Y.data(), N, M, 0, N);
-        double int16_err = 0;
-        for (int64_t i = 0; i < M * N; ++i) int16_err += (Y[i] - exact[i]) * (Y[i] - exact[i]);
-        const double int16_rel = std::sqrt(int16_err / norm);
-        line += std::string("(") + name + fmt(" %.4e against %.4e)  ", int16_rel, rel);
+        const QuantKernelSet* integer = quant_kernels_by_name(name);
+        if (group != kInt8Group || integer == nullptr) continue;
+        const Int8Matrix layout = quantize_int8(pool, W.data(), N, K, group, integer->layout);
+        const auto error_of = [&](auto gemm) {
+          gemm(X.data(), K, layout.view(), Y.data(), N, M, 0, N);
+          double sum = 0;
+          for (int64_t i = 0; i < M * N; ++i) sum += (Y[i] - exact[i]) * (Y[i] - exact[i]);
+          return std::sqrt(sum / norm);
+        };
+        const double int16_rel = error_of(integer->gemm_int8), int8_rel = error_of(integer->gemm_int8_fast);
+        line += std::string("(") + name + fmt(" %.4e against %.4e, 8-bit activations %.4e)  ", int16_rel, rel, int8_rel);
         if (!(std::fabs(int16_rel - rel) <= 1e-3 * rel)) return "int16 activations moved the error: " + line;
+        if (!(int8_rel > rel && int8_rel < 1.25 * rel)) return "8-bit activations moved the error beyond a quarter: " + line;
       }
     }
     std::printf("      relative RMS error of the product: %s\n", line.c_str());
@@ -323,8 +353,8 @@ int main() {
       std::printf("skip  %s (the CPU lacks it)\n", name);
       continue;
     }
-    test_set(*set, cases);
-    test_non_finite(*set, cases);
+    test_form(Form{*set, false}, cases);
+    if (set->gemm_int8_fast) test_form(Form{*set, true}, cases);
   }
   test_group_driver(cases);
   test_group_accuracy();
