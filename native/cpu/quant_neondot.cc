@@ -195,17 +195,8 @@ void gemm_digits(const float* X, int64_t ldx, const Int8Weights& W, float* Y, in
   }
 }
 
-void gemm_int8(const float* X, int64_t ldx, const Int8Weights& W, float* Y, int64_t ldy, int64_t M, int64_t n0,
-               int64_t n1) {
-  gemm_digits<2>(X, ldx, W, Y, ldy, M, n0, n1);
-}
-
-void gemm_int8_fast(const float* X, int64_t ldx, const Int8Weights& W, float* Y, int64_t ldy, int64_t M, int64_t n0,
-                    int64_t n1) {
-  gemm_digits<1>(X, ldx, W, Y, ldy, M, n0, n1);
-}
-
-constexpr QuantKernelSet kSet = {"neondot", kLevels<2>, Int8Layout::Rows, gemm_int8, gemm_int8_fast};
+// gemm_int8 takes two digits per activation, gemm_int8_fast one.
+constexpr QuantKernelSet kSet = {"neondot", kLevels<2>, Int8Layout::Rows, gemm_digits<2>, gemm_digits<1>};
 
 }  // namespace
 
