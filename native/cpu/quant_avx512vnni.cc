@@ -102,18 +102,22 @@ template <int Digits>
 void quantize_row(const float* x, const Spans& spans, const QuantRows& rows, int64_t i) {
   const int64_t K = spans.K, groups = (K + spans.group - 1) / spans.group;
   bool row_finite = true;
-  float amax = abs_max(x, 0, K, &row_finite);
-  if (Digits == 2) rows.scale[i] = row_finite ? amax / kLevels<Digits> : __builtin_nanf("");
+  float amax = 0.f;
+  if (Digits == 2) {
+    amax = abs_max(x, 0, K, &row_finite);
+    rows.scale[i] = row_finite ? amax / kLevels<Digits> : __builtin_nanf("");
+  }
   const __m512i limit = _mm512_set1_epi32(kLevels<Digits>);
   int32_t* start = rows.start + i * spans.count;
   for (int64_t g0 = 0, g = 0, s = 0; g0 < K; g0 += spans.group, ++g) {
     const int64_t g1 = min64(K, g0 + spans.group);
+    bool finite = row_finite;
     if (Digits == 1) {
-      bool finite = true;
       amax = abs_max(x, g0, g1, &finite);
-      rows.scale[i * groups + g] = row_finite ? amax / kLevels<Digits> : __builtin_nanf("");
+      row_finite = row_finite && finite;
+      rows.scale[i * groups + g] = amax / kLevels<Digits>;
     }
-    const __m512 inverse = _mm512_set1_ps(row_finite && amax > 0.f ? kLevels<Digits> / amax : 0.f);
+    const __m512 inverse = _mm512_set1_ps(finite && amax > 0.f ? kLevels<Digits> / amax : 0.f);
     for (int64_t s0 = g0; s0 < g1; s0 += kSpan, ++s) {
       const int64_t s1 = min64(g1, s0 + kSpan);
       __m512i sum = _mm512_setzero_si512();
@@ -127,6 +131,10 @@ void quantize_row(const float* x, const Spans& spans, const QuantRows& rows, int
       start[s] = -128 * _mm512_reduce_add_epi32(sum);
     }
   }
+  // The fast form learns the row's finiteness group by group: a non-finite value anywhere makes
+  // every group's scale NaN.
+  if (Digits == 1 && !row_finite)
+    for (int64_t g = 0; g < groups; ++g) rows.scale[i * groups + g] = __builtin_nanf("");
 }
 
 inline __m512i broadcast4(const int8_t* p) {
