@@ -2,9 +2,10 @@
 // (`node dist/bench/engine/expert-products.js [--threads N] [--batches 1,2,4,...] [--matrix-mib N]`):
 // the active set's BF16 product (fast precision) and every int8 set the CPU has (both forms where it
 // has two), each streaming one matrix, by default far larger than the caches; a matrix of a few MiB
-// stays in the last-level cache, which measures the products' own speed. Weight bytes per second are divided by the read bandwidth and, for BF16, FLOPs per
-// second by the fast BF16 GEMM ceiling, both measured in the same run. Their sum says how far the two
-// overlap: 100% is a product that takes its memory time plus its compute time, one after the other.
+// stays in the last-level cache, which measures the products' own speed. Weight bytes per second
+// are divided by the read bandwidth and, for BF16, FLOPs per second by the fast BF16 GEMM ceiling,
+// both measured in the same run. Their sum says how far the two overlap: 100% is a product that
+// takes its memory time plus its compute time, one after the other.
 import { defineCommand, type CommandLine } from '../../src/cli/command-line.js';
 import { integer, integers } from '../../src/cli/options.js';
 import { exitWith, runCommandLine } from '../../src/cli/usage.js';

@@ -1,9 +1,9 @@
 // Streaming speed of the products a decode step runs on its experts, at the row counts a batch gives
 // one expert: the active kernel set's BF16 product (weights packed where the set packs them, fast
 // precision, through the decoder's group driver) and each int8 kernel set the CPU has
-// (native/cpu/quant_int8.h, in the same column chunks as its driver). Each streams one weight matrix
-// far larger than the caches, read once per pass. Reported as weight bytes and FLOPs per second, for the benchmark to divide by the read
-// bandwidth and the product ceiling it measures.
+// (native/cpu/quant_int8.h, in the same column chunks as its driver). Each streams one weight matrix,
+// by default far larger than the caches, read once per pass. Reported as weight bytes and FLOPs per
+// second, for the benchmark to divide by the read bandwidth and the product ceiling it measures.
 #pragma once
 #include <cstdint>
 #include <string>
